@@ -1,0 +1,1 @@
+"""Audit runner: joins certified bounds to empirical trials and issues a verdict."""

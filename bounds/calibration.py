@@ -1,0 +1,413 @@
+"""Safe-side inverses of any declared bound: the least σ, K or T, or the most requests, that
+meet a target (ε, δ).
+
+Every solver follows the same pattern as Google's dp_accounting ``mechanism_calibration``:
+bracket, search in float, then re-check. The returned value is re-evaluated with interval
+arithmetic (theorem preconditions included) and must meet the target; its neighbour (the value
+one tolerance step on the unsafe side, or K − 1, T − 1, requests + 1) must fail it, which shows
+the answer is not needlessly conservative. The direction of the search comes from the bound's
+declared monotonicity, which the test-suite checks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+from scipy import optimize
+
+from bounds.conversions import (
+    CONVERSION_CITATIONS,
+    CONVERSIONS,
+    best_epsilon,
+    dp_epsilon_float,
+)
+from bounds.engine import Bound, BoundError, SolverError, get
+
+SOLVE_ALIASES = {"requests": "s", "burn-in": "T", "epochs": "K"}
+_INTEGER_LIMIT = 2**53
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The answer of a calibration, with the checks that make it trustworthy.
+
+    Attributes:
+      value: the calibrated parameter (``None`` when every value meets the target, e.g. an
+        unbounded number of requests; see ``notes``).
+      certified_epsilon: interval-certified ε at ``value`` (≤ ``target_epsilon``).
+      alpha: the Rényi order used for the certificate (``None`` for direct (ε, δ) bounds).
+      neighbour / neighbour_epsilon: the adjacent value on the unsafe side and its float ε,
+        which exceeds the target (``None`` when ``value`` is at the edge of the domain).
+    """
+
+    bound_id: str
+    parameter: str
+    value: float | int | None
+    target_epsilon: float
+    delta: float | None
+    conversion: str | None
+    certified_epsilon: float | None
+    alpha: float | None
+    neighbour: float | int | None
+    neighbour_epsilon: float | None
+    inputs: Mapping[str, Any]
+    notes: tuple[str, ...]
+    provenance: Mapping[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bound": self.bound_id,
+            "solve": self.parameter,
+            "value": self.value,
+            "target_epsilon": self.target_epsilon,
+            "delta": self.delta,
+            "conversion": self.conversion,
+            "conversion_citation": CONVERSION_CITATIONS.get(self.conversion or "", None),
+            "certified_epsilon": self.certified_epsilon,
+            "alpha": self.alpha,
+            "neighbour": self.neighbour,
+            "neighbour_epsilon": self.neighbour_epsilon,
+            "inputs": {k: _plain(v) for k, v in self.inputs.items()},
+            "notes": list(self.notes),
+            "provenance": dict(self.provenance),
+        }
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, sp.Basic):
+        return int(v) if v.is_Integer else float(v)
+    return v
+
+
+class _Objective:
+    """ε(x) at δ for one free parameter x: float (search) and certified (check) versions."""
+
+    def __init__(
+        self,
+        bound: Bound,
+        parameter: str,
+        *,
+        delta: float | None,
+        conversion: str,
+        params: Mapping[str, Any],
+        alpha_min: float,
+        alpha_max: float,
+    ) -> None:
+        self.bound = bound
+        self.parameter = parameter
+        self.delta = delta
+        self.conversion = conversion
+        self.params = dict(params)
+        self.alpha_min = alpha_min
+        self.alpha_max = alpha_max
+        self.renyi = bound.guarantee.renyi_order is not None
+        if self.renyi and delta is None:
+            raise BoundError(f"{bound.id} is a Rényi bound: give --delta for the conversion")
+        order = bound.guarantee.renyi_order
+        placeholder = {parameter: 1}
+        if self.renyi:
+            placeholder[order] = 2
+        values = bound.resolve({**self.params, **placeholder})
+        self.float_params = {k: float(v) for k, v in values.items()}
+
+    def float_epsilon(self, x: float) -> float:
+        params = {**self.float_params, self.parameter: float(x)}
+        if self.renyi:
+            eps, _ = dp_epsilon_float(
+                self.bound, delta=self.delta, conversion=self.conversion, params=params,
+                alpha_min=self.alpha_min, alpha_max=self.alpha_max,
+            )
+            return eps
+        args = [params[n] for n in self.bound.parameter_names]
+        with np.errstate(all="ignore"):
+            value = float(self.bound.float_function(*args))
+        return value if math.isfinite(value) else math.inf
+
+    def certified(self, x: Any) -> tuple[float, float | None]:
+        params = {**self.params, self.parameter: x}
+        if self.renyi:
+            conv = best_epsilon(
+                self.bound, delta=self.delta, conversion=self.conversion,
+                alpha_min=self.alpha_min, alpha_max=self.alpha_max, **params,
+            )
+            return conv.epsilon, conv.alpha
+        ev = self.bound.evaluate(precision="interval", digits=30, **params)
+        return ev.certified_upper, None
+
+
+def calibrate(
+    bound_id: str | Bound,
+    *,
+    solve: str,
+    epsilon: float,
+    delta: float | None = None,
+    conversion: str = "mironov",
+    rtol: float = 1e-9,
+    alpha_min: float = 1.0,
+    alpha_max: float = 1e8,
+    **params: Any,
+) -> Calibration:
+    """Solve a declared bound for one parameter so that the certified ε meets ``epsilon``.
+
+    Args:
+      bound_id: a bound id or :class:`Bound`.
+      solve: the parameter to solve for: ``sigma``, ``K``, ``T``, ``requests`` (the request
+        index ``s`` of sequential bounds) or any parameter with a declared monotonicity.
+      epsilon: target ε.
+      delta: target δ (Rényi bounds are converted with ``conversion`` at the best order α).
+      conversion: ``"mironov"`` (the papers' choice) or ``"balle2020"``.
+      rtol: relative tolerance of continuous solutions.
+      alpha_min, alpha_max: range searched for the Rényi order.
+      **params: every other parameter of the bound.
+
+    Returns:
+      A :class:`Calibration` whose ``value`` is on the safe side: for a quantity that lowers ε
+      (σ, K, T) the smallest admissible one, for requests the largest admissible count.
+
+    Raises:
+      SolverError: no value in the parameter's domain meets the target.
+    """
+    bound = bound_id if isinstance(bound_id, Bound) else get(bound_id)
+    name = SOLVE_ALIASES.get(solve, solve)
+    if name not in bound.parameter_names:
+        raise BoundError(f"{bound.id} has no parameter {solve!r} to solve for; it takes "
+                         f"{', '.join(bound.parameter_names)}")
+    direction = bound.monotone.get(name)
+    if direction not in ("increasing", "decreasing"):
+        raise BoundError(f"{bound.id} declares no monotonicity in {name}; cannot calibrate it")
+    if name in params:
+        raise BoundError(f"do not pass {name}: it is the unknown")
+    if not (isinstance(epsilon, (int, float)) and 0 < epsilon and math.isfinite(epsilon)):
+        raise BoundError(f"target epsilon must be a positive finite number, got {epsilon!r}")
+    if conversion not in CONVERSIONS:
+        raise BoundError(f"unknown conversion {conversion!r}; choose one of {CONVERSIONS}")
+    if bound.guarantee.kind not in ("renyi_unlearning", "renyi_dp", "eps_delta_unlearning"):
+        raise BoundError(f"{bound.id} bounds a {bound.guarantee.kind}, not a privacy loss")
+    if bound.guarantee.renyi_order == name:
+        raise BoundError("the Rényi order is optimised, not calibrated")
+    objective = _Objective(
+        bound, name, delta=delta, conversion=conversion, params=params,
+        alpha_min=alpha_min, alpha_max=alpha_max,
+    )
+    param = bound.parameter(name)
+    notes: list[str] = []
+    if param.integer:
+        value, neighbour = _solve_integer(objective, param, direction, epsilon, notes)
+    else:
+        value, neighbour = _solve_continuous(objective, param, direction, epsilon, rtol)
+
+    certified_eps = alpha = None
+    if value is not None:
+        certified_eps, alpha = objective.certified(value)
+        # The float search may sit a hair on the wrong side of the rigorous answer: step out.
+        for _ in range(64):
+            if certified_eps <= epsilon:
+                break
+            value, neighbour = _step_safe(param, direction, value, rtol), value
+            certified_eps, alpha = objective.certified(value)
+        else:  # pragma: no cover - would mean the float and interval values disagree wildly
+            raise SolverError(f"{bound.id}: could not certify a value of {name} for the target")
+    neighbour_eps = None
+    if neighbour is not None:
+        neighbour_eps = objective.float_epsilon(neighbour)
+        if not neighbour_eps > epsilon:
+            raise SolverError(
+                f"{bound.id}: calibration check failed, the neighbour {name}={neighbour} also "
+                f"meets the target (epsilon {neighbour_eps})"
+            )
+    return Calibration(
+        bound_id=bound.id,
+        parameter=name,
+        value=value,
+        target_epsilon=float(epsilon),
+        delta=None if delta is None else float(delta),
+        conversion=conversion if objective.renyi else None,
+        certified_epsilon=certified_eps,
+        alpha=alpha,
+        neighbour=neighbour,
+        neighbour_epsilon=neighbour_eps,
+        inputs=dict(params),
+        notes=tuple(notes),
+        provenance={**bound.provenance(), "solver": f"least/greatest {name} ({direction} bound)"},
+    )
+
+
+def _step_safe(param: Any, direction: str, value: Any, rtol: float) -> Any:
+    if param.integer:
+        return value + 1 if direction == "decreasing" else value - 1
+    return value * (1 + rtol) if direction == "decreasing" else value * (1 - rtol)
+
+
+def _solve_continuous(
+    objective: _Objective, param: Any, direction: str, target: float, rtol: float
+) -> tuple[float, float]:
+    """Bracket in log space, root-find, then place the answer on the safe side of the root."""
+
+    def ok(x: float) -> bool:
+        return objective.float_epsilon(x) <= target
+
+    def gap(t: float) -> float:
+        eps = objective.float_epsilon(math.exp(t))
+        if eps == math.inf:
+            return math.inf
+        return math.log(max(eps, 1e-300)) - math.log(target)
+
+    want_large = direction == "decreasing"  # a larger x lowers epsilon
+    x = 1.0
+    if ok(x):
+        good, step = x, (0.5 if want_large else 2.0)  # walk toward the unsafe side
+        while True:
+            x *= step
+            if not 1e-300 < x < 1e300 or not _in_domain(param, x):
+                raise SolverError(
+                    f"{objective.bound.id}: every {param.name} meets epsilon={target}; "
+                    "nothing to calibrate"
+                )
+            if not ok(x):
+                bad = x
+                break
+            good = x
+    else:
+        bad, step = x, (2.0 if want_large else 0.5)  # walk toward the safe side
+        while True:
+            x *= step
+            if not 1e-300 < x < 1e300 or not _in_domain(param, x):
+                raise SolverError(
+                    f"{objective.bound.id}: no value of {param.name} meets epsilon={target}"
+                )
+            if ok(x):
+                good = x
+                break
+            bad = x
+    lo_t, hi_t = sorted((math.log(good), math.log(bad)))
+    try:
+        root = math.exp(optimize.brentq(gap, lo_t, hi_t, xtol=rtol / 4, rtol=4 * np.finfo(float).eps))
+    except ValueError:
+        root = math.exp(0.5 * (lo_t + hi_t))
+    safe_dir = 1 if want_large else -1
+    for k in (1, 2, 4, 8, 16):
+        candidate = root * (1 + safe_dir * k * rtol)
+        neighbour = root * (1 - safe_dir * k * rtol)
+        if ok(candidate) and not ok(neighbour):
+            return candidate, neighbour
+    # Fall back to plain bisection between the bracket ends.
+    good_x, bad_x = good, bad
+    while abs(good_x / bad_x - 1) > rtol:
+        mid = math.sqrt(good_x * bad_x)
+        if ok(mid):
+            good_x = mid
+        else:
+            bad_x = mid
+    return good_x, bad_x
+
+
+def _in_domain(param: Any, x: float) -> bool:
+    return not param.violations(x)
+
+
+def _solve_integer(
+    objective: _Objective, param: Any, direction: str, target: float, notes: list[str]
+) -> tuple[int | None, int | None]:
+    lo = int(math.ceil(param.lower)) if param.lower is not None else 0
+    if param.lower_open and lo == param.lower:
+        lo += 1
+
+    def ok(k: int) -> bool:
+        return objective.float_epsilon(k) <= target
+
+    if direction == "decreasing":  # least k with eps(k) <= target
+        if ok(lo):
+            notes.append(f"the smallest admissible value {param.name}={lo} already meets the target")
+            return lo, None
+        bad, good = lo, lo + 1
+        while not ok(good):
+            bad, good = good, 2 * good
+            if good > _INTEGER_LIMIT:
+                raise SolverError(
+                    f"{objective.bound.id}: no {param.name} up to 2^53 meets epsilon={target}"
+                )
+        while good - bad > 1:
+            mid = (good + bad) // 2
+            if ok(mid):
+                good = mid
+            else:
+                bad = mid
+        return good, good - 1
+    # increasing: greatest k with eps(k) <= target
+    if not ok(lo):
+        raise SolverError(
+            f"{objective.bound.id}: even {param.name}={lo} exceeds epsilon={target}"
+        )
+    if _limit_ok(objective, target):
+        notes.append(
+            f"the bound stays below the target for every {param.name}: its limit as "
+            f"{param.name} -> infinity meets the target, so no finite maximum exists"
+        )
+        return None, None
+    good, bad = lo, lo + 1
+    while ok(bad):
+        good, bad = bad, 2 * bad
+        if bad > _INTEGER_LIMIT:
+            notes.append(f"every {param.name} up to 2^53 meets the target")
+            return None, None
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if ok(mid):
+            good = mid
+        else:
+            bad = mid
+    return good, good + 1
+
+
+def _limit_ok(objective: _Objective, target: float) -> bool:
+    """Whether the float bound, in the limit of the free parameter -> infinity, meets the target."""
+    bound = objective.bound
+    sym = bound.parameter(objective.parameter).symbol
+    order = bound.guarantee.renyi_order
+    values = bound.resolve({**objective.params, objective.parameter: 1, **({order: 2} if order else {})})
+    subs = {bound.parameter(k).symbol: v for k, v in values.items() if k not in (objective.parameter, order)}
+    expr = bound.expression.subs(subs)
+    try:
+        limit = sp.limit(expr, sym, sp.oo)
+    except (NotImplementedError, ValueError):  # pragma: no cover
+        return False
+    if limit.has(sp.oo, sp.zoo, sp.nan):
+        return False
+    if order is None:
+        return float(limit) <= target
+    f = sp.lambdify([bound.parameter(order).symbol], limit, modules=["mpmath"])
+    best = min(
+        float(f(mpmath.mpf(a))) + _conversion_term(objective, a) for a in np.geomspace(1.001, 1e6, 600)
+    )
+    return best <= target * (1 - 1e-6)
+
+
+def _conversion_term(objective: _Objective, alpha: float) -> float:
+    from bounds.conversions import renyi_to_dp
+
+    return float(renyi_to_dp(renyi_epsilon=0.0, alpha=float(alpha), delta=objective.delta,
+                             conversion=objective.conversion))
+
+
+def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT) -> int:
+    """Least k >= start with ``predicate(k)`` true, for a predicate monotone in k."""
+    if predicate(start):
+        return start
+    bad, good = start, start + 1
+    while not predicate(good):
+        bad, good = good, 2 * good
+        if good > limit:
+            raise SolverError(f"no integer up to {limit} satisfies the condition")
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if predicate(mid):
+            good = mid
+        else:
+            bad = mid
+    return good

@@ -1,0 +1,685 @@
+"""Datasets and unlearning requests for the empirical trials.
+
+The conventions follow the PNSGD experiments (Chien et al., NeurIPS 2024, App. N.2-N.3):
+binary tasks built from a pair of classes, every feature vector scaled to unit l2 norm,
+labels in {-1, +1}; an unlearning request replaces a record by N(0, I) features (scaled to
+unit norm, as the authors' code does) and a uniformly random label.
+
+The embedded default is scikit-learn's bundled handwritten digits (no download). MNIST and
+CIFAR-10 are read from files the user supplies; nothing here touches the network.
+"""
+
+from __future__ import annotations
+
+import gzip
+import pickle
+import struct
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Dataset",
+    "RequestSequence",
+    "UnlearningRequest",
+    "apply_request",
+    "breast_cancer",
+    "dataset_names",
+    "digits_3_vs_8",
+    "drop_to_multiple",
+    "load_cifar10",
+    "load_dataset",
+    "load_mnist",
+    "random_replacement_request",
+    "random_request_sequence",
+    "removal_request",
+    "replacement_request",
+    "select_class_pair",
+    "synthetic_gaussian",
+    "synthetic_mnist_shape",
+    "unit_normalize",
+]
+
+
+def _frozen_array(values: Any, *, dtype: Any) -> np.ndarray:
+    array = np.array(values, dtype=dtype, copy=True)
+    array.setflags(write=False)
+    return array
+
+
+def _check_labels(labels: np.ndarray, *, name: str) -> None:
+    if labels.size and not np.all(np.isin(labels, (-1.0, 1.0))):
+        raise ValueError(f"{name} must contain only -1 and +1")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """A binary classification dataset with a held-out test split.
+
+    ``features`` is [n, d] (float64), ``labels`` is [n] with values in {-1, +1}; the test
+    split has the same feature dimension (it may be empty). ``provenance`` says where the
+    numbers came from and how they were processed. Arrays are stored read-only.
+    """
+
+    name: str
+    features: np.ndarray
+    labels: np.ndarray
+    test_features: np.ndarray
+    test_labels: np.ndarray
+    provenance: str
+
+    def __post_init__(self) -> None:
+        features = _frozen_array(self.features, dtype=np.float64)
+        labels = _frozen_array(self.labels, dtype=np.float64)
+        test_features = _frozen_array(self.test_features, dtype=np.float64)
+        test_labels = _frozen_array(self.test_labels, dtype=np.float64)
+        if features.ndim != 2 or features.shape[0] == 0 or features.shape[1] == 0:
+            raise ValueError(f"features must be a non-empty [n, d] array, got {features.shape}")
+        if labels.shape != (features.shape[0],):
+            raise ValueError(
+                f"labels must have shape ({features.shape[0]},) to match features, "
+                f"got {labels.shape}"
+            )
+        if test_features.size == 0:
+            test_features = np.zeros((0, features.shape[1]))
+            test_features.setflags(write=False)
+        if test_features.ndim != 2 or test_features.shape[1] != features.shape[1]:
+            raise ValueError(
+                f"test_features must be [n_test, {features.shape[1]}], got {test_features.shape}"
+            )
+        if test_labels.shape != (test_features.shape[0],):
+            raise ValueError(
+                f"test_labels must have shape ({test_features.shape[0]},), got {test_labels.shape}"
+            )
+        if not (np.all(np.isfinite(features)) and np.all(np.isfinite(test_features))):
+            raise ValueError("features must be finite")
+        _check_labels(labels, name="labels")
+        _check_labels(test_labels, name="test_labels")
+        object.__setattr__(self, "features", features)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "test_features", test_features)
+        object.__setattr__(self, "test_labels", test_labels)
+
+    @property
+    def n(self) -> int:
+        """Number of training records."""
+        return int(self.features.shape[0])
+
+    @property
+    def dim(self) -> int:
+        """Feature dimension d."""
+        return int(self.features.shape[1])
+
+    @property
+    def n_test(self) -> int:
+        """Number of test records."""
+        return int(self.test_features.shape[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Preprocessing shared by the loaders.
+
+
+def unit_normalize(features: np.ndarray) -> np.ndarray:
+    """Scale every row to unit l2 norm (the seeds' ``||x|| = 1`` convention)."""
+    features = np.asarray(features, dtype=np.float64)
+    if features.ndim != 2:
+        raise ValueError(f"features must be 2-D, got shape {features.shape}")
+    norms = np.linalg.norm(features, axis=1, keepdims=True)
+    if np.any(norms == 0.0):
+        raise ValueError("cannot scale an all-zero feature row to unit norm")
+    return features / norms
+
+
+def select_class_pair(
+    features: np.ndarray, labels: np.ndarray, *, classes: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Keep the records of two classes, flattened, with label +1 for ``classes[0]``, -1 else."""
+    first, second = classes
+    if first == second:
+        raise ValueError(f"classes must be two different labels, got {classes}")
+    labels = np.asarray(labels).reshape(-1)
+    features = np.asarray(features)
+    if features.shape[0] != labels.shape[0]:
+        raise ValueError(
+            f"features and labels disagree on the number of records: "
+            f"{features.shape[0]} vs {labels.shape[0]}"
+        )
+    keep = (labels == first) | (labels == second)
+    if not np.any(labels[keep] == first) or not np.any(labels[keep] == second):
+        raise ValueError(f"both classes {classes} must occur in the labels")
+    flat = features[keep].reshape(int(keep.sum()), -1).astype(np.float64)
+    return flat, np.where(labels[keep] == first, 1.0, -1.0)
+
+
+def drop_to_multiple(dataset: Dataset, batch_size: int) -> Dataset:
+    """Keep the first ``floor(n / b) * b`` training records.
+
+    PNSGD partitions [n] into n/b batches of equal size b, so n must be a multiple of b. Like
+    the paper (App. N.2, which drops points to reach a multiple of 512), we drop the tail of
+    the training set; the test split is untouched.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+    keep = (dataset.n // batch_size) * batch_size
+    if keep == 0:
+        raise ValueError(f"batch_size {batch_size} exceeds the number of records {dataset.n}")
+    if keep == dataset.n:
+        return dataset
+    return Dataset(
+        name=dataset.name,
+        features=dataset.features[:keep],
+        labels=dataset.labels[:keep],
+        test_features=dataset.test_features,
+        test_labels=dataset.test_labels,
+        provenance=f"{dataset.provenance}; first {keep} of {dataset.n} records kept "
+        f"(multiple of batch size {batch_size})",
+    )
+
+
+def _take_first(
+    features: np.ndarray, labels: np.ndarray, count: int | None, *, what: str
+) -> tuple[np.ndarray, np.ndarray]:
+    if count is None:
+        return features, labels
+    if count < 1 or count > features.shape[0]:
+        raise ValueError(f"{what} must be in [1, {features.shape[0]}], got {count}")
+    return features[:count], labels[:count]
+
+
+# ---------------------------------------------------------------------------------------------
+# Embedded and synthetic datasets.
+
+DIGITS_TRAIN_SIZE = 256
+
+
+def digits_3_vs_8() -> Dataset:
+    """scikit-learn's bundled 8x8 digits, classes 3 (+1) vs 8 (-1), rows at unit l2 norm.
+
+    The 357 records of the pair are split without randomness: the first 256 in scikit-learn's
+    order train (256 is a multiple of every power-of-two batch size up to 256), the other 101
+    test.
+    """
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    features, labels = select_class_pair(bunch.data, bunch.target, classes=(3, 8))
+    features = unit_normalize(features)
+    cut = DIGITS_TRAIN_SIZE
+    return Dataset(
+        name="digits-3-vs-8",
+        features=features[:cut],
+        labels=labels[:cut],
+        test_features=features[cut:],
+        test_labels=labels[cut:],
+        provenance="sklearn.datasets.load_digits, classes 3 (+1) vs 8 (-1), rows scaled to unit "
+        f"l2 norm; first {cut} records train, remaining {features.shape[0] - cut} test",
+    )
+
+
+BREAST_CANCER_TRAIN_SIZE = 512
+
+
+def breast_cancer() -> Dataset:
+    """scikit-learn's bundled breast-cancer set: malignant (+1) vs benign (-1).
+
+    The 30 raw features span several orders of magnitude, so they are standardised with the
+    training split's mean and standard deviation before rows are scaled to unit norm. The first
+    512 records train, the other 57 test.
+    """
+    from sklearn.datasets import load_breast_cancer
+
+    bunch = load_breast_cancer()
+    features = np.asarray(bunch.data, dtype=np.float64)
+    labels = np.where(bunch.target == 0, 1.0, -1.0)
+    cut = BREAST_CANCER_TRAIN_SIZE
+    mean = features[:cut].mean(axis=0)
+    scale = features[:cut].std(axis=0)
+    features = unit_normalize((features - mean) / scale)
+    return Dataset(
+        name="breast-cancer",
+        features=features[:cut],
+        labels=labels[:cut],
+        test_features=features[cut:],
+        test_labels=labels[cut:],
+        provenance="sklearn.datasets.load_breast_cancer, malignant (+1) vs benign (-1), "
+        "standardised with training statistics, rows scaled to unit l2 norm; "
+        f"first {cut} records train, remaining {features.shape[0] - cut} test",
+    )
+
+
+def synthetic_gaussian(
+    *, n: int, d: int, seed: int, n_test: int = 0, separation: float = 2.0
+) -> Dataset:
+    """Two Gaussian classes: label y uniform in {-1, +1}, x = y * mu + N(0, I_d), unit-normed.
+
+    ``mu`` has norm ``separation / 2`` along the all-ones direction, so the class means are
+    ``separation`` apart before normalisation.
+    """
+    if n < 1 or d < 1 or n_test < 0:
+        raise ValueError(f"need n >= 1, d >= 1, n_test >= 0; got n={n}, d={d}, n_test={n_test}")
+    if not np.isfinite(separation) or separation < 0:
+        raise ValueError(f"separation must be finite and >= 0, got {separation}")
+    rng = np.random.default_rng(seed)
+    mean = np.full(d, separation / (2.0 * np.sqrt(d)))
+    labels = rng.choice(np.array([-1.0, 1.0]), size=n + n_test)
+    features = labels[:, None] * mean + rng.standard_normal((n + n_test, d))
+    features = unit_normalize(features)
+    return Dataset(
+        name="synthetic-gaussian",
+        features=features[:n],
+        labels=labels[:n],
+        test_features=features[n:],
+        test_labels=labels[n:],
+        provenance=f"synthetic Gaussian classes, n={n}, d={d}, n_test={n_test}, "
+        f"separation={separation}, numpy seed {seed}; rows scaled to unit l2 norm",
+    )
+
+
+MNIST_SHAPE = {"n": 11264, "d": 784, "n_test": 1984}
+
+
+def synthetic_mnist_shape(*, seed: int = 0) -> Dataset:
+    """Synthetic Gaussian data of the MNIST 3-vs-8 experiment's shape (11264 x 784, 1984 test).
+
+    For GPU-scale benchmarks when the real files are not at hand (seed 000, App. N.2 sizes).
+    """
+    base = synthetic_gaussian(seed=seed, **MNIST_SHAPE)
+    return Dataset(
+        name="synthetic-mnist-shape",
+        features=base.features,
+        labels=base.labels,
+        test_features=base.test_features,
+        test_labels=base.test_labels,
+        provenance=base.provenance + " (shape of the MNIST 3-vs-8 experiment of seed 000)",
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# File readers: MNIST (IDX or .npz) and CIFAR-10 (.npz or python pickle batches).
+
+_IDX_DTYPES = {
+    0x08: np.uint8,
+    0x09: np.int8,
+    0x0B: np.dtype(">i2"),
+    0x0C: np.dtype(">i4"),
+    0x0D: np.dtype(">f4"),
+    0x0E: np.dtype(">f8"),
+}
+
+
+def _open_maybe_gzip(path: Path):
+    with open(path, "rb") as handle:
+        magic = handle.read(2)
+    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+
+
+def read_idx(path: str | Path) -> np.ndarray:
+    """Read one IDX file (the MNIST distribution format), optionally gzip-compressed."""
+    path = Path(path)
+    with _open_maybe_gzip(path) as handle:
+        raw = handle.read()
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0:
+        raise ValueError(f"{path} is not an IDX file (bad magic number)")
+    type_code, ndim = raw[2], raw[3]
+    if type_code not in _IDX_DTYPES:
+        raise ValueError(f"{path}: unknown IDX element type 0x{type_code:02x}")
+    header_end = 4 + 4 * ndim
+    if len(raw) < header_end:
+        raise ValueError(f"{path}: truncated IDX header")
+    shape = struct.unpack(f">{ndim}I", raw[4:header_end])
+    dtype = np.dtype(_IDX_DTYPES[type_code])
+    expected = int(np.prod(shape)) * dtype.itemsize
+    if len(raw) - header_end != expected:
+        raise ValueError(
+            f"{path}: IDX body has {len(raw) - header_end} bytes, header implies {expected}"
+        )
+    return np.frombuffer(raw, dtype=dtype, offset=header_end).reshape(shape)
+
+
+_MNIST_IDX_NAMES = {
+    "x_train": "train-images-idx3-ubyte",
+    "y_train": "train-labels-idx1-ubyte",
+    "x_test": "t10k-images-idx3-ubyte",
+    "y_test": "t10k-labels-idx1-ubyte",
+}
+
+
+def _find_idx_file(directory: Path, stem: str) -> Path:
+    for candidate in (stem, stem + ".gz", stem.replace("-idx", ".idx"), stem + ".idx"):
+        if (directory / candidate).is_file():
+            return directory / candidate
+    raise ValueError(f"{directory} has no IDX file named {stem} (or {stem}.gz)")
+
+
+def _read_npz_splits(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path, allow_pickle=False) as archive:
+        missing = {"x_train", "y_train", "x_test", "y_test"} - set(archive.files)
+        if missing:
+            raise ValueError(f"{path} lacks arrays {sorted(missing)}; expected x_train, "
+                             "y_train, x_test, y_test")
+        return {key: np.asarray(archive[key]) for key in ("x_train", "y_train", "x_test",
+                                                          "y_test")}
+
+
+def _class_pair_dataset(
+    splits: dict[str, np.ndarray],
+    *,
+    name: str,
+    classes: tuple[int, int],
+    n_train: int | None,
+    source: str,
+) -> Dataset:
+    features, labels = select_class_pair(splits["x_train"], splits["y_train"], classes=classes)
+    test_features, test_labels = select_class_pair(
+        splits["x_test"], splits["y_test"], classes=classes
+    )
+    if features.shape[1] != test_features.shape[1]:
+        raise ValueError(
+            f"train and test feature sizes differ: {features.shape[1]} vs {test_features.shape[1]}"
+        )
+    features, labels = _take_first(features, labels, n_train, what="n_train")
+    return Dataset(
+        name=name,
+        features=unit_normalize(features),
+        labels=labels,
+        test_features=unit_normalize(test_features),
+        test_labels=test_labels,
+        provenance=f"{source}; classes {classes[0]} (+1) vs {classes[1]} (-1), flattened, rows "
+        f"scaled to unit l2 norm; {features.shape[0]} train, {test_features.shape[0]} test",
+    )
+
+
+def load_mnist(
+    path: str | Path, *, classes: tuple[int, int] = (3, 8), n_train: int | None = None
+) -> Dataset:
+    """MNIST class pair from a directory of IDX files or a ``.npz`` (x_train, y_train, ...).
+
+    ``n_train`` keeps the first records of the pair (seed 000 keeps 11264 of the 3-vs-8 set).
+    """
+    path = Path(path)
+    if path.is_dir():
+        splits = {key: read_idx(_find_idx_file(path, stem))
+                  for key, stem in _MNIST_IDX_NAMES.items()}
+        source = f"MNIST IDX files in {path}"
+    elif path.is_file() and path.suffix == ".npz":
+        splits = _read_npz_splits(path)
+        source = f"MNIST arrays from {path}"
+    else:
+        raise ValueError(f"{path} is neither a directory of IDX files nor a .npz file")
+    return _class_pair_dataset(splits, name="mnist", classes=classes, n_train=n_train,
+                               source=source)
+
+
+def _read_cifar_pickle(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    with open(path, "rb") as handle:
+        batch = pickle.load(handle, encoding="bytes")
+    data = batch.get(b"data", batch.get("data"))
+    labels = batch.get(b"labels", batch.get("labels"))
+    if data is None or labels is None:
+        raise ValueError(f"{path} is not a CIFAR-10 python batch (no data/labels entries)")
+    return np.asarray(data), np.asarray(labels)
+
+
+def load_cifar10(
+    path: str | Path, *, classes: tuple[int, int] = (3, 8), n_train: int | None = None
+) -> Dataset:
+    """CIFAR-10 class pair (default cat 3 vs ship 8) from a ``.npz`` or the python batches.
+
+    ``path`` is either a ``.npz`` with x_train, y_train, x_test, y_test (raw pixels or any
+    precomputed features, e.g. the ResNet-18 embeddings seed 000 uses), or the extracted
+    ``cifar-10-batches-py`` directory (data_batch_1..5, test_batch; read with pickle, so
+    only open files you trust). Raw pixels are used as given; seed 000's ResNet-18 features
+    are not computed here.
+    """
+    path = Path(path)
+    if path.is_dir():
+        batch_files = sorted(path.glob("data_batch_*"))
+        if not batch_files or not (path / "test_batch").is_file():
+            raise ValueError(f"{path} lacks data_batch_* and test_batch files")
+        parts = [_read_cifar_pickle(batch_file) for batch_file in batch_files]
+        test_x, test_y = _read_cifar_pickle(path / "test_batch")
+        splits = {
+            "x_train": np.concatenate([x for x, _ in parts]),
+            "y_train": np.concatenate([y for _, y in parts]),
+            "x_test": test_x,
+            "y_test": test_y,
+        }
+        source = f"CIFAR-10 python batches in {path}"
+    elif path.is_file() and path.suffix == ".npz":
+        splits = _read_npz_splits(path)
+        source = f"CIFAR-10 arrays from {path}"
+    else:
+        raise ValueError(f"{path} is neither a CIFAR-10 batch directory nor a .npz file")
+    return _class_pair_dataset(splits, name="cifar10", classes=classes, n_train=n_train,
+                               source=source)
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry.
+
+_NO_PATH_LOADERS: dict[str, Callable[..., Dataset]] = {
+    "digits": digits_3_vs_8,
+    "digits-3-vs-8": digits_3_vs_8,
+    "breast-cancer": breast_cancer,
+    "synthetic-gaussian": synthetic_gaussian,
+    "synthetic-mnist-shape": synthetic_mnist_shape,
+}
+_PATH_LOADERS: dict[str, Callable[..., Dataset]] = {
+    "mnist": load_mnist,
+    "cifar10": load_cifar10,
+}
+
+
+def dataset_names() -> tuple[str, ...]:
+    """Names accepted by :func:`load_dataset`."""
+    return tuple(sorted({**_NO_PATH_LOADERS, **_PATH_LOADERS}))
+
+
+def load_dataset(name: str, *, path: str | Path | None = None, **options: Any) -> Dataset:
+    """Load a dataset by name; ``mnist`` and ``cifar10`` need ``path``, the others refuse it."""
+    if name in _PATH_LOADERS:
+        if path is None:
+            raise ValueError(f"dataset {name!r} is read from a user-supplied file: pass path=")
+        return _PATH_LOADERS[name](path, **options)
+    if name in _NO_PATH_LOADERS:
+        if path is not None:
+            raise ValueError(f"dataset {name!r} is built in and takes no path")
+        return _NO_PATH_LOADERS[name](**options)
+    raise ValueError(f"unknown dataset {name!r}; known: {', '.join(dataset_names())}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Unlearning requests.
+
+
+def _as_indices(indices: int | Iterable[int]) -> tuple[int, ...]:
+    if isinstance(indices, (int, np.integer)):
+        values = (int(indices),)
+    else:
+        values = tuple(int(i) for i in indices)
+    if not values:
+        raise ValueError("a request needs at least one index")
+    if len(set(values)) != len(values):
+        raise ValueError(f"request indices must be distinct, got {values}")
+    if min(values) < 0:
+        raise ValueError(f"request indices must be >= 0, got {values}")
+    return values
+
+
+@dataclass(frozen=True, eq=False)
+class UnlearningRequest:
+    """One request on S >= 1 records (a batch request when S > 1).
+
+    Replacement (the adjacency of seed 000): record ``indices[s]`` becomes
+    (``replacement_features[s]``, ``replacement_labels[s]``). Removal: both replacement fields
+    are None and the records leave the dataset. Indices refer to rows of the dataset the
+    request is applied to.
+    """
+
+    indices: tuple[int, ...]
+    replacement_features: np.ndarray | None = None
+    replacement_labels: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "indices", _as_indices(self.indices))
+        if (self.replacement_features is None) != (self.replacement_labels is None):
+            raise ValueError("give both replacement_features and replacement_labels, or neither")
+        if self.replacement_features is None:
+            return
+        features = _frozen_array(self.replacement_features, dtype=np.float64)
+        labels = _frozen_array(self.replacement_labels, dtype=np.float64)
+        if features.ndim != 2 or features.shape[0] != len(self.indices):
+            raise ValueError(
+                f"replacement_features must be [{len(self.indices)}, d], got {features.shape}"
+            )
+        if labels.shape != (len(self.indices),):
+            raise ValueError(
+                f"replacement_labels must have shape ({len(self.indices)},), got {labels.shape}"
+            )
+        if not np.all(np.isfinite(features)):
+            raise ValueError("replacement_features must be finite")
+        _check_labels(labels, name="replacement_labels")
+        object.__setattr__(self, "replacement_features", features)
+        object.__setattr__(self, "replacement_labels", labels)
+
+    @property
+    def is_removal(self) -> bool:
+        return self.replacement_features is None
+
+    @property
+    def size(self) -> int:
+        """Number of records S the request touches."""
+        return len(self.indices)
+
+
+@dataclass(frozen=True)
+class RequestSequence:
+    """Requests served one after another (seed 000, Thm 3.11); indices never repeat."""
+
+    requests: tuple[UnlearningRequest, ...]
+
+    def __post_init__(self) -> None:
+        requests = tuple(self.requests)
+        if not requests:
+            raise ValueError("a request sequence needs at least one request")
+        if not all(isinstance(r, UnlearningRequest) for r in requests):
+            raise ValueError("a request sequence holds UnlearningRequest items only")
+        seen: set[int] = set()
+        for request in requests:
+            if seen.intersection(request.indices):
+                raise ValueError("a record may appear in at most one request of a sequence")
+            seen.update(request.indices)
+        object.__setattr__(self, "requests", requests)
+
+    def __len__(self) -> int:
+        return len(self.requests)
+
+    @property
+    def forget_indices(self) -> tuple[int, ...]:
+        """All touched indices in the order they are requested."""
+        return tuple(i for request in self.requests for i in request.indices)
+
+
+def _check_request_fits(dataset: Dataset, request: UnlearningRequest) -> None:
+    if max(request.indices) >= dataset.n:
+        raise ValueError(
+            f"request index {max(request.indices)} is out of range for n={dataset.n}"
+        )
+    if request.replacement_features is not None and (
+        request.replacement_features.shape[1] != dataset.dim
+    ):
+        raise ValueError(
+            f"replacement features have dimension {request.replacement_features.shape[1]}, "
+            f"dataset has {dataset.dim}"
+        )
+
+
+def replacement_request(
+    dataset: Dataset, indices: int | Sequence[int], *, seed: int
+) -> UnlearningRequest:
+    """Replace the given records by N(0, I_d) features scaled to unit norm and random labels.
+
+    This is the request of seed 000 App. N.3 (the unit scaling is what the authors' code does,
+    so the replacement obeys the same ||x|| = 1 convention as the data).
+    """
+    index_tuple = _as_indices(indices)
+    rng = np.random.default_rng(seed)
+    features = unit_normalize(rng.standard_normal((len(index_tuple), dataset.dim)))
+    labels = rng.choice(np.array([-1.0, 1.0]), size=len(index_tuple))
+    request = UnlearningRequest(index_tuple, features, labels)
+    _check_request_fits(dataset, request)
+    return request
+
+
+def removal_request(indices: int | Sequence[int]) -> UnlearningRequest:
+    """Remove the given records."""
+    return UnlearningRequest(_as_indices(indices))
+
+
+def random_replacement_request(dataset: Dataset, *, size: int = 1, seed: int) -> UnlearningRequest:
+    """Replacement of ``size`` distinct records drawn uniformly at random."""
+    if size < 1 or size > dataset.n:
+        raise ValueError(f"size must be in [1, {dataset.n}], got {size}")
+    rng = np.random.default_rng(seed)
+    indices = rng.choice(dataset.n, size=size, replace=False)
+    return replacement_request(dataset, [int(i) for i in indices], seed=seed + 1)
+
+
+def random_request_sequence(
+    dataset: Dataset, *, length: int, size: int = 1, seed: int, removal: bool = False
+) -> RequestSequence:
+    """``length`` requests of ``size`` records each, all indices distinct, drawn at random."""
+    if length < 1 or size < 1 or length * size > dataset.n:
+        raise ValueError(
+            f"need length >= 1, size >= 1 and length * size <= n={dataset.n}; "
+            f"got length={length}, size={size}"
+        )
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(dataset.n, size=length * size, replace=False)
+    requests = []
+    for position in range(length):
+        indices = [int(i) for i in chosen[position * size:(position + 1) * size]]
+        if removal:
+            requests.append(removal_request(indices))
+        else:
+            requests.append(replacement_request(dataset, indices, seed=seed + 1 + position))
+    return RequestSequence(tuple(requests))
+
+
+def apply_request(dataset: Dataset, request: UnlearningRequest | RequestSequence) -> Dataset:
+    """The updated dataset D' after a request (or a whole sequence).
+
+    Replacements keep n and the row order. Removals delete rows, so the result has fewer
+    records; in a sequence all indices refer to rows of ``dataset`` (the original).
+    """
+    requests = request.requests if isinstance(request, RequestSequence) else (request,)
+    features = np.array(dataset.features)
+    labels = np.array(dataset.labels)
+    removed: list[int] = []
+    for item in requests:
+        _check_request_fits(dataset, item)
+        if item.is_removal:
+            removed.extend(item.indices)
+        else:
+            features[list(item.indices)] = item.replacement_features
+            labels[list(item.indices)] = item.replacement_labels
+    keep = np.ones(dataset.n, dtype=bool)
+    keep[removed] = False
+    if not keep.any():
+        raise ValueError("the request removes every record")
+    kinds = ", ".join(
+        f"{'removal' if item.is_removal else 'replacement'} of {list(item.indices)}"
+        for item in requests
+    )
+    return Dataset(
+        name=dataset.name,
+        features=features[keep],
+        labels=labels[keep],
+        test_features=dataset.test_features,
+        test_labels=dataset.test_labels,
+        provenance=f"{dataset.provenance}; after {kinds}",
+    )

@@ -1,0 +1,1 @@
+"""One module per paper: the unlearning algorithms as batched trial pipelines."""

@@ -1,0 +1,357 @@
+"""Models for batched trials: every parameter set is one row of an [N, P] tensor.
+
+* :class:`LogisticRegression`: the logistic loss of seed 000 (App. N.3, eqs. 88-92); the l2
+  term lambda * w is added by the optimiser, after clipping the logistic part at M.
+* :class:`QuadraticLoss`: f(x; a) = (m/2) ||x - a||^2, whose noisy-SGD iterates are exactly
+  Gaussian (ground truth of catalog section 3.3).
+* :class:`TinyMLP`, :class:`TinyCNN`: the small networks of seed 004 (App. B), driven through
+  :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
+
+All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
+products as multiply-and-sum along the feature axis rather than with BLAS so that each trial's
+numbers do not depend on how many trials share the call (BLAS picks different kernels for a
+batch of one), which keeps batched and per-trial runs bit-identical.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import nn
+from torch.func import functional_call, grad, vmap
+
+__all__ = [
+    "FunctionalClassifier",
+    "LogisticRegression",
+    "QuadraticLoss",
+    "TinyCNN",
+    "TinyMLP",
+    "TrialModel",
+    "clip_scale",
+    "pairwise_dot",
+]
+
+# Largest [N, E, P] temporary built by the blocked products below (elements).
+_BLOCK_ELEMENTS = 1 << 22
+
+
+@runtime_checkable
+class TrialModel(Protocol):
+    """What a noisy-SGD pipeline needs from a model with flat parameters [N, P]."""
+
+    name: str
+
+    @property
+    def num_params(self) -> int: ...
+
+    @property
+    def strong_convexity(self) -> float:
+        """m of every per-example loss, before any l2 term the optimiser adds."""
+        ...
+
+    @property
+    def smoothness(self) -> float | None:
+        """L of every per-example loss (None when unknown, as for neural networks)."""
+        ...
+
+    def data_gradient_sum(
+        self,
+        params: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        weights: torch.Tensor,
+        *,
+        clip: float | None,
+    ) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(grad loss(params; x_i, y_i)): [N,B,...] -> [N, P]."""
+        ...
+
+    def losses(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
+        """Per-example data loss of each trial on shared examples: [N, P], [E, ...] -> [N, E]."""
+        ...
+
+    def accuracy(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
+        """Fraction of shared examples classified correctly, per trial: [N] (NaN if undefined)."""
+        ...
+
+    def workspace_elements(self, batch_size: int) -> int:
+        """Rough count of tensor elements one trial needs for one step (for chunk sizing)."""
+        ...
+
+
+def clip_scale(norms: torch.Tensor, clip: float | None) -> torch.Tensor:
+    """Factor min(1, clip / ||g||) that projects a gradient onto the ball of radius ``clip``."""
+    if clip is None:
+        return torch.ones_like(norms)
+    return torch.clamp(clip / torch.clamp(norms, min=torch.finfo(norms.dtype).tiny), max=1.0)
+
+
+def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    """[N, P] x [E, P] -> [N, E] inner products, computed in blocks of examples."""
+    n_trials, dim = params.shape
+    block = max(1, _BLOCK_ELEMENTS // max(1, n_trials * dim))
+    parts = [
+        (params[:, None, :] * features[None, start:start + block, :]).sum(-1)
+        for start in range(0, features.shape[0], block)
+    ]
+    if not parts:
+        return params.new_zeros((n_trials, 0))
+    return torch.cat(parts, dim=1)
+
+
+def _pairwise_squared_distance(params: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
+    n_trials, dim = params.shape
+    block = max(1, _BLOCK_ELEMENTS // max(1, n_trials * dim))
+    parts = [
+        (params[:, None, :] - points[None, start:start + block, :]).square().sum(-1)
+        for start in range(0, points.shape[0], block)
+    ]
+    if not parts:
+        return params.new_zeros((n_trials, 0))
+    return torch.cat(parts, dim=1)
+
+
+def _check_batched(params: torch.Tensor, features: torch.Tensor, num_params: int) -> None:
+    if params.ndim != 2 or params.shape[1] != num_params:
+        raise ValueError(f"params must be [N, {num_params}], got {tuple(params.shape)}")
+    if features.shape[0] != params.shape[0]:
+        raise ValueError(
+            f"features must have one leading row per trial ({params.shape[0]}), "
+            f"got {tuple(features.shape)}"
+        )
+
+
+@dataclass(frozen=True)
+class LogisticRegression:
+    """Logistic loss l(w; x, y) = log(1 + exp(-y w.x)) without intercept (seed 000, eq. 88).
+
+    The gradient is -y sigmoid(-y w.x) x (eq. 89 without lambda w); clipping projects this
+    logistic part onto the ball of radius M (eq. 91). With ||x|| <= 1 the loss is 1/4-smooth
+    and convex; the optimiser's l2 term makes it lambda-strongly convex.
+    """
+
+    dim: int
+    name: str = "logistic-regression"
+
+    def __post_init__(self) -> None:
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got {self.dim}")
+
+    @property
+    def num_params(self) -> int:
+        return self.dim
+
+    @property
+    def strong_convexity(self) -> float:
+        return 0.0
+
+    @property
+    def smoothness(self) -> float:
+        # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
+        return 0.25
+
+    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+        _check_batched(params, features, self.dim)
+        margins = (features * params[:, None, :]).sum(-1) * labels
+        coefficient = -labels * torch.sigmoid(-margins)
+        if clip is not None:
+            norms = coefficient.abs() * features.square().sum(-1).sqrt()
+            coefficient = coefficient * clip_scale(norms, clip)
+        return ((coefficient * weights)[..., None] * features).sum(1)
+
+    def losses(self, params, features, labels):
+        return nn.functional.softplus(-labels[None, :] * pairwise_dot(params, features))
+
+    def accuracy(self, params, features, labels):
+        if features.shape[0] == 0:
+            return params.new_full((params.shape[0],), math.nan)
+        correct = (pairwise_dot(params, features) * labels[None, :]) > 0
+        return correct.to(params.dtype).mean(dim=1)
+
+    def workspace_elements(self, batch_size: int) -> int:
+        return 3 * batch_size * self.dim + 4 * self.dim
+
+
+@dataclass(frozen=True)
+class QuadraticLoss:
+    """f(x; a) = (m/2) ||x - a||^2 with the record's features as the centre ``a``.
+
+    Gradient m (x - a): m-smooth and m-strongly convex. Without clipping or projection the
+    noisy-SGD chain is linear-Gaussian, so the laws of its iterates are known exactly.
+    Labels are ignored and accuracy is undefined (NaN).
+    """
+
+    dim: int
+    curvature: float
+    name: str = "quadratic"
+
+    def __post_init__(self) -> None:
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got {self.dim}")
+        if not (math.isfinite(self.curvature) and self.curvature > 0):
+            raise ValueError(f"curvature must be finite and > 0, got {self.curvature}")
+
+    @property
+    def num_params(self) -> int:
+        return self.dim
+
+    @property
+    def strong_convexity(self) -> float:
+        return float(self.curvature)
+
+    @property
+    def smoothness(self) -> float:
+        return float(self.curvature)
+
+    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+        _check_batched(params, features, self.dim)
+        gradients = self.curvature * (params[:, None, :] - features)
+        scale = weights
+        if clip is not None:
+            scale = scale * clip_scale(gradients.square().sum(-1).sqrt(), clip)
+        return (scale[..., None] * gradients).sum(1)
+
+    def losses(self, params, features, labels):
+        return 0.5 * self.curvature * _pairwise_squared_distance(params, features)
+
+    def accuracy(self, params, features, labels):
+        return params.new_full((params.shape[0],), math.nan)
+
+    def workspace_elements(self, batch_size: int) -> int:
+        return 3 * batch_size * self.dim + 4 * self.dim
+
+
+# ---------------------------------------------------------------------------------------------
+# Small networks of seed 004 (App. B), as ordinary modules plus a torch.func adapter.
+
+
+class TinyMLP(nn.Module):
+    """Seed 004's MNIST "TinyNet": flatten, Dense(5), ReLU, Dense(classes).
+
+    With 784 inputs and 10 classes it has 3,985 parameters (the paper's "about 4,000").
+    """
+
+    def __init__(self, in_features: int = 784, *, hidden: int = 5, num_classes: int = 2) -> None:
+        super().__init__()
+        if in_features < 1 or hidden < 1 or num_classes < 2:
+            raise ValueError("need in_features >= 1, hidden >= 1 and num_classes >= 2")
+        self.hidden = nn.Linear(in_features, hidden)
+        self.output = nn.Linear(hidden, num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.output(torch.relu(self.hidden(x.flatten(1))))
+
+
+class TinyCNN(nn.Module):
+    """Seed 004's CIFAR-10 net: two 3x3 conv blocks (32, 64 channels, ReLU, 2x2 average
+    pooling), global average pooling, Dense(classes).
+
+    With 3 input channels and 10 classes it has 20,042 parameters (the paper's "20,000").
+    """
+
+    def __init__(self, in_channels: int = 3, *, num_classes: int = 2) -> None:
+        super().__init__()
+        if in_channels < 1 or num_classes < 2:
+            raise ValueError("need in_channels >= 1 and num_classes >= 2")
+        self.conv1 = nn.Conv2d(in_channels, 32, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv2d(32, 64, kernel_size=3, padding=1)
+        self.output = nn.Linear(64, num_classes)
+        for conv in (self.conv1, self.conv2):
+            nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")  # seed 004's he_normal
+        nn.init.kaiming_normal_(self.output.weight)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = nn.functional.avg_pool2d(torch.relu(self.conv1(x)), 2)
+        x = nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2)
+        return self.output(x.mean(dim=(2, 3)))
+
+
+def _labels_to_classes(labels: torch.Tensor) -> torch.Tensor:
+    # +1 is the first class of the pair (index 0), -1 the second (index 1).
+    return (labels < 0).to(torch.long)
+
+
+class FunctionalClassifier:
+    """Runs a binary classifier module on flat parameters [N, P] with ``torch.func``.
+
+    Records are stored flat ([.., prod(input_shape)]) and reshaped to ``input_shape`` (e.g.
+    (3, 32, 32) for the CNN). The data loss is the cross-entropy of seed 004; per-example
+    gradients come from ``vmap(grad(.))`` over examples, then over trials.
+    """
+
+    def __init__(self, module: nn.Module, *, input_shape: tuple[int, ...], name: str) -> None:
+        if not input_shape or any(size < 1 for size in input_shape):
+            raise ValueError(f"input_shape must be positive sizes, got {input_shape}")
+        self.module = module
+        self.input_shape = tuple(input_shape)
+        self.name = name
+        self._names = [key for key, _ in module.named_parameters()]
+        self._shapes = [value.shape for _, value in module.named_parameters()]
+        self._sizes = [value.numel() for _, value in module.named_parameters()]
+
+        def example_loss(flat, x, label):
+            logits = self._logits_one(flat, x[None])
+            return nn.functional.cross_entropy(logits, label[None])
+
+        per_example = vmap(grad(example_loss), in_dims=(None, 0, 0))
+        self._per_trial_gradients = vmap(per_example, in_dims=(0, 0, 0))
+        self._shared_logits = vmap(self._logits_one, in_dims=(0, None))
+
+    @property
+    def num_params(self) -> int:
+        return int(sum(self._sizes))
+
+    @property
+    def strong_convexity(self) -> float:
+        return 0.0
+
+    @property
+    def smoothness(self) -> None:
+        return None
+
+    def initial_params(self, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        """The module's own initial parameters as one flat [P] vector."""
+        return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()]).to(dtype)
+
+    def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        pieces = torch.split(flat, self._sizes)
+        return {
+            key: piece.reshape(shape)
+            for key, piece, shape in zip(self._names, pieces, self._shapes, strict=True)
+        }
+
+    def _logits_one(self, flat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        inputs = x.reshape((x.shape[0], *self.input_shape))
+        return functional_call(self.module, self.unflatten(flat), (inputs,))
+
+    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+        _check_batched(params, features, self.num_params)
+        gradients = self._per_trial_gradients(params, features, _labels_to_classes(labels))
+        scale = weights * clip_scale(gradients.square().sum(-1).sqrt(), clip)
+        return (scale[..., None] * gradients).sum(1)
+
+    def logits(self, params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+        """Logits of every trial on shared examples: [N, P], [E, ...] -> [N, E, classes]."""
+        return self._shared_logits(params, features)
+
+    def losses(self, params, features, labels):
+        logits = self.logits(params, features)
+        classes = _labels_to_classes(labels)
+        log_probs = torch.log_softmax(logits, dim=-1)
+        return -log_probs.gather(-1, classes.expand(params.shape[0], -1)[..., None])[..., 0]
+
+    def accuracy(self, params, features, labels):
+        if features.shape[0] == 0:
+            return params.new_full((params.shape[0],), math.nan)
+        predicted = self.logits(params, features).argmax(dim=-1)
+        return (predicted == _labels_to_classes(labels)[None, :]).to(params.dtype).mean(dim=1)
+
+    def workspace_elements(self, batch_size: int) -> int:
+        return 4 * batch_size * self.num_params + 4 * self.num_params

@@ -1,0 +1,213 @@
+"""Trial engine: N independent runs of a randomised pipeline as one batched computation.
+
+A pipeline is a function of a :class:`TrialRandom` that returns tensors whose leading axis
+indexes trials. Randomness comes only from per-trial streams: each (seed, trial index,
+stream name) triple seeds its own ``torch.Generator``, and a batched draw is the stack of
+every trial's own draw. Trial i therefore sees the same numbers whatever N, the chunk size
+or the mode, provided the pipeline's draw schedule (the sequence of shapes requested per
+stream) does not depend on N, which holds for any pipeline written over the trial axis.
+
+:func:`run_trials` splits the trials into chunks that fit a memory budget (the free CUDA
+memory, or a fixed CPU default), runs each chunk batched, and concatenates the outputs.
+``mode="loop"`` runs the very same pipeline one trial at a time (chunks of size 1), which is
+the reference for equivalence tests and the baseline for the benchmark.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import torch
+
+__all__ = [
+    "DEFAULT_CPU_MEMORY_BUDGET",
+    "TrialRandom",
+    "chunk_size_for",
+    "resolve_device",
+    "run_trials",
+    "trial_seed",
+]
+
+# Bytes a CPU chunk may use; large enough to amortise Python overhead, small enough for a
+# laptop or a 2-core CI runner.
+DEFAULT_CPU_MEMORY_BUDGET = 512 * 2**20
+# Share of the currently free CUDA memory a chunk may use (the rest covers allocator slack and
+# temporaries the per-trial estimate misses).
+CUDA_MEMORY_FRACTION = 0.5
+
+Pipeline = Callable[["TrialRandom"], Mapping[str, torch.Tensor]]
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``None`` or ``"auto"``: CUDA when present, else CPU. Asking for absent CUDA is an error."""
+    if device is None or device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    resolved = torch.device(device)
+    if resolved.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was requested but torch reports no CUDA device")
+    if resolved.type not in ("cpu", "cuda"):
+        raise ValueError(f"unsupported device {resolved}; use 'cpu' or 'cuda'")
+    return resolved
+
+
+def trial_seed(*, seed: int, trial: int, stream: str) -> int:
+    """A 64-bit generator seed derived from (seed, trial, stream) by hashing (BLAKE2b).
+
+    Distinct triples give unrelated seeds; ``trial`` may be negative for streams shared by
+    all trials (e.g. a fixed partition).
+    """
+    if not isinstance(stream, str) or not stream:
+        raise ValueError("stream must be a non-empty string")
+    message = f"{int(seed)}|{int(trial)}|{stream}".encode()
+    return int.from_bytes(hashlib.blake2b(message, digest_size=8).digest(), "little")
+
+
+class TrialRandom:
+    """Per-trial random streams for one chunk of trials.
+
+    Each named stream keeps one generator per trial; successive calls on a stream continue
+    it. Values are drawn per trial and stacked, so a batched draw equals the per-trial
+    draws exactly.
+    """
+
+    def __init__(
+        self,
+        *,
+        seed: int,
+        trial_indices: Sequence[int],
+        device: torch.device,
+        dtype: torch.dtype,
+    ) -> None:
+        self.seed = int(seed)
+        self.trial_indices = tuple(int(i) for i in trial_indices)
+        if not self.trial_indices:
+            raise ValueError("a chunk needs at least one trial")
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self._streams: dict[str, list[torch.Generator]] = {}
+
+    @property
+    def size(self) -> int:
+        """Number of trials in this chunk."""
+        return len(self.trial_indices)
+
+    def generators(self, stream: str) -> list[torch.Generator]:
+        """The per-trial generators of ``stream`` (created on first use)."""
+        if stream not in self._streams:
+            generators = []
+            for trial in self.trial_indices:
+                generator = torch.Generator(device=self.device)
+                generator.manual_seed(trial_seed(seed=self.seed, trial=trial, stream=stream))
+                generators.append(generator)
+            self._streams[stream] = generators
+        return self._streams[stream]
+
+    def shared_generator(self, stream: str) -> torch.Generator:
+        """One generator common to all trials (keyed by trial index -1), freshly seeded."""
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(trial_seed(seed=self.seed, trial=-1, stream=stream))
+        return generator
+
+    def normal(self, stream: str, shape: Sequence[int]) -> torch.Tensor:
+        """Standard normal draws of ``shape`` for every trial: [N, *shape]."""
+        shape = tuple(int(s) for s in shape)
+        out = torch.empty((self.size, *shape), device=self.device, dtype=self.dtype)
+        for row, generator in zip(out, self.generators(stream), strict=True):
+            row.normal_(generator=generator)
+        return out
+
+    def permutation(self, stream: str, n: int) -> torch.Tensor:
+        """A uniformly random permutation of range(n) for every trial: [N, n] (int64)."""
+        return torch.stack(
+            [
+                torch.randperm(n, generator=generator, device=self.device)
+                for generator in self.generators(stream)
+            ]
+        )
+
+
+def chunk_size_for(
+    *,
+    n_trials: int,
+    bytes_per_trial: int,
+    device: torch.device,
+    memory_budget: int | None = None,
+) -> int:
+    """Largest chunk (at most ``n_trials``) whose estimated footprint fits the budget.
+
+    The budget is ``memory_budget`` when given, else half the free CUDA memory
+    (``torch.cuda.mem_get_info``) on a GPU and :data:`DEFAULT_CPU_MEMORY_BUDGET` on CPU.
+    """
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    if bytes_per_trial < 1:
+        raise ValueError(f"bytes_per_trial must be >= 1, got {bytes_per_trial}")
+    if memory_budget is None:
+        if device.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(device)
+            memory_budget = int(CUDA_MEMORY_FRACTION * free)
+        else:
+            memory_budget = DEFAULT_CPU_MEMORY_BUDGET
+    if memory_budget < 1:
+        raise ValueError(f"memory_budget must be >= 1 byte, got {memory_budget}")
+    return int(max(1, min(n_trials, memory_budget // bytes_per_trial)))
+
+
+def run_trials(
+    pipeline: Pipeline,
+    *,
+    n_trials: int,
+    seed: int,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float64,
+    mode: Literal["batched", "loop"] = "batched",
+    chunk_size: int | None = None,
+    bytes_per_trial: int | None = None,
+    first_trial: int = 0,
+) -> dict[str, np.ndarray]:
+    """Run trials ``first_trial .. first_trial + n_trials - 1`` and stack their outputs.
+
+    ``mode="batched"`` uses ``chunk_size`` trials per call (default: sized from
+    ``bytes_per_trial`` and the memory budget; one chunk when no estimate is given).
+    ``mode="loop"`` calls the pipeline once per trial. Outputs are NumPy arrays with the
+    trial axis first.
+    """
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    if first_trial < 0:
+        raise ValueError(f"first_trial must be >= 0, got {first_trial}")
+    if mode not in ("batched", "loop"):
+        raise ValueError(f"mode must be 'batched' or 'loop', got {mode!r}")
+    resolved = resolve_device(device)
+    if mode == "loop":
+        chunk_size = 1
+    elif chunk_size is None:
+        chunk_size = (
+            n_trials
+            if bytes_per_trial is None
+            else chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
+                                device=resolved)
+        )
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+
+    collected: dict[str, list[np.ndarray]] = {}
+    stop = first_trial + n_trials
+    for start in range(first_trial, stop, chunk_size):
+        indices = range(start, min(start + chunk_size, stop))
+        random = TrialRandom(seed=seed, trial_indices=indices, device=resolved, dtype=dtype)
+        with torch.no_grad():
+            outputs = pipeline(random)
+        if collected and set(outputs) != set(collected):
+            raise ValueError("the pipeline returned different output names across chunks")
+        for name, value in outputs.items():
+            if value.shape[:1] != (len(indices),):
+                raise ValueError(
+                    f"output {name!r} has leading size {tuple(value.shape[:1])}, "
+                    f"expected ({len(indices)},)"
+                )
+            collected.setdefault(name, []).append(value.detach().cpu().numpy())
+    return {name: np.concatenate(parts, axis=0) for name, parts in collected.items()}
