@@ -523,6 +523,46 @@ def list_bounds(paper: str | None = None) -> list[Bound]:
     return out
 
 
+@dataclasses.dataclass(frozen=True)
+class Reproduction:
+    """A published table or figure that the declarations must reproduce.
+
+    ``run()`` returns a dict with ``rows`` (each with ``published``, ``computed`` and ``match``),
+    ``matches`` and ``total``; ``rule`` says how a computed value is compared to the print.
+    """
+
+    id: str
+    title: str
+    citation: Citation
+    rule: str
+    run: Callable[[], dict[str, Any]]
+
+
+_REPRODUCTIONS: dict[str, Reproduction] = {}
+
+
+def register_reproduction(reproduction: Reproduction) -> Reproduction:
+    if reproduction.id in _REPRODUCTIONS:
+        raise ValueError(f"reproduction {reproduction.id!r} is already registered")
+    _REPRODUCTIONS[reproduction.id] = reproduction
+    return reproduction
+
+
+def get_reproduction(reproduction_id: str) -> Reproduction:
+    _load_papers()
+    try:
+        return _REPRODUCTIONS[reproduction_id]
+    except KeyError:
+        raise UnknownBoundError(
+            f"no reproduction {reproduction_id!r}; known: {', '.join(sorted(_REPRODUCTIONS))}"
+        ) from None
+
+
+def list_reproductions() -> list[Reproduction]:
+    _load_papers()
+    return list(_REPRODUCTIONS.values())
+
+
 def _load_papers() -> None:
     import bounds.papers  # noqa: F401  (declarations register themselves on import)
 

@@ -1,0 +1,447 @@
+"""PNSGD learning, unlearning and retraining as batched trials (seed 000, Algorithm 1).
+
+Chien, Wang, Chen, Li, "Certified Machine Unlearning via Noisy Stochastic Gradient Descent"
+(NeurIPS 2024). One trial:
+
+1. draw a partition B of [n] into n/b batches of size b (per trial, or one fixed partition);
+2. learn: x ~ N(0, init_std^2 I) (default init_std^2 = 2 sigma^2 / m, as in App. N.3), then T
+   epochs over B^0, ..., B^{n/b-1} of
+   ``x <- Pi_R(x - eta * (1/b) sum_{i in B^j} [clip_M(grad l_i(x)) + lambda x] + sqrt(2 eta sigma^2) W)``;
+3. unlearn: from the learned x, K epochs of the same recursion on D' with the same B and fresh
+   noise (one K per request of a sequence, Thm 3.11; a batch request is one request on S
+   records, Cor. J.1);
+4. retrain: the learning step on the final D' from a fresh initialisation (with a fresh
+   partition when partitions are per trial).
+
+A removal is served as a null record (zero data loss), so n and the partition are unchanged;
+this is the "replace by a null point" reading of replacement adjacency that App. N.3 cites.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import torch
+
+from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.models import LogisticRegression, TrialModel, clip_scale
+from empirical.trials import TrialRandom, resolve_device, run_trials
+
+__all__ = [
+    "PAPER_BURN_IN_EPOCHS",
+    "ModelSamples",
+    "PNSGDConfig",
+    "PNSGDResult",
+    "paper_logistic_config",
+    "run_pnsgd",
+]
+
+# Seed 000, Table 2: burn-in epochs T per batch size ("full" = n).
+PAPER_BURN_IN_EPOCHS = {32: 10, 128: 20, 512: 50, "full": 1000}
+
+# Shared evaluation sets are padded to a multiple of this many examples so that every trial's
+# elementwise transcendental ops run on whole SIMD blocks in batched and per-trial mode alike
+# (a partial block is computed by scalar code, which can differ in the last bit).
+_EVALUATION_PAD = 32
+
+
+def _positive(value: float, name: str) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+
+
+def _non_negative(value: float, name: str) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+
+
+@dataclass(frozen=True)
+class PNSGDConfig:
+    """Hyperparameters of PNSGD (un)learning, seed 000 Algorithm 1.
+
+    ``sigma`` is the declared noise level: each step adds sqrt(2 eta sigma^2) N(0, I).
+    ``noise_multiplier_scale`` multiplies every noise the mechanism draws (step noise, and
+    the initialisation when ``init_std`` is derived from sigma) without changing the declared
+    sigma, to build deliberately under-noised mechanisms for audit tests.
+    ``unlearn_epochs`` is K, or one K per request of a sequence.
+    ``l2`` is lambda: every per-example loss gets (lambda/2) ||x||^2 (App. N.3 uses 1e-6 n).
+    ``clip`` is M (None: no clipping), ``radius`` is R (None: no projection).
+    ``init_std`` None means sqrt(2 sigma^2 / m) with m the strong convexity of the objective.
+    ``partition``: "per_trial" draws B per trial (Algorithm 1; retraining draws its own B),
+    "fixed" uses one B for every trial and phase (the conditional-on-B laws of Thm 3.2).
+    """
+
+    step_size: float
+    sigma: float
+    batch_size: int
+    learn_epochs: int
+    unlearn_epochs: int | tuple[int, ...]
+    l2: float = 0.0
+    clip: float | None = 1.0
+    radius: float | None = None
+    init_std: float | None = None
+    partition: Literal["per_trial", "fixed"] = "per_trial"
+    noise_multiplier_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        _positive(self.step_size, "step_size")
+        _non_negative(self.sigma, "sigma")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.learn_epochs < 0:
+            raise ValueError(f"learn_epochs must be >= 0, got {self.learn_epochs}")
+        epochs = self.unlearn_epochs
+        if isinstance(epochs, (list, tuple)):
+            epochs = tuple(int(k) for k in epochs)
+            if not epochs:
+                raise ValueError("unlearn_epochs must list at least one K")
+            object.__setattr__(self, "unlearn_epochs", epochs)
+        checked = epochs if isinstance(epochs, tuple) else (epochs,)
+        if any(int(k) != k or k < 0 for k in checked):
+            raise ValueError(f"unlearn_epochs must be integers >= 0, got {self.unlearn_epochs}")
+        _non_negative(self.l2, "l2")
+        if self.clip is not None:
+            _positive(self.clip, "clip")
+        if self.radius is not None:
+            _positive(self.radius, "radius")
+        if self.init_std is not None:
+            _non_negative(self.init_std, "init_std")
+        if self.partition not in ("per_trial", "fixed"):
+            raise ValueError(f"partition must be 'per_trial' or 'fixed', got {self.partition!r}")
+        _non_negative(self.noise_multiplier_scale, "noise_multiplier_scale")
+
+    @property
+    def noise_std(self) -> float:
+        """Declared per-step noise standard deviation sqrt(2 eta sigma^2)."""
+        return math.sqrt(2.0 * self.step_size * self.sigma**2)
+
+    def unlearn_epochs_for(self, n_requests: int) -> tuple[int, ...]:
+        """K for each of ``n_requests`` sequential requests."""
+        if isinstance(self.unlearn_epochs, tuple):
+            if len(self.unlearn_epochs) != n_requests:
+                raise ValueError(
+                    f"unlearn_epochs lists {len(self.unlearn_epochs)} values for "
+                    f"{n_requests} requests"
+                )
+            return self.unlearn_epochs
+        return (int(self.unlearn_epochs),) * n_requests
+
+
+def paper_logistic_config(
+    *,
+    n: int,
+    sigma: float,
+    batch_size: int,
+    unlearn_epochs: int | tuple[int, ...] = 1,
+    learn_epochs: int | None = None,
+    radius: float | None = 100.0,
+    clip: float = 1.0,
+    noise_multiplier_scale: float = 1.0,
+) -> PNSGDConfig:
+    """Seed 000's logistic-regression settings (App. N.3): lambda = 1e-6 n, eta = 1/L with
+    L = 1/4 + lambda, M = 1, R = 100, T from Table 2 unless given.
+
+    The authors' released code runs without projection; pass ``radius=None`` for that.
+    """
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got {n}")
+    l2 = 1e-6 * n
+    if learn_epochs is None:
+        key = "full" if batch_size == n else batch_size
+        if key not in PAPER_BURN_IN_EPOCHS:
+            raise ValueError(
+                f"Table 2 has no burn-in for batch size {batch_size}; pass learn_epochs="
+            )
+        learn_epochs = PAPER_BURN_IN_EPOCHS[key]
+    return PNSGDConfig(
+        step_size=1.0 / (0.25 + l2),
+        sigma=sigma,
+        batch_size=batch_size,
+        learn_epochs=learn_epochs,
+        unlearn_epochs=unlearn_epochs,
+        l2=l2,
+        clip=clip,
+        radius=radius,
+        partition="per_trial",
+        noise_multiplier_scale=noise_multiplier_scale,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class ModelSamples:
+    """One model per trial: parameters [N, P], losses on the forget records [N, S] and on a
+    retained subset [N, R], and test accuracy [N] (NaN when undefined)."""
+
+    params: np.ndarray
+    forget_losses: np.ndarray
+    retain_losses: np.ndarray
+    test_accuracy: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class PNSGDResult:
+    """Outputs of ``n_trials`` runs of learn -> unlearn and of retraining on D'.
+
+    ``unlearned`` and ``retrained`` are the two samples an audit compares; ``learned`` is the
+    model before unlearning. ``forget_indices`` are the requested rows (losses use their
+    original records), ``retain_indices`` the rows of the retained subset. ``forget_batch``
+    [N, S] is the batch position j of each forget row in the learning partition.
+    ``strong_convexity`` m and ``smoothness`` L include the l2 term.
+    """
+
+    config: PNSGDConfig
+    model_name: str
+    learned: ModelSamples
+    unlearned: ModelSamples
+    retrained: ModelSamples
+    forget_indices: tuple[int, ...]
+    retain_indices: np.ndarray
+    forget_batch: np.ndarray
+    trial_indices: np.ndarray
+    seed: int
+    n: int
+    num_params: int
+    strong_convexity: float
+    smoothness: float | None
+    device: str
+    dtype: str
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.trial_indices.shape[0])
+
+
+@dataclass(frozen=True)
+class _DataVersion:
+    features: torch.Tensor
+    labels: torch.Tensor
+    weights: torch.Tensor
+
+
+def _as_requests(
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+) -> tuple[UnlearningRequest, ...]:
+    if isinstance(request, UnlearningRequest):
+        return (request,)
+    if isinstance(request, RequestSequence):
+        return request.requests
+    return RequestSequence(tuple(request)).requests
+
+
+def _data_versions(
+    dataset: Dataset, requests: tuple[UnlearningRequest, ...]
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    features = np.array(dataset.features)
+    labels = np.array(dataset.labels)
+    weights = np.ones(dataset.n)
+    versions = [(features.copy(), labels.copy(), weights.copy())]
+    for request in requests:
+        if max(request.indices) >= dataset.n:
+            raise ValueError(f"request index {max(request.indices)} out of range for n={dataset.n}")
+        rows = list(request.indices)
+        if request.is_removal:
+            weights[rows] = 0.0
+        else:
+            if request.replacement_features.shape[1] != dataset.dim:
+                raise ValueError(
+                    f"replacement features have dimension "
+                    f"{request.replacement_features.shape[1]}, dataset has {dataset.dim}"
+                )
+            features[rows] = request.replacement_features
+            labels[rows] = request.replacement_labels
+        versions.append((features.copy(), labels.copy(), weights.copy()))
+    return versions
+
+
+def _padded(features: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    count = features.shape[0]
+    target = max(_EVALUATION_PAD, -(-count // _EVALUATION_PAD) * _EVALUATION_PAD)
+    if count == 0 or count == target:
+        return features, labels
+    filler = torch.zeros(target - count, dtype=torch.long, device=features.device)
+    return (torch.cat([features, features[filler]]), torch.cat([labels, labels[filler]]))
+
+
+def run_pnsgd(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    config: PNSGDConfig,
+    n_trials: int,
+    seed: int,
+    model: TrialModel | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float64,
+    mode: Literal["batched", "loop"] = "batched",
+    chunk_size: int | None = None,
+    first_trial: int = 0,
+    retain_scores: int = 64,
+    score_seed: int = 0,
+) -> PNSGDResult:
+    """Run PNSGD learn -> unlearn and retrain-from-scratch for ``n_trials`` trials.
+
+    ``model`` defaults to logistic regression on the dataset's features. n must be a
+    multiple of the batch size (see :func:`empirical.data.drop_to_multiple`). The forget
+    records' losses use the original records; ``retain_scores`` retained rows, chosen with
+    ``score_seed``, get losses too. Trial i's numbers depend only on (seed, i), not on
+    ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode``.
+    """
+    model = LogisticRegression(dataset.dim) if model is None else model
+    requests = _as_requests(request)
+    unlearn_epochs = config.unlearn_epochs_for(len(requests))
+    n, batch = dataset.n, config.batch_size
+    if n % batch != 0:
+        raise ValueError(
+            f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
+            "empirical.data.drop_to_multiple (as seed 000 does)"
+        )
+    if retain_scores < 0:
+        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
+    strong_convexity = model.strong_convexity + config.l2
+    if config.init_std is None:
+        if strong_convexity <= 0:
+            raise ValueError("init_std=None needs m > 0 (set l2 > 0 or give init_std)")
+        init_std = math.sqrt(2.0 * config.sigma**2 / strong_convexity)
+        init_std *= config.noise_multiplier_scale
+    else:
+        init_std = config.init_std
+    step_noise_std = config.noise_std * config.noise_multiplier_scale
+
+    versions_np = _data_versions(dataset, requests)
+    forget = tuple(i for r in requests for i in r.indices)
+    retained = np.setdiff1d(np.arange(n), np.array(forget))
+    if retain_scores < retained.size:
+        rng = np.random.default_rng(score_seed)
+        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
+
+    resolved = resolve_device(device)
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=resolved)
+
+    versions = [_DataVersion(tensor(x), tensor(y), tensor(w)) for x, y, w in versions_np]
+    forget_x, forget_y = _padded(tensor(dataset.features[list(forget)]),
+                                 tensor(dataset.labels[list(forget)]))
+    retain_x, retain_y = _padded(tensor(dataset.features[retained]),
+                                 tensor(dataset.labels[retained]))
+    test_x, test_y = tensor(dataset.test_features), tensor(dataset.test_labels)
+    forget_rows = torch.as_tensor(forget, dtype=torch.long, device=resolved)
+    n_batches, n_params = n // batch, model.num_params
+
+    def partition(random: TrialRandom, stream: str) -> torch.Tensor:
+        if config.partition == "fixed":
+            order = torch.randperm(n, generator=random.shared_generator("partition/fixed"),
+                                   device=resolved)
+            return order.expand(random.size, n)
+        return random.permutation(stream, n)
+
+    def initial(random: TrialRandom, stream: str) -> torch.Tensor:
+        return random.normal(stream, (n_params,)) * init_std
+
+    def train(
+        params: torch.Tensor,
+        data: _DataVersion,
+        batches: torch.Tensor,
+        epochs: int,
+        random: TrialRandom,
+        stream: str,
+    ) -> torch.Tensor:
+        for _ in range(epochs):
+            noise = None
+            if step_noise_std > 0:
+                noise = random.normal(stream, (n_batches, n_params)) * step_noise_std
+            for j in range(n_batches):
+                rows = batches[:, j, :]
+                gradient = model.data_gradient_sum(
+                    params, data.features[rows], data.labels[rows], data.weights[rows],
+                    clip=config.clip,
+                ) / batch
+                if config.l2:
+                    gradient = gradient + config.l2 * params
+                params = params - config.step_size * gradient
+                if noise is not None:
+                    params = params + noise[:, j]
+                if config.radius is not None:
+                    norms = params.square().sum(-1).sqrt()
+                    params = params * clip_scale(norms, config.radius)[:, None]
+        return params
+
+    def evaluate(prefix: str, params: torch.Tensor) -> dict[str, torch.Tensor]:
+        return {
+            f"{prefix}/params": params,
+            f"{prefix}/forget_losses": model.losses(params, forget_x, forget_y)[:, :len(forget)],
+            f"{prefix}/retain_losses": model.losses(params, retain_x, retain_y)[
+                :, :retained.size
+            ],
+            f"{prefix}/test_accuracy": model.accuracy(params, test_x, test_y),
+        }
+
+    def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
+        order = partition(random, "partition/learn")
+        batches = order.reshape(random.size, n_batches, batch)
+        params = train(initial(random, "init/learn"), versions[0], batches,
+                       config.learn_epochs, random, "noise/learn")
+        outputs = evaluate("learned", params)
+        for position, epochs in enumerate(unlearn_epochs):
+            params = train(params, versions[position + 1], batches, epochs, random,
+                           f"noise/unlearn/{position}")
+        outputs.update(evaluate("unlearned", params))
+        retrain_order = order if config.partition == "fixed" else partition(
+            random, "partition/retrain")
+        retrain_batches = retrain_order.reshape(random.size, n_batches, batch)
+        params = train(initial(random, "init/retrain"), versions[-1], retrain_batches,
+                       config.learn_epochs, random, "noise/retrain")
+        outputs.update(evaluate("retrained", params))
+        # Batch position of each forget row: inverse permutation, then integer division by b.
+        inverse = torch.argsort(order, dim=1)
+        outputs["forget_batch"] = inverse[:, forget_rows] // batch
+        return outputs
+
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    bytes_per_trial = 2 * (
+        itemsize * (n_batches * n_params + model.workspace_elements(batch) + 12 * n_params)
+        + 8 * 3 * n
+    )
+    outputs = run_trials(
+        pipeline,
+        n_trials=n_trials,
+        seed=seed,
+        device=resolved,
+        dtype=dtype,
+        mode=mode,
+        chunk_size=chunk_size,
+        bytes_per_trial=bytes_per_trial,
+        first_trial=first_trial,
+    )
+
+    def samples(prefix: str) -> ModelSamples:
+        return ModelSamples(
+            params=outputs[f"{prefix}/params"],
+            forget_losses=outputs[f"{prefix}/forget_losses"],
+            retain_losses=outputs[f"{prefix}/retain_losses"],
+            test_accuracy=outputs[f"{prefix}/test_accuracy"],
+        )
+
+    smoothness = model.smoothness
+    return PNSGDResult(
+        config=config,
+        model_name=model.name,
+        learned=samples("learned"),
+        unlearned=samples("unlearned"),
+        retrained=samples("retrained"),
+        forget_indices=forget,
+        retain_indices=retained,
+        forget_batch=outputs["forget_batch"],
+        trial_indices=np.arange(first_trial, first_trial + n_trials),
+        seed=int(seed),
+        n=n,
+        num_params=n_params,
+        strong_convexity=float(strong_convexity),
+        smoothness=None if smoothness is None else float(smoothness + config.l2),
+        device=str(resolved),
+        dtype=str(dtype).replace("torch.", ""),
+    )
