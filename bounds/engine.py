@@ -592,7 +592,7 @@ class GeometricLogMeanExp(sp.Function):
 
     def _sympystr(self, printer: Any) -> str:
         q, a, r, p, cap = (printer._print(x) for x in self.args)
-        return f"log((1/{p})*Sum(exp({q}*min(({r})**k*{a}, {cap})**2), (k, 0, {p}-1)))"
+        return f"log((1/({p}))*Sum(exp({q}*min(({r})**k*{a}, {cap})**2), (k, 0, {p} - 1)))"
 
 
 def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:

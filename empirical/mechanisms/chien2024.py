@@ -321,7 +321,7 @@ def run_pnsgd(
     resolved = resolve_device(device)
 
     def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=resolved)
+        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
 
     versions = [_DataVersion(tensor(x), tensor(y), tensor(w)) for x, y, w in versions_np]
     forget_x, forget_y = _padded(tensor(dataset.features[list(forget)]),

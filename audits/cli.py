@@ -1,0 +1,315 @@
+"""The ``unlearn`` command line (also ``python -m audits``).
+
+Every command prints a short human summary, or one JSON object with ``--json``. Bad input
+gives a one-line error on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import mpmath
+import numpy as np
+
+import bounds
+from bounds.calibration import calibrate
+from bounds.conversions import CONVERSIONS, best_epsilon
+from bounds.engine import BoundError, get_reproduction, list_reproductions
+
+
+class CommandError(Exception):
+    """A user-facing error: printed as one line, exit status 2."""
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _jsonable(value.tolist())
+    if isinstance(value, (np.floating, np.integer)):
+        value = value.item()
+    if isinstance(value, mpmath.mpf):
+        value = float(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return "inf" if value > 0 else "-inf" if value < 0 else "nan"
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
+    if as_json:
+        print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
+    else:
+        print(summary)
+
+
+def parse_assignments(items: Sequence[str]) -> dict[str, str]:
+    """``key=value`` pairs; values stay strings and are resolved exactly by the engine."""
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise CommandError(f"expected key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        key, value = key.strip(), value.strip()
+        if not key or not value:
+            raise CommandError(f"expected key=value, got {item!r}")
+        if key in out:
+            raise CommandError(f"{key} given twice")
+        out[key] = value
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# bounds
+# ------------------------------------------------------------------------------------------
+
+
+def cmd_bounds_list(args: argparse.Namespace) -> None:
+    items = bounds.list_bounds(args.paper)
+    rows = [
+        {"id": b.id, "aliases": list(b.aliases), "title": b.title, "label": b.citation.label,
+         "guarantee": b.guarantee.kind, "variant": b.variant}
+        for b in items
+    ]
+    width = max(len(r["id"]) for r in rows)
+    summary = "\n".join(f"{r['id']:<{width}}  {r['guarantee']:<20} {r['title']}" for r in rows)
+    emit({"bounds": rows, "count": len(rows)}, args.json, summary)
+
+
+def cmd_bounds_show(args: argparse.Namespace) -> None:
+    b = bounds.get(args.id)
+    info = {
+        **b.provenance(),
+        "formula": b.text(),
+        "latex": b.latex(),
+        "parameters": [
+            {"name": p.name, "description": p.description, "domain": p.domain_text()}
+            for p in b.parameters
+        ],
+        "monotone": dict(b.monotone),
+        "notes": list(b.notes),
+        "example": {k: str(v) for k, v in b.example.items()},
+    }
+    lines = [
+        f"{b.id}  ({b.citation.label}; variant: {b.variant})",
+        b.title,
+        f"citation: {b.citation.describe()}",
+        f"guarantee: {b.guarantee.description}",
+        f"formula: {b.text()}",
+        "parameters:",
+        *[f"  {p.name}: {p.description} [{p.domain_text()}]" for p in b.parameters],
+    ]
+    if b.preconditions:
+        lines += ["preconditions (checked):", *[f"  {p.text()}" for p in b.preconditions]]
+    if b.assumptions:
+        lines += ["assumptions (not checkable from numbers):", *[f"  {a}" for a in b.assumptions]]
+    if b.notes:
+        lines += ["notes:", *[f"  {n}" for n in b.notes]]
+    if b.example:
+        example = " ".join(f"{k}={v}" for k, v in b.example.items())
+        lines += [f"example: unlearn bounds eval {b.id} {example}"]
+    emit(info, args.json, "\n".join(lines))
+
+
+def cmd_bounds_eval(args: argparse.Namespace) -> None:
+    b = bounds.get(args.id)
+    params = parse_assignments(args.params)
+    ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
+    out = ev.to_dict()
+    if args.precision == "interval":
+        summary = (f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
+                   f"  (certified upper {ev.certified_upper!r})")
+    elif args.precision == "mp":
+        summary = f"{b.id} = {mpmath.nstr(ev.value, args.digits)}"
+    else:
+        summary = f"{b.id} = {ev.value!r}"
+    summary += f"\n  {b.guarantee.kind}: {b.guarantee.description}"
+    for note in ev.notes:
+        summary += f"\n  note: {note}"
+    emit(out, args.json, summary)
+
+
+def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
+    params = parse_assignments(args.params)
+    conv = best_epsilon(args.id, delta=args.delta, conversion=args.conversion,
+                        alpha_min=args.alpha_min, alpha_max=args.alpha_max, **params)
+    summary = (f"{args.id}: ({conv.epsilon:.6g}, {conv.delta:.3g})-unlearning at alpha = "
+               f"{conv.alpha:.6g} ({conv.conversion} conversion; certified)")
+    emit(conv.to_dict(), args.json, summary)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> None:
+    params = parse_assignments(args.params)
+    cal = calibrate(args.id, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
+                    conversion=args.conversion, alpha_min=args.alpha_min,
+                    alpha_max=args.alpha_max, **params)
+    if cal.value is None:
+        summary = f"{args.id}: {'; '.join(cal.notes)}"
+    else:
+        summary = (f"{cal.parameter} = {cal.value!r}  (certified epsilon {cal.certified_epsilon:.6g}"
+                   f" <= {cal.target_epsilon:g}"
+                   + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
+        if cal.neighbour is not None:
+            summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
+                        f"{cal.neighbour_epsilon:.6g} > target")
+    emit(cal.to_dict(), args.json, summary)
+
+
+def cmd_reproduce(args: argparse.Namespace) -> None:
+    if args.id is None:
+        rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
+        emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
+        return
+    repro = get_reproduction(args.id)
+    result = repro.run()
+    out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
+           "rule": repro.rule, **result}
+    lines = [f"{repro.id}: {repro.title}", f"rule: {repro.rule}"]
+    for row in result["rows"]:
+        label = ", ".join(f"{k}={v}" for k, v in row.items()
+                          if k not in ("published", "computed", "match", "truncated", "alpha",
+                                       "certified_epsilon", "delta", "first_request_epochs"))
+        lines.append(f"  {label}: published {row['published']}, computed {row['computed']:.6g}"
+                     f"  {'ok' if row['match'] else 'MISMATCH'}")
+    lines.append(f"{result['matches']}/{result['total']} match")
+    emit(out, args.json, "\n".join(lines))
+    if result["matches"] != result["total"]:
+        raise SystemExit(1)
+
+
+# ------------------------------------------------------------------------------------------
+# bench
+# ------------------------------------------------------------------------------------------
+
+
+def cmd_bench_bounds(args: argparse.Namespace) -> None:
+    from audits.bench import bounds_benchmark
+
+    res = bounds_benchmark(points=args.points)
+    summary = "\n".join([
+        f"Theorem 3.2 ({res['bound']}), {res['points']} points:",
+        f"  float, vectorised : {res['float_vectorised_evals_per_s']:.3g} evals/s",
+        f"  float, scalar loop: {res['float_scalar_loop_evals_per_s']:.3g} evals/s",
+        f"  ratio             : {res['vectorised_over_loop']:.1f}x",
+        f"  mpmath (50 digits): {res['mp50_evals_per_s']:.3g} evals/s",
+        f"  interval (50 dig.): {res['interval50_evals_per_s']:.3g} evals/s",
+        f"Table 3 reproduction: {res['table3_seconds']:.3f} s ({res['table3_matches']} match)",
+    ])
+    emit(res, args.json, summary)
+
+
+def cmd_bench_trials(args: argparse.Namespace) -> None:
+    try:
+        from empirical.bench import trials_benchmark
+    except ImportError as exc:  # torch is an optional extra
+        raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
+    res = trials_benchmark(n_trials=args.n, device=args.device, dataset=args.dataset)
+    keys = ", ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, (dict, list)))
+    emit(res, args.json, keys)
+
+
+# ------------------------------------------------------------------------------------------
+# parser
+# ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="unlearn",
+        description="Certified machine unlearning: bounds, calibration, reproduction and audits.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def with_json(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        return p
+
+    def with_conversion(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--conversion", choices=CONVERSIONS, default="mironov",
+                       help="Rényi to (epsilon, delta) conversion (default: mironov, as the papers)")
+        p.add_argument("--alpha-min", type=float, default=1.0, help="smallest Rényi order searched")
+        p.add_argument("--alpha-max", type=float, default=1e8, help="largest Rényi order searched")
+
+    p_bounds = sub.add_parser("bounds", help="declared theorems: list, show, evaluate")
+    bsub = p_bounds.add_subparsers(dest="bounds_command", required=True)
+    p = with_json(bsub.add_parser("list", help="list declared bounds"))
+    p.add_argument("--paper", help="only this paper (e.g. chien2024)")
+    p.set_defaults(func=cmd_bounds_list)
+    p = with_json(bsub.add_parser("show", help="formula, assumptions and citation of a bound"))
+    p.add_argument("id")
+    p.set_defaults(func=cmd_bounds_show)
+    p = with_json(bsub.add_parser("eval", help="evaluate a bound: unlearn bounds eval ID k=v ..."))
+    p.add_argument("id")
+    p.add_argument("params", nargs="*", metavar="key=value")
+    p.add_argument("--precision", choices=["float", "mp", "interval"], default="float")
+    p.add_argument("--digits", type=int, default=50)
+    p.set_defaults(func=cmd_bounds_eval)
+    p = with_json(bsub.add_parser("epsilon", help="certified (epsilon, delta) at the best order"))
+    p.add_argument("id")
+    p.add_argument("params", nargs="*", metavar="key=value")
+    p.add_argument("--delta", type=float, required=True)
+    with_conversion(p)
+    p.set_defaults(func=cmd_bounds_epsilon)
+
+    p = with_json(sub.add_parser("calibrate", help="least sigma/K/T or most requests for (eps, delta)"))
+    p.add_argument("id")
+    p.add_argument("params", nargs="*", metavar="key=value")
+    p.add_argument("--solve", required=True, help="sigma, K, T, requests or another parameter")
+    p.add_argument("--epsilon", type=float, required=True)
+    p.add_argument("--delta", type=float)
+    with_conversion(p)
+    p.set_defaults(func=cmd_calibrate)
+
+    p = with_json(sub.add_parser("reproduce", help="recompute a published table or figure"))
+    p.add_argument("id", nargs="?", help="e.g. chien2024:table3 (omit to list)")
+    p.set_defaults(func=cmd_reproduce)
+
+    p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
+    bench = p_bench.add_subparsers(dest="bench_command", required=True)
+    p = with_json(bench.add_parser("bounds", help="bound evaluation rates and Table 3 time"))
+    p.add_argument("--points", type=int, default=1_000_000)
+    p.set_defaults(func=cmd_bench_bounds)
+    p = with_json(bench.add_parser("trials", help="batched vs per-trial PNSGD trials"))
+    p.add_argument("--n", type=int, default=1000, help="number of trials")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dataset", default="digits")
+    p.set_defaults(func=cmd_bench_trials)
+
+    try:
+        from audits.audit_cli import add_audit_commands
+    except ImportError:
+        pass
+    else:
+        add_audit_commands(sub, with_json)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # key=value pairs may follow options; anything else is an error
+        if not hasattr(args, "params") or any("=" not in e or e.startswith("-") for e in extra):
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        args.params = [*args.params, *extra]
+    try:
+        args.func(args)
+    except (CommandError, BoundError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+        print(f"unlearn: error: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("unlearn: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into e.g. head
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
+    return 0
