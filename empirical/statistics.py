@@ -626,19 +626,24 @@ def epsilon_lower_bound_from_counts(
 class EpsilonEstimate:
     """Plug-in epsilon: the largest epsilon over thresholds from raw error rates.
 
-    Biased upwards (a maximum over many noisy rules) and +inf under perfect separation; it is
-    never a bound.
+    Rules with exactly one zero error rate are skipped, as the NeurIPS 2023 organisers do:
+    taken literally they imply epsilon = +inf from a single extreme score. Perfect separation
+    (both rates zero) gives +inf. Biased upwards (a maximum over many noisy rules); never a
+    bound. ``threshold`` is None when no rule survives (epsilon is then 0).
     """
 
     epsilon: float
     delta: float
-    threshold: float
-    positive_above: bool
-    fpr: float
-    fnr: float
+    threshold: float | None
+    positive_above: bool | None
+    fpr: float | None
+    fnr: float | None
     n_positive: int
     n_negative: int
-    method: str = "plug-in maximum over thresholds of the (epsilon, delta) test region"
+    method: str = (
+        "plug-in maximum over thresholds of the (epsilon, delta) test region, "
+        "rules with exactly one zero error rate skipped"
+    )
     kind: str = KIND_ESTIMATE
 
 
@@ -653,25 +658,36 @@ def epsilon_estimate(
     delta = _check_delta(delta)
     positive = _as_scores(scores_positive, "scores_positive")
     negative = _as_scores(scores_negative, "scores_negative")
-    best: EpsilonEstimate | None = None
+    best = EpsilonEstimate(
+        epsilon=0.0,
+        delta=delta,
+        threshold=None,
+        positive_above=None,
+        fpr=None,
+        fnr=None,
+        n_positive=positive.size,
+        n_negative=negative.size,
+    )
     for sign in _orientations(two_sided_threshold):
         rules = _pareto_rules(sign * positive, sign * negative)
         fpr = rules.false_positives / rules.n_negative
         fnr = rules.false_negatives / rules.n_positive
-        eps = np.asarray(epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta))
+        usable = (fpr > 0) == (fnr > 0)
+        if not np.any(usable):
+            continue
+        eps = np.where(
+            usable, np.asarray(epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)), -1.0
+        )
         i = int(np.argmax(eps))
-        if best is None or eps[i] > best.epsilon:
-            best = EpsilonEstimate(
+        if best.threshold is None or eps[i] > best.epsilon:
+            best = dataclasses.replace(
+                best,
                 epsilon=float(eps[i]),
-                delta=delta,
                 threshold=float(sign * rules.thresholds[i]),
                 positive_above=sign > 0,
                 fpr=float(fpr[i]),
                 fnr=float(fnr[i]),
-                n_positive=rules.n_positive,
-                n_negative=rules.n_negative,
             )
-    assert best is not None
     return best
 
 

@@ -895,3 +895,28 @@ register_reproduction(Reproduction(
     rule="total epochs equal the numbers printed in the figure",
     run=fig3d,
 ))
+
+
+# ----------------------------------------------------------------------------------------------
+# Algorithms 4 and 5 (the experiments' solvers), corrected: thin names over bounds.calibration
+# ----------------------------------------------------------------------------------------------
+
+
+def algorithm4_sigma(*, epsilon: float, delta: float, K_hat: int, bound_id: str = "chien2024:thm3.2",
+                     **params: Any) -> Any:
+    """Algorithm 4: the smallest sigma whose least K (Algorithm 5) is at most ``K_hat``.
+
+    The bound decreases in K, so this is the smallest sigma meeting the target at K = K_hat;
+    the printed pseudo-code returns K instead of sigma_high (erratum E6).
+    """
+    return calibrate(bound_id, solve="sigma", epsilon=epsilon, delta=delta, K=K_hat, **params)
+
+
+def algorithm5_least_K(*, epsilon: float, delta: float, bound_id: str = "chien2024:thm3.2",
+                       **params: Any) -> Any:
+    """Algorithm 5: the least number of unlearning epochs K meeting (epsilon, delta).
+
+    Uses Theorem 3.2 as stated (distance inside the square, erratum E3) and returns the least
+    K itself (the printed loop post-increments and returns K + 1, erratum E6).
+    """
+    return calibrate(bound_id, solve="K", epsilon=epsilon, delta=delta, **params)

@@ -1,0 +1,86 @@
+"""The ``unlearn`` command line: JSON output, exit codes, one-line errors, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from audits.cli import main
+
+THM32 = ["alpha=10", "sigma=0.05", "eta=1/L", "m=0.011264", "L=0.261264", "M=1", "n=11264",
+         "b=128", "T=20", "K=1", "R=100"]
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> dict:
+    assert main([*argv, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_bounds_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
+    listing = run_json(capsys, "bounds", "list", "--paper", "chien2024")
+    ids = {row["id"] for row in listing["bounds"]}
+    assert {"chien2024:thm3.2", "chien2024:cor3.7", "chien2024:cor3.8", "chien2024:thm3.11",
+            "chien2024:corJ.1", "chien2024:propN.2", "chien2024:prop3.9"} <= ids
+    shown = run_json(capsys, "bounds", "show", "chien2024sglu:cor3.8")
+    assert shown["bound"] == "chien2024:cor3.7"
+    assert "Corollary 3.7" in shown["citation"]
+    assert shown["assumptions"]
+
+
+@pytest.mark.parametrize("precision", ["float", "mp", "interval"])
+def test_bounds_eval_precisions_agree(capsys: pytest.CaptureFixture[str], precision: str) -> None:
+    out = run_json(capsys, "bounds", "eval", "chien2024:thm3.2", *THM32, "--precision", precision)
+    assert out["value"] == pytest.approx(0.0017607444222819903, rel=1e-12)
+    if precision == "interval":
+        assert out["certified_upper"] >= 0.0017607444222819903
+
+
+def test_key_value_pairs_may_follow_options(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, "calibrate", "chien2024:cor3.7", "--solve", "K", "--epsilon", "1",
+                   "--delta", "1e-5", "sigma=0.01", "eta=1/L", "m=0.01", "L=0.26", "M=1",
+                   "n=1000", "b=100", "R=10")
+    assert out["value"] == 11
+    assert out["certified_epsilon"] <= 1 < out["neighbour_epsilon"]
+
+
+def test_reproduce_table3_json(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, "reproduce", "chien2024:table3")
+    assert (out["matches"], out["total"]) == (24, 24)
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["bounds", "show", "chien2024:nope"], "no bound 'chien2024:nope'"),
+        (["bounds", "eval", "chien2024:thm3.2", *THM32[:-1], "R=-1"], "R > 0"),
+        (["bounds", "eval", "chien2024:thm3.2", *THM32[:2], "eta=5", *THM32[3:]], "eta <= 1/L"),
+        (["bounds", "eval", "chien2024:thm3.2", "alpha=2"], "needs"),
+        (["bounds", "eval", "chien2024:thm3.2", *THM32[1:], "alpha=nan"], "alpha"),
+        (["bounds", "eval", "chien2024:thm3.2", *THM32, "zeta=1"], "does not take"),
+        (["bounds", "eval", "chien2024:thm3.2", "garbage"], "key=value"),
+        (["calibrate", "chien2024:lem3.3", "--solve", "T", "--epsilon", "1", "eta=1"], "not a privacy"),
+        (["bounds", "list", "--paper", "nobody"], "no paper"),
+        (["reproduce", "nobody:table1"], "no reproduction"),
+    ],
+)
+def test_bad_input_gives_one_line_error(
+    capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("unlearn: error:")
+    assert "\n" not in err and "Traceback" not in err
+    assert fragment in err
+
+
+def test_python_dash_m_audits_is_the_same_program() -> None:
+    out = subprocess.run([sys.executable, "-m", "audits", "bounds", "eval", "chien2024:cor3.7",
+                          "alpha=2", "sigma=1", "eta=1", "m=0.5", "L=1", "M=1", "n=10", "b=5",
+                          "K=1", "R=10", "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    value = json.loads(out.stdout)["value"]
+    # Cor 3.7 by hand: c = 1/2, N = 2, Z = min(2*1*1/(5*(1 - 1/4)), 20) = 8/15.
+    assert value == pytest.approx(2 * (8 / 15) ** 2 * 0.5**4 / 2, rel=1e-14)

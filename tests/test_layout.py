@@ -1,0 +1,59 @@
+"""The two floors of the house: bounds/ and empirical/ never import each other nor audits/."""
+
+from __future__ import annotations
+
+import ast
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+FORBIDDEN = {
+    "bounds": {"empirical", "audits", "torch"},
+    "empirical": {"bounds", "audits"},
+}
+
+
+def imported_modules(path: pathlib.Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("package", sorted(FORBIDDEN))
+def test_floors_do_not_import_each_other(package: str) -> None:
+    offenders = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        bad = imported_modules(path) & FORBIDDEN[package]
+        if bad:
+            offenders.append(f"{path.relative_to(ROOT)} imports {sorted(bad)}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_importing_bounds_does_not_load_torch() -> None:
+    code = "import sys, bounds; bounds.list_bounds(); print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_layout_exists() -> None:
+    for part in ("pyproject.toml", "README.md", "docs", "tests", "bounds/engine.py",
+                 "bounds/conversions.py", "bounds/calibration.py", "bounds/papers",
+                 "empirical/mechanisms", "audits/cli.py", ".ci/run"):
+        assert (ROOT / part).exists(), part
+
+
+def test_readme_test_command_is_what_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text()
+    ci = (ROOT / ".ci" / "run").read_text()
+    quick_start = [line for line in readme.splitlines() if line.startswith("pip install")]
+    assert len(quick_start) == 2, "README's quick start must have exactly two one-line commands"
+    test_command = quick_start[1].split("&&")[-1].strip()
+    assert test_command in ci.splitlines(), f"CI must run {test_command!r}"
