@@ -300,7 +300,8 @@ class Bound:
 
     @functools.cached_property
     def interval_function(self) -> Callable[..., Any]:
-        return sp.lambdify(self._symbols, self._numeric_expression, modules=[_IV_FUNCS])
+        return sp.lambdify(self._symbols, interval_ready(self._numeric_expression),
+                           modules=[_IV_FUNCS])
 
     @functools.cached_property
     def _precondition_functions(self) -> list[tuple[Precondition, Callable[..., Any]]]:
@@ -624,6 +625,24 @@ def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
     return shift + ctx.log(total / count)
 
 
+class ExactRational(sp.Function):
+    """A rational constant p/q kept symbolic so that interval code encloses it rigorously.
+
+    The default code printer writes ``Rational(1, 3)`` as the float ``1/3``; interval
+    evaluation instead computes ``iv.mpf(p) / q``, an enclosure of the exact value.
+    """
+
+    nargs = 2
+
+
+def interval_ready(expr: sp.Expr) -> sp.Expr:
+    """Replace non-integer rational constants by :class:`ExactRational` for interval code."""
+    return expr.replace(
+        lambda e: isinstance(e, sp.Rational) and not e.is_Integer,
+        lambda e: ExactRational(sp.Integer(e.p), sp.Integer(e.q)),
+    )
+
+
 def _midpoint(x: Any) -> Any:
     if type(x).__name__ == "ivmpf":
         lo, hi = interval_endpoints(x)
@@ -677,6 +696,7 @@ _IV_FUNCS: dict[str, Any] = {
     "pi": mpmath.iv.pi,
     "E": mpmath.iv.e,
     "GeometricLogMeanExp": lambda *a: _glme_generic(mpmath.iv, *a),
+    "ExactRational": lambda p, q: mpmath.iv.mpf(int(p)) / int(q),
 }
 
 
@@ -721,24 +741,29 @@ def stabilise(expr: sp.Expr) -> sp.Expr:
 # Numeric helpers
 # --------------------------------------------------------------------------------------------
 
-_LATEX_NAMES = {
-    sp.Symbol("alpha"): r"\alpha",
-    sp.Symbol("sigma"): r"\sigma",
-    sp.Symbol("eta"): r"\eta",
-    sp.Symbol("lam"): r"\lambda",
-    sp.Symbol("epsilon"): r"\epsilon",
-    sp.Symbol("delta"): r"\delta",
-    sp.Symbol("gamma"): r"\gamma",
-    sp.Symbol("mu"): r"\mu",
-    sp.Symbol("j0"): r"j_0",
-    sp.Symbol("eps0"): r"\varepsilon_0",
-    sp.Symbol("C_LSI"): r"C_{\mathrm{LSI}}",
+_LATEX_NAMES_BY_NAME = {
+    "alpha": r"\alpha",
+    "sigma": r"\sigma",
+    "eta": r"\eta",
+    "lam": r"\lambda",
+    "epsilon": r"\epsilon",
+    "delta": r"\delta",
+    "gamma": r"\gamma",
+    "mu": r"\mu",
+    "j0": r"j_0",
+    "eps0": r"\varepsilon_0",
+    "C_LSI": r"C_{\mathrm{LSI}}",
 }
+
+_LATEX_NAMES: dict[sp.Symbol, str] = {}  # filled once _symbol exists
 
 
 @functools.cache
 def _symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, real=True)
+
+
+_LATEX_NAMES.update({_symbol(k): v for k, v in _LATEX_NAMES_BY_NAME.items()})
 
 
 def symbols(names: str) -> tuple[sp.Symbol, ...]:
@@ -820,7 +845,10 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
         elif isinstance(raw, sp.Basic):
             exact[name] = raw
         elif isinstance(raw, mpmath.mpf):
-            exact[name] = sp.Rational(Fraction(*mpmath.mpf(raw).man_exp_pair()))
+            if not mpmath.isfinite(raw):
+                raise PreconditionError(f"{prefix}{name} must be finite, got {raw!r}")
+            man, exp = raw.man_exp
+            exact[name] = sp.Integer(int(man)) * sp.Integer(2) ** int(exp)
         elif isinstance(raw, (np.ndarray, list, tuple)):
             arr = np.asarray(raw, dtype=float)
             if not np.all(np.isfinite(arr)):
@@ -860,7 +888,9 @@ def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
     # Transcendental sides: decide with a rigorous interval enclosure of rhs - lhs.
     gap = (relation.rhs - relation.lhs).subs(subs)
     with iv_precision(60):
-        lo, hi = interval_endpoints(sp.lambdify([], stabilise(gap), modules=[_IV_FUNCS])())
+        lo, hi = interval_endpoints(
+            sp.lambdify([], interval_ready(stabilise(gap)), modules=[_IV_FUNCS])()
+        )
     if isinstance(relation, sp.Eq):
         return lo == 0 and hi == 0
     if isinstance(relation, sp.LessThan):
@@ -891,7 +921,7 @@ def _to_iv(v: Any) -> Any:
         raise BoundError("array-valued parameters are only supported with precision='float'")
     if v.is_Rational:
         return mpmath.iv.mpf(int(v.p)) / int(v.q)
-    return mpmath.iv.mpf(sp.lambdify([], stabilise(v), modules=[_IV_FUNCS])())
+    return mpmath.iv.mpf(sp.lambdify([], interval_ready(stabilise(v)), modules=[_IV_FUNCS])())
 
 
 def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:

@@ -35,6 +35,7 @@ __all__ = [
     "load_mnist",
     "random_replacement_request",
     "random_request_sequence",
+    "read_idx",
     "removal_request",
     "replacement_request",
     "select_class_pair",

@@ -65,8 +65,12 @@ class TrialModel(Protocol):
         weights: torch.Tensor,
         *,
         clip: float | None,
+        feature_norms: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Sum_i weights_i * Pi_{C_clip}(grad loss(params; x_i, y_i)): [N,B,...] -> [N, P]."""
+        """Sum_i weights_i * Pi_{C_clip}(grad loss(params; x_i, y_i)): [N,B,...] -> [N, P].
+
+        ``feature_norms`` [N, B] may carry precomputed ||x_i|| (models may ignore it).
+        """
         ...
 
     def losses(
@@ -157,12 +161,14 @@ class LogisticRegression:
         # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
         return 0.25
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
         _check_batched(params, features, self.dim)
         margins = (features * params[:, None, :]).sum(-1) * labels
         coefficient = -labels * torch.sigmoid(-margins)
         if clip is not None:
-            norms = coefficient.abs() * features.square().sum(-1).sqrt()
+            if feature_norms is None:
+                feature_norms = features.square().sum(-1).sqrt()
+            norms = coefficient.abs() * feature_norms
             coefficient = coefficient * clip_scale(norms, clip)
         return ((coefficient * weights)[..., None] * features).sum(1)
 
@@ -210,7 +216,7 @@ class QuadraticLoss:
     def smoothness(self) -> float:
         return float(self.curvature)
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
         _check_batched(params, features, self.dim)
         gradients = self.curvature * (params[:, None, :] - features)
         scale = weights
@@ -331,7 +337,7 @@ class FunctionalClassifier:
         inputs = x.reshape((x.shape[0], *self.input_shape))
         return functional_call(self.module, self.unflatten(flat), (inputs,))
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip):
+    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
         _check_batched(params, features, self.num_params)
         gradients = self._per_trial_gradients(params, features, _labels_to_classes(labels))
         scale = weights * clip_scale(gradients.square().sum(-1).sqrt(), clip)

@@ -281,7 +281,8 @@ class SampleSplit:
     """Choose the threshold on a random part of each sample, certify it on the rest.
 
     ``selection_fraction`` of each sample (rounded) picks the rule; the held-out part, which
-    the choice never saw, certifies it at the full level alpha.
+    the choice never saw, certifies it at the full level alpha. The chosen rule may depend on
+    delta, so unlike the other strategies the bound need not be monotone in delta.
     """
 
     selection_fraction: float = 0.5
@@ -452,9 +453,10 @@ def _select_split(
     neg = rng.permutation(negative)
     pos_sel, pos_cert = pos[:k_pos], pos[k_pos:]
     neg_sel, neg_cert = neg[:k_neg], neg[k_neg:]
-    # Rank candidate rules on the selection part by the bound they would get at level alpha;
-    # this penalises rules that look good only through tiny counts.
-    best_value, best_rule, n_rules = -np.inf, (1.0, 0.0), 0
+    # Rank candidate rules on the selection part by the bound they would get at level alpha,
+    # which penalises rules that look good only through tiny counts; ties (typically all 0
+    # when the selection part is small) go to the largest plug-in advantage TPR - FPR.
+    best_key, best_rule, n_rules = (-np.inf, -np.inf), (1.0, 0.0), 0
     for sign in orientations:
         rules = _pareto_rules(sign * pos_sel, sign * neg_sel)
         n_rules += rules.thresholds.size
@@ -462,9 +464,15 @@ def _select_split(
             _cp_upper(rules.false_positives, rules.n_negative, alpha / 2),
             _cp_upper(rules.false_negatives, rules.n_positive, alpha / 2),
         )
-        i = int(np.argmax(values))
-        if values[i] > best_value:
-            best_value, best_rule = float(values[i]), (sign, float(rules.thresholds[i]))
+        advantage = (
+            1.0
+            - rules.false_negatives / rules.n_positive
+            - rules.false_positives / rules.n_negative
+        )
+        i = int(np.lexsort((advantage, values))[-1])
+        key = (float(values[i]), float(advantage[i]))
+        if key > best_key:
+            best_key, best_rule = key, (sign, float(rules.thresholds[i]))
     sign, t = best_rule
     fp, fn = _counts_at(sign * pos_cert, sign * neg_cert, t)
     fpr_hi = float(_cp_upper(fp, neg_cert.size, alpha / 2))

@@ -79,7 +79,9 @@ LOG_1_DELTA = sp.log(1 / delta)
 TWO_LOG_2_DELTA = 2 * sp.log(2 / delta)
 
 # Equation (94): the least fine-tuning length I of Theorem 28.
-THM28_MIN_I = sp.log(sp.sqrt(2 * d) / (1 - gamma) / root_gap(TWO_LOG_2_DELTA, eps)) / sp.log(1 / gamma)
+THM28_MIN_I = (
+    sp.log(sp.sqrt(2 * d) / (1 - gamma) / root_gap(TWO_LOG_2_DELTA, eps)) / sp.log(1 / gamma)
+)
 PRE_THM28_I = Precondition(
     sp.Ge(I, THM28_MIN_I),
     "I satisfies eq. (94): I >= log(sqrt(2d)/((1 - gamma)(sqrt(2log(2/delta) + epsilon) - "
@@ -102,12 +104,20 @@ NOISE = Guarantee(
     "standard deviation of the Gaussian noise N(0, sigma^2 I_d) added to the fine-tuned "
     "parameters that gives (epsilon, delta)-unlearning",
 )
-ITERATIONS = Guarantee("iterations", "number of gradient iterations the theorem requires (round up)")
+ITERATIONS = Guarantee(
+    "iterations", "number of gradient iterations the theorem requires (round up)"
+)
 
 _ROOT_NOTE = (
-    "The roots are read with epsilon inside; seed 003 prints sqrt(log(1/delta)) + epsilon - "
-    "sqrt(log(1/delta)), which equals epsilon and would understate sigma by a factor of about "
-    "2 sqrt(log(1/delta)). That literal form is not a meaningful bound and is not declared."
+    "Read with epsilon inside the first root. Seed 003 prints sqrt(log(1/delta)) + epsilon - "
+    "sqrt(log(1/delta)), which equals epsilon and would shrink sigma by a factor of about "
+    "2 sqrt(log(1/delta)) (not a valid calibration of the Gaussian mechanism); that literal form "
+    "is not declared."
+)
+_ROOT_NOTE_28 = (
+    "Read with the epsilons inside the roots. Seed 003 prints sqrt(2log(2/delta)) + 3 epsilon - "
+    "sqrt(2log(2/delta)) + 2 epsilon, which equals 5 epsilon and would shrink sigma by a factor "
+    "of about 10 sqrt(2log(2/delta)); that literal form is not declared."
 )
 _FLOAT_NOTE = (
     "For epsilon much smaller than log(1/delta) the root difference cancels in float; use "
@@ -168,8 +178,7 @@ THM28 = register(Bound(
     monotone={"I": "decreasing", "epsilon": "decreasing", "delta": "decreasing",
               "n": "decreasing", "M": "increasing"},
     notes=(
-        "Printed (seed 003) as sqrt(2log(2/delta)) + 3 epsilon - sqrt(2log(2/delta)) + "
-        "2 epsilon, i.e. 5 epsilon; read with the epsilons inside the roots. " + _ROOT_NOTE,
+        _ROOT_NOTE_28,
         "sigma uses I, not the total per-request count: the restating authors' code passes "
         "I + ceil(log(log(4 d i/delta))/log(1/gamma)) into sigma, which gives less noise than "
         "the theorem states.",
@@ -194,8 +203,8 @@ THM28_I = register(Bound(
     preconditions=(PRE_GAMMA,),
     assumptions=THM28.assumptions,
     monotone={"epsilon": "decreasing", "delta": "decreasing", "d": "increasing"},
-    notes=("Printed (seed 003) with sqrt(2log(2/delta)) + epsilon - sqrt(2log(2/delta)) = epsilon "
-           "in the denominator; read with epsilon inside the root.",),
+    notes=("Read with epsilon inside the first root; seed 003 prints sqrt(2log(2/delta)) + epsilon "
+           "- sqrt(2log(2/delta)), which equals epsilon (not declared).",),
     example={k: v for k, v in {**MNIST_EXAMPLE, "d": 784}.items() if k not in ("M", "n")},
 ))
 

@@ -1,0 +1,211 @@
+"""Chien, Wang and Li, "Langevin Unlearning: A New Perspective of Noisy Gradient Descent for
+Machine Unlearning" (2024), as restated by Chien et al. (PNSGD): seed 000 Appendix P (Theorems
+P.1, P.2, eqs. 96-100) and seed 003 Appendix M (Theorems M.1, M.2, eqs. 77-81).
+
+Langevin unlearning (LU) runs projected noisy full-batch gradient descent (PNGD),
+x <- Proj(x - eta grad f_D(x) + sqrt(2 eta sigma^2) W), to learn, and K more such steps on D' to
+unlearn; its analysis goes through the log-Sobolev inequality (LSI) of the laws involved.
+
+Also declared here: eqs. (99) and (100) of seed 000, the PNSGD bounds that Appendix P simplifies
+to compare with LU. They carry ``chien2024:`` ids as they are the PNSGD paper's own formulas.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
+from bounds.papers.chien2024 import (
+    COMMON_PARAMS,
+    COMMON_PRE,
+    COR37,
+    P_ALPHA,
+    P_K,
+    P_L,
+    P_M,
+    P_M_CONVEX,
+    P_N,
+    P_S_BATCH,
+    P_SIGMA,
+    PRE_M_LE_L,
+    PRE_STEP,
+    RENYI_RU,
+    TABLE3_EXAMPLE,
+)
+from bounds.papers.chien2024 import REFERENCE as REFERENCE_PNSGD
+from bounds.papers.chien2024 import SEED as SEED_PNSGD
+
+REFERENCE = (
+    "Chien, Wang, Li. Langevin Unlearning: A New Perspective of Noisy Gradient Descent for "
+    "Machine Unlearning. NeurIPS 2024 (arXiv 2401.10371); restated by Chien, Wang, Chen, Li, "
+    "NeurIPS 2024, Appendix P"
+)
+
+
+def cite(label: str, section: str) -> Citation:
+    return Citation("chien2024lu", REFERENCE, SEED_PNSGD, label, section)
+
+
+def cite_pnsgd(label: str, section: str) -> Citation:
+    return Citation("chien2024", REFERENCE_PNSGD, SEED_PNSGD, label, section)
+
+
+alpha, sigma, eta, m, L, M, n, b, K, T, S, C_LSI, eps0 = symbols(
+    "alpha sigma eta m L M n b K T S C_LSI eps0"
+)
+
+# ----------------------------------------------------------------------------------------------
+# Parameters, preconditions, assumptions
+# ----------------------------------------------------------------------------------------------
+
+P_ETA = Parameter("eta", "step size (constant)", lower=0, lower_open=True)
+P_K_LU = Parameter("K", "unlearning iterations (full-batch PNGD steps)", lower=1, integer=True)
+P_T_LU = Parameter("T", "learning iterations (full-batch PNGD steps)", lower=0, integer=True)
+P_C_LSI = Parameter("C_LSI", "log-Sobolev constant of the learned law nu_D", lower=0,
+                    lower_open=True)
+P_EPS0 = Parameter("eps0", "RDP level at order alpha of the learning mechanism", lower=0)
+
+PRE_LSI = Precondition(sp.Lt(sigma**2 / m, C_LSI), "sigma^2/m < C_LSI")
+PRE_LU_STEP = Precondition(
+    sp.Le(eta, 2 / m * (1 - sigma**2 / (m * C_LSI))),
+    "eta <= (2/m)(1 - sigma^2/(m C_LSI)), the first term of eta <= min(., 1/L)",
+)
+PRE_GROUP = Precondition(sp.Le(S, n), "a group of S records fits in the dataset")
+
+PNGD = (
+    "learning and unlearning are projected noisy full-batch gradient descent (PNGD) with a "
+    "constant step size eta and per-step noise sqrt(2 eta sigma^2) W",
+)
+SMOOTH_STRONGLY_CONVEX = (
+    "for every d, f(.; d) is L-smooth, M-Lipschitz and m-strongly convex",
+)
+REPLACEMENT = "replacement adjacency: D and D' differ in S records (S = 1 for one request)"
+STATIONARY_START = (
+    "unlearning starts from the learned model drawn from the limit law: y_0 = x_infinity = M(D)"
+)
+LSI_INIT = (
+    "the initialisation of learning satisfies the (2 sigma^2/m)-LSI, e.g. N(0, (2 sigma^2/m) I)"
+)
+
+RDP = Guarantee(
+    "renyi_dp",
+    "(alpha, value)-RDP of the learning algorithm for datasets differing in S records",
+    renyi_order="alpha",
+)
+
+LU_EXAMPLE = {"alpha": 10, "sigma": "0.05", "eta": "1/L", "m": "0.011264", "L": "0.261264",
+              "M": 1, "n": 11264}
+
+# ----------------------------------------------------------------------------------------------
+# LU Theorem 3.2 (= Theorem P.1) and Theorem 3.3 (= Theorem P.2)
+# ----------------------------------------------------------------------------------------------
+
+THM32 = register(Bound(
+    id="chien2024lu:thm3.2",
+    aliases=("chien2024:thmP.1", "chien2024sglu:thmM.1", "chien2024:eq96", "chien2024sglu:eq77"),
+    title="Rényi unlearning of PNGD unlearning under an LSI (strongly convex)",
+    citation=cite("Theorem 3.2", "restated as Theorem P.1, eq. (96), Appendix P of seed 000"),
+    parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_K_LU, P_C_LSI, P_EPS0),
+    expression=sp.exp(-(1 / alpha) * 2 * sigma**2 * eta * K / C_LSI) * eps0,
+    guarantee=RENYI_RU,
+    preconditions=(PRE_LSI, PRE_LU_STEP, PRE_STEP, PRE_M_LE_L),
+    assumptions=SMOOTH_STRONGLY_CONVEX + PNGD + (
+        "for every dataset D the limit law nu_D of learning satisfies the C_LSI-LSI",
+        "the learning mechanism is (alpha, eps0)-RDP (at the same order alpha)",
+        STATIONARY_START,
+    ),
+    monotone={"K": "decreasing", "sigma": "decreasing", "eta": "decreasing",
+              "C_LSI": "increasing", "eps0": "increasing", "alpha": "increasing"},
+    notes=("m <= L is not printed; it follows from m-strong convexity and L-smoothness.",),
+    example={**{k: v for k, v in LU_EXAMPLE.items() if k not in ("M", "n")},
+             "K": 1, "C_LSI": "2*sigma**2/m", "eps0": 1},
+))
+
+THM33 = register(Bound(
+    id="chien2024lu:thm3.3",
+    aliases=("chien2024:thmP.2", "chien2024sglu:thmM.2", "chien2024:eq97", "chien2024sglu:eq78"),
+    title="RDP of PNGD learning with group size S after T iterations (strongly convex)",
+    citation=cite("Theorem 3.3", "restated as Theorem P.2, eq. (97), Appendix P of seed 000"),
+    parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_M, P_N, P_T_LU, P_S_BATCH),
+    expression=4 * alpha * S**2 * M**2 / (m * sigma**2 * n**2) * (1 - sp.exp(-m * eta * T)),
+    guarantee=RDP,
+    preconditions=(PRE_STEP, PRE_M_LE_L, PRE_GROUP),
+    assumptions=SMOOTH_STRONGLY_CONVEX + PNGD + (
+        LSI_INIT,
+        REPLACEMENT,
+        "the law of every learning iterate then satisfies the (2 sigma^2/m)-LSI (part of the "
+        "theorem; it supplies C_LSI = 2 sigma^2/m to Theorem 3.2)",
+    ),
+    monotone={"sigma": "decreasing", "T": "increasing", "S": "increasing", "M": "increasing",
+              "n": "decreasing", "alpha": "increasing", "eta": "increasing"},
+    example={**LU_EXAMPLE, "T": 10000, "S": 1},
+))
+
+EQ98 = register(Bound(
+    id="chien2024lu:eq98",
+    aliases=("chien2024:eq98", "chien2024sglu:eq79"),
+    title="Langevin unlearning: Theorem 3.2 with Theorem 3.3 (C_LSI = 2 sigma^2/m, T -> infinity)",
+    citation=cite("Theorems 3.2 and 3.3 combined", "eq. (98), Appendix P of seed 000"),
+    parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_M, P_N, P_K_LU, P_S_BATCH),
+    expression=sp.exp(-m * eta * K / alpha) * 4 * alpha * S**2 * M**2 / (m * sigma**2 * n**2),
+    guarantee=RENYI_RU,
+    preconditions=(PRE_STEP, PRE_M_LE_L, PRE_GROUP),
+    assumptions=SMOOTH_STRONGLY_CONVEX + PNGD + (LSI_INIT, REPLACEMENT, STATIONARY_START),
+    monotone={"K": "decreasing", "sigma": "decreasing", "eta": "decreasing", "S": "increasing",
+              "M": "increasing", "n": "decreasing", "alpha": "increasing"},
+    notes=(
+        "With C_LSI = 2 sigma^2/m Theorem 3.2's conditions reduce to eta <= min(1/m, 1/L) = 1/L; "
+        "the factor 1 - exp(-m eta T) <= 1 of Theorem 3.3 is dropped.",
+        "The published baseline code implements this form for one request.",
+    ),
+    example={**LU_EXAMPLE, "K": 1, "S": 1},
+))
+
+# ----------------------------------------------------------------------------------------------
+# The PNSGD side of the comparison: eqs. (99) and (100) of seed 000
+# ----------------------------------------------------------------------------------------------
+
+c = 1 - eta * m
+
+EQ99 = register(Bound(
+    id="chien2024:eq99",
+    aliases=("chien2024sglu:eq80",),
+    title="PNSGD Rényi unlearning with the worst-case initial distance 2 eta M/((1 - c) b)",
+    citation=cite_pnsgd("eq. (99)", "Appendix P"),
+    parameters=(*COMMON_PARAMS, P_K),
+    expression=c ** (2 * K * n / b) * 2 * alpha * M**2 / (eta * m**2 * sigma**2 * b**2),
+    guarantee=RENYI_RU,
+    preconditions=COMMON_PRE,
+    assumptions=COR37.assumptions,
+    monotone={"K": "decreasing", "sigma": "decreasing", "alpha": "increasing",
+              "M": "increasing", "n": "decreasing"},
+    notes=(
+        "Printed as the combination of 'Theorem 3.2, 3.3' (seed 003: 'Theorem 3.2, 3.5'); the "
+        "formula is Corollary 3.7 (no weak-triangle factor) with 1 - c^{n/b} >= 1 - c and no 2R "
+        "cap, so it is >= chien2024:cor3.7, with equality at b = n when the cap is inactive.",
+        "The three printed forms are equal: c^{2Kn/b} alpha/(2 eta sigma^2) (2 eta M/((1-c)b))^2 "
+        "= c^{2Kn/b} 2 alpha M^2/(eta m^2 sigma^2 b^2).",
+    ),
+    example={**{k: v for k, v in TABLE3_EXAMPLE.items() if k != "R"}, "K": 1},
+))
+
+EQ100 = register(Bound(
+    id="chien2024:eq100",
+    aliases=("chien2024sglu:eq81",),
+    title="PNSGD Rényi unlearning, full batch, relaxed by 1 - x < exp(-x) (LU comparison)",
+    citation=cite_pnsgd("eq. (100)", "Appendix P"),
+    parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_M, P_N, P_K),
+    expression=sp.exp(-2 * K * eta * m) * 4 * alpha * M**2 / (m * sigma**2 * n**2)
+    / (2 * m * eta),
+    guarantee=RENYI_RU,
+    preconditions=(PRE_STEP, PRE_M_LE_L),
+    assumptions=COR37.assumptions + ("full batch: b = n",),
+    monotone={"K": "decreasing", "sigma": "decreasing", "eta": "decreasing",
+              "alpha": "increasing", "M": "increasing", "n": "decreasing"},
+    notes=(
+        "Strictly above eq. (99) at b = n: the ratio is (exp(-eta m)/(1 - eta m))^{2K} > 1.",
+        "Compared with eq. (98) the initial distance carries the extra factor 1/(2 m eta) "
+        "(= L/(2m) at eta = 1/L), while the decay exp(-2 K eta m) does not depend on alpha.",
+    ),
+    example={**LU_EXAMPLE, "K": 1},
+))

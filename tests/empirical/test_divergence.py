@@ -1,0 +1,253 @@
+"""Tests for empirical.divergence: exact Gaussian truths, convergence, coverage, ties."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from empirical import divergence as D
+from empirical.statistics import gaussian_delta
+
+REPS = 200
+BETA = 0.05
+MAX_VIOLATIONS = int(stats.binom.ppf(0.999, REPS, BETA))
+
+
+def exact_moments(rng, n, mean, sd, dim=1):
+    """Samples whose sample mean and unbiased covariance are exactly mean and sd^2 I."""
+    z = rng.normal(size=(n, dim))
+    z -= z.mean(axis=0)
+    chol = np.linalg.cholesky(np.cov(z, rowvar=False, ddof=1).reshape(dim, dim))
+    z = z @ np.linalg.inv(chol).T
+    return mean + sd * z
+
+
+def renyi_1d(order, m1, s1, m2, s2):
+    """D_order(N(m1, s1^2) || N(m2, s2^2)) (Gil et al. 2013)."""
+    var_mix = order * s2**2 + (1 - order) * s1**2
+    return (
+        math.log(s2 / s1)
+        + math.log(s2**2 / var_mix) / (2 * (order - 1))
+        + order * (m1 - m2) ** 2 / (2 * var_mix)
+    )
+
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian-fit estimators.
+
+
+@pytest.mark.parametrize(("order", "m1", "s1", "m2", "s2"), [
+    (2.0, 1.0, 1.0, 0.0, 1.0),
+    (0.5, 0.3, 1.5, -0.2, 1.0),
+    (3.0, 0.0, 1.0, 0.5, 1.3),
+])
+def test_gaussian_renyi_closed_form_on_exact_moments(order, m1, s1, m2, s2):
+    rng = np.random.default_rng(0)
+    p = exact_moments(rng, 50, m1, s1)
+    q = exact_moments(rng, 60, m2, s2)
+    est = D.gaussian_renyi_divergence(p, q, order=order, n_bootstrap=0)
+    assert est.value == pytest.approx(renyi_1d(order, m1, s1, m2, s2), rel=1e-10)
+    assert est.interval is None and est.kind == "estimate"
+
+
+def test_gaussian_renyi_multivariate_shift_and_infinite_case():
+    rng = np.random.default_rng(1)
+    shift = np.array([1.0, -0.5, 0.25])
+    p = exact_moments(rng, 80, shift, 1.0, dim=3)
+    q = exact_moments(rng, 80, np.zeros(3), 1.0, dim=3)
+    est = D.gaussian_renyi_divergence(p, q, order=2.5, n_bootstrap=0)
+    assert est.value == pytest.approx(2.5 * shift @ shift / 2, rel=1e-10)
+    kl = D.gaussian_kl_divergence(p, q, n_bootstrap=0)
+    assert kl.value == pytest.approx(shift @ shift / 2, rel=1e-10)
+    # order * var_q - (order - 1) * var_p <= 0: the Renyi integral diverges.
+    wide = exact_moments(rng, 80, 0.0, 3.0)
+    narrow = exact_moments(rng, 80, 0.0, 1.0)
+    assert D.gaussian_renyi_divergence(wide, narrow, order=2.0, n_bootstrap=0).value == math.inf
+
+
+@pytest.mark.parametrize(("mp", "sp", "mq", "sq", "eps"), [
+    (1.0, 1.0, 0.0, 1.0, 0.5),
+    (0.5, 2.0, 0.0, 1.0, 0.3),
+    (0.0, 0.5, 0.2, 1.0, 0.1),
+    (0.0, 1.0, 0.0, 1.0, 0.0),
+])
+def test_gaussian_hockey_stick_matches_numerical_integral(mp, sp, mq, sq, eps):
+    rng = np.random.default_rng(2)
+    p = exact_moments(rng, 40, mp, sp)
+    q = exact_moments(rng, 40, mq, sq)
+
+    def integrand(x):
+        return max(0.0, stats.norm.pdf(x, mp, sp) - math.exp(eps) * stats.norm.pdf(x, mq, sq))
+
+    numeric, _ = integrate.quad(integrand, -20, 20, limit=400)
+    est = D.gaussian_hockey_stick_divergence(p, q, epsilon=eps, n_bootstrap=0)
+    assert est.value == pytest.approx(numeric, abs=1e-8)
+
+
+def test_gaussian_estimators_converge_and_intervals_cover():
+    mu, order, eps = 1.0, 2.0, 0.5
+    rng = np.random.default_rng(3)
+    p, q = rng.normal(mu, 1.0, 20000), rng.normal(0.0, 1.0, 20000)
+    truths = {
+        "renyi": order * mu**2 / 2,
+        "kl": mu**2 / 2,
+        "hockey-stick": gaussian_delta(mu=mu, epsilon=eps),
+    }
+    estimates = [
+        D.gaussian_renyi_divergence(p, q, order=order, n_bootstrap=100),
+        D.gaussian_kl_divergence(p, q, n_bootstrap=100),
+        D.gaussian_hockey_stick_divergence(p, q, epsilon=eps, n_bootstrap=100),
+    ]
+    for est in estimates:
+        truth = truths[est.divergence]
+        assert est.value == pytest.approx(truth, rel=0.05, abs=0.01)
+        lo, hi = est.interval
+        assert lo <= truth <= hi
+        assert hi - lo < 0.2 * truth
+
+
+def test_gaussian_bootstrap_interval_shrinks_with_n():
+    rng = np.random.default_rng(4)
+    widths = []
+    for n in (500, 8000):
+        p, q = rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)
+        lo, hi = D.gaussian_renyi_divergence(p, q, order=2.0, n_bootstrap=100).interval
+        widths.append(hi - lo)
+    assert widths[1] < widths[0] / 2
+
+
+# ----------------------------------------------------------------------------------------------
+# kNN estimators.
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_knn_kl_converges_to_gaussian_truth(dim):
+    rng = np.random.default_rng(5)
+    shift = np.zeros(dim)
+    shift[0] = 1.0
+    n = 20000
+    p = rng.normal(size=(n, dim)) + shift
+    q = rng.normal(size=(n, dim))
+    est = D.knn_kl_divergence(p, q, k=5)
+    assert est.value == pytest.approx(0.5, abs=0.05)
+    assert est.kind == "estimate" and not est.jittered
+
+
+def test_knn_kl_error_shrinks_with_n():
+    truth = 0.5
+    errors = []
+    for n in (300, 20000):
+        errs = []
+        for seed in range(3):
+            rng = np.random.default_rng(100 + seed)
+            p, q = rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)
+            errs.append(abs(D.knn_kl_divergence(p, q).value - truth))
+        errors.append(np.mean(errs))
+    assert errors[1] < errors[0]
+
+
+@pytest.mark.parametrize("order", [0.5, 1.5])
+def test_knn_renyi_converges_to_gaussian_truth(order):
+    rng = np.random.default_rng(6)
+    n = 20000
+    p, q = rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)
+    est = D.knn_renyi_divergence(p, q, order=order, k=5)
+    assert est.value == pytest.approx(order / 2, abs=0.06)
+
+
+def test_knn_estimators_near_zero_on_identical_distributions():
+    rng = np.random.default_rng(7)
+    p, q = rng.normal(size=(5000, 2)), rng.normal(size=(5000, 2))
+    assert abs(D.knn_kl_divergence(p, q).value) < 0.05
+    assert abs(D.knn_renyi_divergence(p, q, order=1.5).value) < 0.05
+
+
+def test_knn_duplicate_points_are_jittered():
+    rng = np.random.default_rng(8)
+    p = np.round(rng.normal(1.0, 1.0, 3000), 1)
+    q = np.round(rng.normal(0.0, 1.0, 3000), 1)
+    kl = D.knn_kl_divergence(p, q, seed=1)
+    renyi = D.knn_renyi_divergence(p, q, order=1.5, seed=1)
+    assert kl.jittered and renyi.jittered
+    assert math.isfinite(kl.value) and math.isfinite(renyi.value)
+    # Same seed, same jitter.
+    assert D.knn_kl_divergence(p, q, seed=1).value == kl.value
+    with pytest.raises(ValueError, match="constant"):
+        D.knn_kl_divergence(np.ones(50), np.ones(50))
+
+
+def test_knn_validation():
+    rng = np.random.default_rng(9)
+    p, q = rng.normal(size=100), rng.normal(size=100)
+    with pytest.raises(ValueError, match=r"\|order - 1\|"):
+        D.knn_renyi_divergence(p, q, order=3.0, k=2)
+    with pytest.raises(ValueError, match="order"):
+        D.knn_renyi_divergence(p, q, order=1.0)
+    with pytest.raises(ValueError, match="k="):
+        D.knn_kl_divergence(p[:5], q, k=5)
+    with pytest.raises(ValueError, match="dimension"):
+        D.knn_kl_divergence(rng.normal(size=(10, 2)), rng.normal(size=(10, 3)))
+    with pytest.raises(ValueError, match="jitter"):
+        D.knn_kl_divergence(p, q, jitter=0.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# Hockey-stick lower-bound tester.
+
+
+def test_hockey_stick_tester_coverage_gaussian_shift():
+    mu, eps, n = 1.0, 0.5, 400
+    truth = gaussian_delta(mu=mu, epsilon=eps)  # both directions are equal for a shift
+    rng = np.random.default_rng(10)
+    p = rng.normal(mu, 1.0, (REPS, n))
+    q = rng.normal(0.0, 1.0, (REPS, n))
+    bounds = np.array(
+        [
+            D.hockey_stick_lower_bound(p[r], q[r], epsilon=eps, beta=BETA, seed=r).delta
+            for r in range(REPS)
+        ]
+    )
+    assert np.sum(bounds > truth) <= MAX_VIOLATIONS
+    assert np.mean(bounds) > 0.2 * truth  # not vacuous
+
+
+def test_hockey_stick_tester_is_zero_on_null_data():
+    rng = np.random.default_rng(11)
+    n = 300
+    p = rng.normal(0.0, 1.0, (REPS, n, 2))
+    q = rng.normal(0.0, 1.0, (REPS, n, 2))
+    bounds = np.array(
+        [D.hockey_stick_lower_bound(p[r], q[r], epsilon=0.0, seed=r).delta for r in range(REPS)]
+    )
+    assert np.sum(bounds > 0) <= MAX_VIOLATIONS
+
+
+def test_hockey_stick_tester_power_and_direction():
+    rng = np.random.default_rng(12)
+    n = 20000
+    # Unequal variances: the two directions differ.
+    p, q = rng.normal(0.5, 2.0, n), rng.normal(0.0, 1.0, n)
+    eps = 0.3
+    result = D.hockey_stick_lower_bound(p, q, epsilon=eps)
+    truth_pq = D._hockey_stick_1d(0.5, 2.0, 0.0, 1.0, eps)
+    truth_qp = D._hockey_stick_1d(0.0, 1.0, 0.5, 2.0, eps)
+    assert 0.8 * truth_pq < result.delta_p_q <= truth_pq
+    assert 0.8 * truth_qp < result.delta_q_p <= truth_qp
+    assert result.delta == max(result.delta_p_q, result.delta_q_p)
+    assert result.kind == "lower bound" and result.confidence == pytest.approx(0.95)
+
+
+def test_hockey_stick_tester_validation():
+    rng = np.random.default_rng(13)
+    p, q = rng.normal(size=100), rng.normal(size=100)
+    with pytest.raises(ValueError, match="beta"):
+        D.hockey_stick_lower_bound(p, q, epsilon=0.5, beta=0.0)
+    with pytest.raises(ValueError, match="epsilon"):
+        D.hockey_stick_lower_bound(p, q, epsilon=-1.0)
+    with pytest.raises(ValueError, match="training part"):
+        D.hockey_stick_lower_bound(p[:3], q[:3], epsilon=0.5)
+    with pytest.raises(ValueError, match="NaN"):
+        D.hockey_stick_lower_bound(np.append(p, np.nan), q, epsilon=0.5)
