@@ -52,6 +52,25 @@ def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
         print(summary)
 
 
+def probability(text: str) -> float:
+    """A number in (0, 1), given as a decimal or a fraction such as 1/11264."""
+    from bounds.engine import parse_exact
+
+    value = parse_exact(text)
+    if value is None:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
+    return float(value)
+
+
+def positive_number(text: str) -> float:
+    from bounds.engine import parse_exact
+
+    value = parse_exact(text)
+    if value is None or not value > 0:
+        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
+    return float(value)
+
+
 def parse_assignments(items: Sequence[str]) -> dict[str, str]:
     """``key=value`` pairs; values stay strings and are resolved exactly by the engine."""
     out: dict[str, str] = {}
@@ -155,12 +174,12 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     if cal.value is None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
-        summary = (f"{cal.parameter} = {cal.value!r}  (certified epsilon {cal.certified_epsilon:.6g}"
+        summary = (f"{cal.parameter} = {cal.value!r}  (certified epsilon {cal.certified_epsilon:.10g}"
                    f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
             summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
-                        f"{cal.neighbour_epsilon:.6g} > target")
+                        f"{cal.neighbour_epsilon:.10g} > target")
     emit(cal.to_dict(), args.json, summary)
 
 
@@ -256,7 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_json(bsub.add_parser("epsilon", help="certified (epsilon, delta) at the best order"))
     p.add_argument("id")
     p.add_argument("params", nargs="*", metavar="key=value")
-    p.add_argument("--delta", type=float, required=True)
+    p.add_argument("--delta", type=probability, required=True)
     with_conversion(p)
     p.set_defaults(func=cmd_bounds_epsilon)
 
@@ -264,8 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("params", nargs="*", metavar="key=value")
     p.add_argument("--solve", required=True, help="sigma, K, T, requests or another parameter")
-    p.add_argument("--epsilon", type=float, required=True)
-    p.add_argument("--delta", type=float)
+    p.add_argument("--epsilon", type=positive_number, required=True)
+    p.add_argument("--delta", type=probability)
     with_conversion(p)
     p.set_defaults(func=cmd_calibrate)
 

@@ -222,7 +222,8 @@ def _universe(
 
     # Smoothness and strong convexity: m = r * L with r in (0, 1].
     L = pick("L", lambda: _fraction(draw, *((0.1, 10.0) if wc else (1e-3, 1e3))))
-    pick("m", lambda: L * _fraction(draw, *((0.01, 1.0) if wc else (1e-6, 1.0))))
+    # Well-conditioned draws keep m/L <= 0.9: L - m (D2D's contraction) stays accurate.
+    pick("m", lambda: L * _fraction(draw, *((0.01, 0.9) if wc else (1e-6, 1.0))))
 
     # Batches: n = b * batches; j0 indexes a batch; S <= n points.
     if "n" in fixed and "b" not in fixed:

@@ -4,8 +4,9 @@ Both paths run the same pipeline (:func:`empirical.mechanisms.chien2024.run_pnsg
 epochs on D, unlearn K epochs on D' (one replaced record, seed 000's request), retrain T
 epochs on D'. The batched path runs all N trials as [N, ...] tensors; the loop path calls
 the same code once per trial. The loop is timed on the first ``loop_trials`` trials only and
-its rate extrapolated (trials are identical in cost); its outputs are checked to be
-bit-identical to the batched outputs of the same trials.
+its rate extrapolated (trials are identical in cost); its outputs are compared with the
+batched outputs of the same trials (bit-identical on CPU; CUDA reductions may pick
+shape-dependent orders, so there the largest difference is reported).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import numpy as np
 import torch
 
 from empirical.data import drop_to_multiple, load_dataset, random_replacement_request
@@ -51,14 +53,47 @@ def trials_benchmark(
     dtype: str = "float32",
     chunk_size: int | None = None,
     path: str | None = None,
+    num_threads: int | None = None,
 ) -> dict[str, Any]:
     """Trials per second of batched and per-trial-loop PNSGD learn + unlearn + retrain.
 
     Logistic regression with seed 000's constants: lambda = 1e-6 n, eta = 1/(1/4 + lambda),
     clip M = 1, no projection (as the authors' released code runs), init N(0, 2 sigma^2/m).
     ``loop_trials`` (default min(n_trials, 32)) is how many trials the loop runs; its rate
-    is extrapolated to N. Returns a flat dict of sizes, settings, rates and their ratio.
+    is extrapolated to N. ``num_threads`` sets torch's intra-op threads for the run (restored
+    afterwards). Returns a flat dict of sizes, settings, rates and their ratio.
     """
+    if num_threads is not None and num_threads < 1:
+        raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    previous_threads = torch.get_num_threads()
+    if num_threads is not None:
+        torch.set_num_threads(num_threads)
+    try:
+        return _benchmark(
+            n_trials=n_trials, device=device, dataset=dataset, seed=seed,
+            loop_trials=loop_trials, batch_size=batch_size, learn_epochs=learn_epochs,
+            unlearn_epochs=unlearn_epochs, sigma=sigma, dtype=dtype, chunk_size=chunk_size,
+            path=path,
+        )
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _benchmark(
+    *,
+    n_trials: int,
+    device: str,
+    dataset: str,
+    seed: int,
+    loop_trials: int | None,
+    batch_size: int | None,
+    learn_epochs: int | None,
+    unlearn_epochs: int | None,
+    sigma: float,
+    dtype: str,
+    chunk_size: int | None,
+    path: str | None,
+) -> dict[str, Any]:
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     if dtype not in _DTYPES:
@@ -105,10 +140,11 @@ def trials_benchmark(
     _synchronize(resolved)
     loop_seconds = time.perf_counter() - start
 
-    identical = all(
-        (getattr(batched, side).params[:loop_trials] == getattr(looped, side).params).all()
+    differences = [
+        float(np.abs(getattr(batched, side).params[:loop_trials]
+                     - getattr(looped, side).params).max())
         for side in ("learned", "unlearned", "retrained")
-    )
+    ]
     batched_rate = n_trials / batched_seconds
     loop_rate = loop_trials / loop_seconds
     steps = (2 * learn_epochs + unlearn_epochs) * (data.n // batch_size)
@@ -134,7 +170,8 @@ def trials_benchmark(
         "loop_trials_per_s": loop_rate,
         "loop_rate_extrapolated": loop_trials < n_trials,
         "speedup": batched_rate / loop_rate,
-        "loop_matches_batched": bool(identical),
+        "loop_matches_batched": max(differences) == 0.0,
+        "loop_max_abs_difference": max(differences),
         "mean_test_accuracy_unlearned": float(batched.unlearned.test_accuracy.mean()),
         "mean_test_accuracy_retrained": float(batched.retrained.test_accuracy.mean()),
         "note": (

@@ -10,12 +10,15 @@
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
 products as multiply-and-sum along the feature axis rather than with BLAS so that each trial's
 numbers do not depend on how many trials share the call (BLAS picks different kernels for a
-batch of one), which keeps batched and per-trial runs bit-identical.
+batch of one), and apply exp/log through :func:`elementwise_per_trial`; together these keep
+batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
+``torch.func`` and agree to rounding.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -31,11 +34,16 @@ __all__ = [
     "TinyMLP",
     "TrialModel",
     "clip_scale",
+    "elementwise_per_trial",
     "pairwise_dot",
 ]
 
 # Largest [N, E, P] temporary built by the blocked products below (elements).
 _BLOCK_ELEMENTS = 1 << 22
+# Vector width in elements of the widest CPU kernels (2 x AVX-512 registers of float32) and
+# PyTorch's intra-op grain size; see elementwise_per_trial.
+_SIMD_BLOCK = 32
+_SERIAL_ELEMENTS = 32768
 
 
 @runtime_checkable
@@ -95,6 +103,31 @@ def clip_scale(norms: torch.Tensor, clip: float | None) -> torch.Tensor:
     if clip is None:
         return torch.ones_like(norms)
     return torch.clamp(clip / torch.clamp(norms, min=torch.finfo(norms.dtype).tiny), max=1.0)
+
+
+def elementwise_per_trial(
+    function: Callable[[torch.Tensor], torch.Tensor], values: torch.Tensor
+) -> torch.Tensor:
+    """Apply an elementwise ``function`` so that each trial's row gets the same bits whatever
+    the number of rows.
+
+    On CPU, PyTorch computes the elements that do not fill a whole vector block (at the end of
+    a tensor, or of a thread's share of it) with scalar code, whose exp/log can differ from the
+    vectorised code in the last bit. Padding the last axis to whole blocks and handing over at
+    most ``_SERIAL_ELEMENTS`` elements per call (so one thread runs each call) keeps every
+    row on the vectorised path. CUDA computes every element alike, so it is called directly.
+    """
+    if values.device.type != "cpu" or values.ndim == 0:
+        return function(values)
+    width = values.shape[-1]
+    padded_width = max(_SIMD_BLOCK, -(-width // _SIMD_BLOCK) * _SIMD_BLOCK)
+    rows = values.reshape(-1, width)
+    if padded_width != width:
+        rows = nn.functional.pad(rows, (0, padded_width - width))
+    step = max(1, _SERIAL_ELEMENTS // padded_width)
+    pieces = [function(rows[start:start + step]) for start in range(0, rows.shape[0], step)]
+    joined = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
+    return joined[:, :width].reshape(values.shape)
 
 
 def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -161,10 +194,19 @@ class LogisticRegression:
         # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
         return 0.25
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
+    def data_gradient_sum(
+        self,
+        params: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        weights: torch.Tensor,
+        *,
+        clip: float | None,
+        feature_norms: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         _check_batched(params, features, self.dim)
         margins = (features * params[:, None, :]).sum(-1) * labels
-        coefficient = -labels * torch.sigmoid(-margins)
+        coefficient = -labels * elementwise_per_trial(torch.sigmoid, -margins)
         if clip is not None:
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
@@ -172,10 +214,15 @@ class LogisticRegression:
             coefficient = coefficient * clip_scale(norms, clip)
         return ((coefficient * weights)[..., None] * features).sum(1)
 
-    def losses(self, params, features, labels):
-        return nn.functional.softplus(-labels[None, :] * pairwise_dot(params, features))
+    def losses(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
+        margins = labels[None, :] * pairwise_dot(params, features)
+        return elementwise_per_trial(nn.functional.softplus, -margins)
 
-    def accuracy(self, params, features, labels):
+    def accuracy(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
         if features.shape[0] == 0:
             return params.new_full((params.shape[0],), math.nan)
         correct = (pairwise_dot(params, features) * labels[None, :]) > 0
@@ -216,7 +263,16 @@ class QuadraticLoss:
     def smoothness(self) -> float:
         return float(self.curvature)
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
+    def data_gradient_sum(
+        self,
+        params: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        weights: torch.Tensor,
+        *,
+        clip: float | None,
+        feature_norms: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         _check_batched(params, features, self.dim)
         gradients = self.curvature * (params[:, None, :] - features)
         scale = weights
@@ -224,10 +280,14 @@ class QuadraticLoss:
             scale = scale * clip_scale(gradients.square().sum(-1).sqrt(), clip)
         return (scale[..., None] * gradients).sum(1)
 
-    def losses(self, params, features, labels):
+    def losses(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
         return 0.5 * self.curvature * _pairwise_squared_distance(params, features)
 
-    def accuracy(self, params, features, labels):
+    def accuracy(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
         return params.new_full((params.shape[0],), math.nan)
 
     def workspace_elements(self, batch_size: int) -> int:
@@ -302,7 +362,7 @@ class FunctionalClassifier:
         self._shapes = [value.shape for _, value in module.named_parameters()]
         self._sizes = [value.numel() for _, value in module.named_parameters()]
 
-        def example_loss(flat, x, label):
+        def example_loss(flat: torch.Tensor, x: torch.Tensor, label: torch.Tensor) -> torch.Tensor:
             logits = self._logits_one(flat, x[None])
             return nn.functional.cross_entropy(logits, label[None])
 
@@ -337,7 +397,16 @@ class FunctionalClassifier:
         inputs = x.reshape((x.shape[0], *self.input_shape))
         return functional_call(self.module, self.unflatten(flat), (inputs,))
 
-    def data_gradient_sum(self, params, features, labels, weights, *, clip, feature_norms=None):
+    def data_gradient_sum(
+        self,
+        params: torch.Tensor,
+        features: torch.Tensor,
+        labels: torch.Tensor,
+        weights: torch.Tensor,
+        *,
+        clip: float | None,
+        feature_norms: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         _check_batched(params, features, self.num_params)
         gradients = self._per_trial_gradients(params, features, _labels_to_classes(labels))
         scale = weights * clip_scale(gradients.square().sum(-1).sqrt(), clip)
@@ -347,13 +416,17 @@ class FunctionalClassifier:
         """Logits of every trial on shared examples: [N, P], [E, ...] -> [N, E, classes]."""
         return self._shared_logits(params, features)
 
-    def losses(self, params, features, labels):
+    def losses(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
         logits = self.logits(params, features)
         classes = _labels_to_classes(labels)
         log_probs = torch.log_softmax(logits, dim=-1)
         return -log_probs.gather(-1, classes.expand(params.shape[0], -1)[..., None])[..., 0]
 
-    def accuracy(self, params, features, labels):
+    def accuracy(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
         if features.shape[0] == 0:
             return params.new_full((params.shape[0],), math.nan)
         predicted = self.logits(params, features).argmax(dim=-1)

@@ -106,12 +106,6 @@ class TrialRandom:
             self._streams[stream] = generators
         return self._streams[stream]
 
-    def shared_generator(self, stream: str) -> torch.Generator:
-        """One generator common to all trials (keyed by trial index -1), freshly seeded."""
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(trial_seed(seed=self.seed, trial=-1, stream=stream))
-        return generator
-
     def normal(self, stream: str, shape: Sequence[int]) -> torch.Tensor:
         """Standard normal draws of ``shape`` for every trial: [N, *shape]."""
         shape = tuple(int(s) for s in shape)

@@ -282,8 +282,10 @@ COR310 = register(Bound(
     ),
     monotone={"sigma": "decreasing", "K": "decreasing", "T": "increasing", "alpha": "increasing"},
     notes=(
-        "The corollary assumes convergence yet uses the finite-T distance 2 eta M T/b (a bound on "
-        "W_inf between the T-epoch laws); see docs/errata.md.",
+        "The corollary assumes convergence yet uses the finite-T distance 2 eta M T/b, a bound on "
+        "W_inf between the T-epoch laws on D and D' from the same start (erratum E8). Read "
+        "literally it is justified only against retraining for T + K epochs on D' from the "
+        "learning's initial law; against the stationary law only Z = 2R is (set T >= Rb/(eta M)).",
     ),
     example={"alpha": 10, "sigma": 1, "eta": 1, "L": 1, "M": 1, "n": 12800, "b": 128, "T": 100,
              "K": 10, "R": 5},
@@ -348,7 +350,7 @@ THM311 = register(Bound(
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING + (
         THM31_ASSUMPTION,
         "every request runs the same number K of unlearning epochs (for a list K_s use "
-        "bounds.papers.chien2024.sequential_distances)",
+        "bounds.papers.chien2024.sequential_epochs)",
     ),
     monotone={"s": "increasing", "K": "decreasing"},
     notes=("Z^{(s)} bounds W_inf between the law before request s and the stationary law on D_s.",),
@@ -442,7 +444,10 @@ ALG5_PRINTED = register(Bound(
     assumptions=THM32.assumptions,
     variant="literal",
     monotone={"sigma": "decreasing", "K": "decreasing"},
-    notes=("Adds a length to a divergence (erratum E3); numerically immaterial for Table 3.",),
+    notes=(
+        "Adds a length to a divergence (erratum E3). Immaterial for Table 3, but for short "
+        "burn-in it can fall below Theorem 3.2, so it is not a certificate.",
+    ),
     example=THM32.example,
 ))
 

@@ -29,7 +29,7 @@ import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.models import LogisticRegression, TrialModel, clip_scale
-from empirical.trials import TrialRandom, resolve_device, run_trials
+from empirical.trials import TrialRandom, resolve_device, run_trials, trial_seed
 
 __all__ = [
     "PAPER_BURN_IN_EPOCHS",
@@ -43,10 +43,6 @@ __all__ = [
 # Seed 000, Table 2: burn-in epochs T per batch size ("full" = n).
 PAPER_BURN_IN_EPOCHS = {32: 10, 128: 20, 512: 50, "full": 1000}
 
-# Shared evaluation sets are padded to a multiple of this many examples so that every trial's
-# elementwise transcendental ops run on whole SIMD blocks in batched and per-trial mode alike
-# (a partial block is computed by scalar code, which can differ in the last bit).
-_EVALUATION_PAD = 32
 
 
 def _positive(value: float, name: str) -> None:
@@ -190,6 +186,7 @@ class PNSGDResult:
     model before unlearning. ``forget_indices`` are the requested rows (losses use their
     original records), ``retain_indices`` the rows of the retained subset. ``forget_batch``
     [N, S] is the batch position j of each forget row in the learning partition.
+    ``fixed_partition`` [n/b, b] holds the batches when ``config.partition == "fixed"``.
     ``strong_convexity`` m and ``smoothness`` L include the l2 term.
     """
 
@@ -201,6 +198,7 @@ class PNSGDResult:
     forget_indices: tuple[int, ...]
     retain_indices: np.ndarray
     forget_batch: np.ndarray
+    fixed_partition: np.ndarray | None
     trial_indices: np.ndarray
     seed: int
     n: int
@@ -264,15 +262,6 @@ def _data_versions(
     return versions
 
 
-def _padded(features: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    count = features.shape[0]
-    target = max(_EVALUATION_PAD, -(-count // _EVALUATION_PAD) * _EVALUATION_PAD)
-    if count == 0 or count == target:
-        return features, labels
-    filler = torch.zeros(target - count, dtype=torch.long, device=features.device)
-    return (torch.cat([features, features[filler]]), torch.cat([labels, labels[filler]]))
-
-
 def run_pnsgd(
     dataset: Dataset,
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
@@ -294,8 +283,9 @@ def run_pnsgd(
     ``model`` defaults to logistic regression on the dataset's features. n must be a
     multiple of the batch size (see :func:`empirical.data.drop_to_multiple`). The forget
     records' losses use the original records; ``retain_scores`` retained rows, chosen with
-    ``score_seed``, get losses too. Trial i's numbers depend only on (seed, i), not on
-    ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode``.
+    ``score_seed``, get losses too. On a given device type and dtype, trial i's numbers
+    depend only on (seed, i), not on ``n_trials``, ``chunk_size``, ``first_trial`` or
+    ``mode`` (bit for bit for the linear models on CPU; to rounding for networks).
     """
     model = LogisticRegression(dataset.dim) if model is None else model
     requests = _as_requests(request)
@@ -334,19 +324,24 @@ def run_pnsgd(
         _DataVersion(tensor(x), tensor(y), tensor(w), tensor(np.linalg.norm(x, axis=1)))
         for x, y, w in versions_np
     ]
-    forget_x, forget_y = _padded(tensor(dataset.features[list(forget)]),
-                                 tensor(dataset.labels[list(forget)]))
-    retain_x, retain_y = _padded(tensor(dataset.features[retained]),
-                                 tensor(dataset.labels[retained]))
+    forget_x, forget_y = tensor(dataset.features[list(forget)]), tensor(
+        dataset.labels[list(forget)])
+    retain_x, retain_y = tensor(dataset.features[retained]), tensor(dataset.labels[retained])
     test_x, test_y = tensor(dataset.test_features), tensor(dataset.test_labels)
     forget_rows = torch.as_tensor(forget, dtype=torch.long, device=resolved)
     n_batches, n_params = n // batch, model.num_params
 
+    fixed_order = None
+    if config.partition == "fixed":
+        # Drawn once on the CPU so that the shared partition is the same on every device.
+        generator = torch.Generator().manual_seed(
+            trial_seed(seed=seed, trial=-1, stream="partition/fixed"))
+        fixed_order = torch.randperm(n, generator=generator)
+        fixed_on_device = fixed_order.to(resolved)
+
     def partition(random: TrialRandom, stream: str) -> torch.Tensor:
-        if config.partition == "fixed":
-            order = torch.randperm(n, generator=random.shared_generator("partition/fixed"),
-                                   device=resolved)
-            return order.expand(random.size, n)
+        if fixed_order is not None:
+            return fixed_on_device.expand(random.size, n)
         return random.permutation(stream, n)
 
     def initial(random: TrialRandom, stream: str) -> torch.Tensor:
@@ -372,7 +367,7 @@ def run_pnsgd(
                     _gather(data.labels, rows),
                     _gather(data.weights, rows),
                     clip=config.clip,
-                    feature_norms=_gather(data.norms, rows),
+                    feature_norms=None if config.clip is None else _gather(data.norms, rows),
                 ) / batch
                 if config.l2:
                     gradient = gradient + config.l2 * params
@@ -387,10 +382,8 @@ def run_pnsgd(
     def evaluate(prefix: str, params: torch.Tensor) -> dict[str, torch.Tensor]:
         return {
             f"{prefix}/params": params,
-            f"{prefix}/forget_losses": model.losses(params, forget_x, forget_y)[:, :len(forget)],
-            f"{prefix}/retain_losses": model.losses(params, retain_x, retain_y)[
-                :, :retained.size
-            ],
+            f"{prefix}/forget_losses": model.losses(params, forget_x, forget_y),
+            f"{prefix}/retain_losses": model.losses(params, retain_x, retain_y),
             f"{prefix}/test_accuracy": model.accuracy(params, test_x, test_y),
         }
 
@@ -450,6 +443,8 @@ def run_pnsgd(
         forget_indices=forget,
         retain_indices=retained,
         forget_batch=outputs["forget_batch"],
+        fixed_partition=None if fixed_order is None else fixed_order.reshape(n_batches, batch)
+        .numpy(),
         trial_indices=np.arange(first_trial, first_trial + n_trials),
         seed=int(seed),
         n=n,

@@ -322,7 +322,7 @@ def test_non_finite_sympy_inputs_are_rejected(bad):
     "every mpmath.mpf input raises AttributeError"))
 def test_mpmath_inputs_are_accepted():
     value = bounds.get(COR37).evaluate(**cor37_params(sigma=mpmath.mpf("0.05"))).value
-    assert value == pytest.approx(bounds.get(COR37).evaluate(**cor37_params()).value, rel=1e-12)
+    assert value == pytest.approx(bounds.get(COR37).evaluate(**cor37_params()).value, rel=1e-12, abs=0)
 
 
 @pytest.mark.xfail(strict=True, reason="mpmath nan/inf inputs raise AttributeError, not BoundError")
@@ -343,7 +343,7 @@ def test_array_evaluation_matches_scalar_evaluation():
     values = bound.evaluate(**cor37_params(K=ks)).value
     assert values.shape == (5,)
     for k, v in zip(ks, values, strict=True):
-        assert v == pytest.approx(bound.evaluate(**cor37_params(K=int(k))).value, rel=1e-13)
+        assert v == pytest.approx(bound.evaluate(**cor37_params(K=int(k))).value, rel=1e-13, abs=0)
     assert np.all(np.diff(values) < 0)
 
 
@@ -354,7 +354,7 @@ def test_arrays_broadcast():
     grid = bound.evaluate(**cor37_params(sigma=sigmas, K=ks)).value
     assert grid.shape == (3, 4)
     assert grid[2, 3] == pytest.approx(
-        bound.evaluate(**cor37_params(sigma=0.2, K=4)).value, rel=1e-13
+        bound.evaluate(**cor37_params(sigma=0.2, K=4)).value, rel=1e-13, abs=0
     )
     # The 1/sigma^2 scaling holds along the broadcast axis.
     np.testing.assert_allclose(grid[0] / grid[1], 4.0, rtol=1e-12)
@@ -365,7 +365,7 @@ def test_float_function_is_positional_and_unchecked():
     values = bound.resolve(cor37_params())
     args = [float(values[n]) for n in bound.parameter_names]
     assert bound.float_function(*args) == pytest.approx(bound.evaluate(**cor37_params()).value,
-                                                       rel=1e-14)
+                                                       rel=1e-14, abs=0)
     # Unchecked: a step size above 1/L (but below 1/m) is evaluated without complaint.
     args[bound.parameter_names.index("eta")] = 4.0
     assert math.isfinite(bound.float_function(*args))
@@ -561,4 +561,4 @@ def test_optimal_shift_float_without_cancellation():
     params = {"alpha": 10, "sigma": 1, "eta": 1, "m": "1e-17", "L": 1, "M": 1, "n": 100, "b": 10,
               "K": 1, "R": 100}
     exact = bound.evaluate(precision="mp", digits=40, **params).value
-    assert bound.evaluate(**params).value == pytest.approx(float(exact), rel=1e-9)
+    assert bound.evaluate(**params).value == pytest.approx(float(exact), rel=1e-9, abs=0)

@@ -16,6 +16,7 @@ from empirical.models import (
     TinyMLP,
     TrialModel,
     clip_scale,
+    elementwise_per_trial,
     pairwise_dot,
 )
 from empirical.trials import (
@@ -134,6 +135,19 @@ def test_clip_scale_projects_onto_the_ball():
     torch.testing.assert_close(clip_scale(norms, 2.0), torch.tensor([1.0, 1.0, 1.0, 0.25],
                                                                      dtype=torch.float64))
     torch.testing.assert_close(clip_scale(norms, None), torch.ones(4, dtype=torch.float64))
+
+
+def test_elementwise_per_trial_gives_each_row_the_same_bits():
+    torch.manual_seed(0)
+    for dtype in (torch.float64, torch.float32):
+        # 9000 rows of 5: longer than one serial block and not a whole number of SIMD blocks.
+        values = 10 * torch.randn(9000, 5, dtype=dtype)
+        together = elementwise_per_trial(torch.sigmoid, values)
+        torch.testing.assert_close(together, torch.sigmoid(values))
+        for row in (0, 1, 4095, 6553, 8999):
+            alone = elementwise_per_trial(torch.sigmoid, values[row:row + 1])
+            assert torch.equal(alone[0], together[row])
+    assert elementwise_per_trial(torch.exp, torch.zeros(2, 3, 4)).shape == (2, 3, 4)
 
 
 def test_pairwise_dot_matches_matmul():

@@ -1,0 +1,258 @@
+"""Interfaces for auditing your own unlearning mechanism (in the style of DP-Auditorium).
+
+Two ways in, one way out:
+
+* a :class:`TrialMechanism`: an object whose ``run_trials(seed=, first_trial=, n_trials=)``
+  trains, unlearns and retrains ``n_trials`` models and returns a :class:`TrialBatch` of their
+  attack scores (and optionally low-dimensional statistics and test accuracies); audit it with
+  :func:`audits.runner.audit_mechanism`, which runs it in chunks, stores the chunks, and can
+  resume and use Ray like a spec-driven audit;
+* precomputed score arrays or matrices (one row per model): audit them with
+  :func:`audits.runner.audit_scores`.
+
+Both end in the same analysis, verdict and report as ``unlearn audit run``. The certified side
+is a :class:`Certificate`, either a number you vouch for or computed from a declared theorem
+(:meth:`Certificate.from_bound`).
+
+Conventions. Scores follow :mod:`empirical.attacks`: higher means "more like a model that
+trained on the forgotten data", so unlearned models are the positive class. A score array is
+``[n]`` (one score per model) or ``[n, E]`` (one column per forgotten example: the audit bounds
+the mean over columns and plots a per-example estimate). Statistics are ``[n, k]`` arrays (for
+example the final parameters of a small model); the audit projects them on a direction learned
+from pilot trials. Trial ``i``'s outputs must depend only on ``(seed, i)``, never on how trials
+are grouped into calls; that is what makes resumed and distributed audits reproducible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+__all__ = [
+    "Certificate",
+    "ModelOutputs",
+    "TrialBatch",
+    "TrialMechanism",
+]
+
+
+def _as_rows(value: Any, name: str, *, ndim: tuple[int, ...]) -> np.ndarray:
+    array = np.asarray(value)
+    if array.dtype.kind not in "fiu":
+        raise ValueError(f"{name} must hold numbers, got dtype {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    if array.ndim not in ndim:
+        shapes = " or ".join({1: "[n]", 2: "[n, k]"}[d] for d in ndim)
+        raise ValueError(f"{name} must have shape {shapes}, got {array.shape}")
+    return array
+
+
+@dataclass(frozen=True)
+class ModelOutputs:
+    """What the audit reads from the models of one side, one row per trial.
+
+    ``scores``: attack name -> ``[n]`` or ``[n, E]`` scores (higher = more like having trained
+    on the forgotten data). ``statistics``: name -> ``[n, k]`` low-dimensional statistics for
+    the projection attack. ``accuracy``: ``[n]`` test accuracies in [0, 1], or None.
+    """
+
+    scores: Mapping[str, np.ndarray]
+    statistics: Mapping[str, np.ndarray] = field(default_factory=dict)
+    accuracy: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        scores = {str(k): _as_rows(v, f"scores[{k!r}]", ndim=(1, 2))
+                  for k, v in dict(self.scores).items()}
+        statistics = {str(k): _as_rows(v, f"statistics[{k!r}]", ndim=(2,))
+                      for k, v in dict(self.statistics).items()}
+        if not scores and not statistics:
+            raise ValueError("a side needs at least one score or statistic")
+        sizes = {a.shape[0] for a in [*scores.values(), *statistics.values()]}
+        accuracy = self.accuracy
+        if accuracy is not None:
+            accuracy = _as_rows(accuracy, "accuracy", ndim=(1,))
+            sizes.add(accuracy.shape[0])
+        if len(sizes) != 1:
+            raise ValueError(f"scores, statistics and accuracy disagree on the number of "
+                             f"trials: {sorted(sizes)}")
+        for name, array in [*scores.items(), *statistics.items()]:
+            if not np.all(np.isfinite(array)):
+                raise ValueError(f"{name!r} contains NaN or infinite values")
+        object.__setattr__(self, "scores", scores)
+        object.__setattr__(self, "statistics", statistics)
+        object.__setattr__(self, "accuracy", accuracy)
+
+    @property
+    def n_trials(self) -> int:
+        first = next(iter([*self.scores.values(), *self.statistics.values()]))
+        return int(first.shape[0])
+
+
+@dataclass(frozen=True)
+class TrialBatch:
+    """Outputs of ``n`` trials: the unlearned models and the models retrained without the
+    forgotten data, row ``i`` of both sides coming from trial ``i`` of the call."""
+
+    unlearned: ModelOutputs
+    retrained: ModelOutputs
+
+    def __post_init__(self) -> None:
+        if self.unlearned.n_trials != self.retrained.n_trials:
+            raise ValueError(f"unlearned has {self.unlearned.n_trials} trials, retrained "
+                             f"{self.retrained.n_trials}")
+        for kind in ("scores", "statistics"):
+            a = set(getattr(self.unlearned, kind))
+            b = set(getattr(self.retrained, kind))
+            if a != b:
+                raise ValueError(f"unlearned and retrained {kind} differ: {sorted(a ^ b)}")
+            for name in a:
+                shape_u = getattr(self.unlearned, kind)[name].shape[1:]
+                shape_r = getattr(self.retrained, kind)[name].shape[1:]
+                if shape_u != shape_r:
+                    raise ValueError(f"{kind} {name!r} has shape {shape_u} per unlearned "
+                                     f"trial but {shape_r} per retrained trial")
+        if (self.unlearned.accuracy is None) != (self.retrained.accuracy is None):
+            raise ValueError("give accuracies for both sides or for neither")
+
+    @property
+    def n_trials(self) -> int:
+        return self.unlearned.n_trials
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        """Flat ``side.kind.name`` arrays (the chunk store's format)."""
+        out: dict[str, np.ndarray] = {}
+        for side in ("unlearned", "retrained"):
+            outputs: ModelOutputs = getattr(self, side)
+            for name, array in outputs.scores.items():
+                out[f"{side}.scores.{name}"] = array
+            for name, array in outputs.statistics.items():
+                out[f"{side}.statistics.{name}"] = array
+            if outputs.accuracy is not None:
+                out[f"{side}.accuracy"] = outputs.accuracy
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> TrialBatch:
+        sides: dict[str, dict[str, Any]] = {
+            side: {"scores": {}, "statistics": {}, "accuracy": None}
+            for side in ("unlearned", "retrained")
+        }
+        for key, array in arrays.items():
+            side, _, rest = key.partition(".")
+            if side not in sides:
+                continue
+            if rest == "accuracy":
+                sides[side]["accuracy"] = array
+            else:
+                kind, _, name = rest.partition(".")
+                sides[side][kind][name] = array
+        return cls(ModelOutputs(**sides["unlearned"]), ModelOutputs(**sides["retrained"]))
+
+    @classmethod
+    def concatenate(cls, batches: list[TrialBatch]) -> TrialBatch:
+        if not batches:
+            raise ValueError("nothing to concatenate")
+        parts = [b.to_arrays() for b in batches]
+        keys = set(parts[0])
+        for part in parts[1:]:
+            if set(part) != keys:
+                raise ValueError("chunks disagree on their outputs")
+        return cls.from_arrays({k: np.concatenate([p[k] for p in parts]) for k in sorted(keys)})
+
+
+@runtime_checkable
+class TrialMechanism(Protocol):
+    """A mechanism under audit: learn, unlearn and retrain for a range of trials.
+
+    ``run_trials`` must return a :class:`TrialBatch` of ``n_trials`` rows for trials
+    ``first_trial .. first_trial + n_trials - 1``, and trial ``i``'s row must depend only on
+    ``(seed, i)``. Objects sent to Ray must be picklable. An optional attribute ``device``
+    (``"cuda"`` asks Ray for a GPU per chunk) and ``description`` (shown in the report) are
+    read when present.
+    """
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch: ...
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The certified side of an audit: (epsilon, delta) and where it comes from.
+
+    ``epsilon`` must be a certified upper bound (the engine's interval upper end, or a number
+    the caller vouches for). ``bound`` names its theorem (``"user"`` when there is none).
+    """
+
+    epsilon: float
+    delta: float
+    bound: str = "user"
+    alpha: float | None = None
+    conversion: str | None = None
+    calibration: Mapping[str, Any] | None = None
+    inputs: Mapping[str, Any] = field(default_factory=dict)
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        eps = self.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, int | float) or math.isnan(eps) \
+                or eps < 0:
+            raise ValueError(f"certificate epsilon must be a number >= 0, got {eps!r}")
+        delta = self.delta
+        if isinstance(delta, bool) or not isinstance(delta, int | float) \
+                or not 0 <= delta < 1:
+            raise ValueError(f"certificate delta must be a number in [0, 1), got {delta!r}")
+        if not isinstance(self.bound, str) or not self.bound:
+            raise ValueError(f"certificate bound must be a non-empty string, got {self.bound!r}")
+        object.__setattr__(self, "epsilon", float(eps))
+        object.__setattr__(self, "delta", float(delta))
+
+    @classmethod
+    def from_bound(cls, bound_id: str, *, delta: float, conversion: str = "mironov",
+                   **params: Any) -> Certificate:
+        """Certified (epsilon, delta) of a declared Rényi bound at its best order."""
+        from bounds.conversions import best_epsilon
+
+        conv = best_epsilon(bound_id, delta=delta, conversion=conversion, **params)
+        return cls(
+            epsilon=conv.epsilon,
+            delta=conv.delta,
+            bound=conv.bound_id,
+            alpha=conv.alpha,
+            conversion=conv.conversion,
+            inputs={k: _plain_number(v) for k, v in params.items()},
+            provenance=dict(conv.provenance),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report's ``certificate`` object."""
+        return {
+            "bound": self.bound,
+            "epsilon": self.epsilon if math.isfinite(self.epsilon) else "inf",
+            "delta": self.delta,
+            "alpha": self.alpha,
+            "conversion": self.conversion,
+            "calibration": None if self.calibration is None else dict(self.calibration),
+            "inputs": {k: _plain_number(v) for k, v in self.inputs.items()},
+            "provenance": dict(self.provenance) if self.provenance else {
+                "source": "given by the caller (not computed by the bound engine)"},
+        }
+
+
+def _plain_number(value: Any) -> Any:
+    """Numbers stay numbers (exact fractions become exact strings) for the report."""
+    from fractions import Fraction
+
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, Fraction):
+        return str(value) if value.denominator != 1 else int(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value)
+    if isinstance(value, list | tuple):
+        return [_plain_number(v) for v in value]
+    return str(value)

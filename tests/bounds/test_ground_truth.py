@@ -1,0 +1,402 @@
+"""Exact ground truth for the PNSGD bounds: quadratic losses without projection.
+
+For f(x; a_i) = (1/2)(x - a_i)^T H (x - a_i) with H = diag(h), m <= h_k <= L, one PNSGD step on
+mini-batch j is the linear Gaussian map
+
+    x <- (I - eta H) x + eta H abar_j + sqrt(2 eta sigma^2) W,     abar_j = mean of a_i over B^j,
+
+so every law is Gaussian with diagonal covariance. This module iterates that recursion exactly in
+mpmath, step by step over the cyclic batches, for the means and variances of: the stationary law
+of an epoch (the fixed point of the affine epoch map, solved exactly), K unlearning epochs on the
+updated dataset, and chains of sequential requests. The Rényi divergence of two Gaussians is
+then closed form (Gil, Alajaji and Linder 2013). Nothing here uses the declarations except to
+compare with them: ``chien2024:exact-quadratic`` must equal the isotropic case, and every
+applicable upper bound must be at least the exact value.
+
+Correspondence with the bounds: replacing a_{i0} by a_{i0} + u changes the gradient by -H u for
+every x, so the gradient-difference bound of Remark 3.6 is 2M = ||H u||; R = infinity (no
+projection) is R = 10^30 here; c = 1 - eta m with m = min h.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+import mpmath
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bounds
+
+DIGITS = 50
+NO_PROJECTION = 10**30
+FEW = settings(deadline=None, max_examples=15, suppress_health_check=list(HealthCheck))
+
+
+@pytest.fixture(autouse=True)
+def _precision():
+    with mpmath.workdps(DIGITS):
+        yield
+
+
+def mpf(x: object) -> mpmath.mpf:
+    if isinstance(x, Fraction):
+        return mpmath.mpf(x.numerator) / x.denominator
+    return mpmath.mpf(x)
+
+
+# --------------------------------------------------------------------------------------------
+# The linear Gaussian process
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Gaussian:
+    """N(mean, diag(var))."""
+
+    mean: tuple
+    var: tuple
+
+
+@dataclass(frozen=True)
+class Quadratic:
+    """PNSGD on (1/2)(x - a_i)^T diag(h) (x - a_i), cyclic batches B^j = {jb, ..., jb + b - 1}."""
+
+    h: tuple  # curvatures, m <= h_k <= L
+    eta: mpmath.mpf
+    sigma: mpmath.mpf
+    b: int
+
+    def steps(self, law: Gaussian, data: list, epochs: int) -> Gaussian:
+        """``epochs`` passes over the batches of ``data``, one PNSGD step per batch."""
+        mean, var = list(law.mean), list(law.var)
+        per_epoch = len(data) // self.b
+        noise = 2 * self.eta * self.sigma**2
+        for _ in range(epochs):
+            for j in range(per_epoch):
+                batch = data[j * self.b:(j + 1) * self.b]
+                for k, h in enumerate(self.h):
+                    c = 1 - self.eta * h
+                    abar = sum(a[k] for a in batch) / self.b
+                    mean[k] = c * mean[k] + self.eta * h * abar
+                    var[k] = c * c * var[k] + noise
+        return Gaussian(tuple(mean), tuple(var))
+
+    def stationary(self, data: list) -> Gaussian:
+        """Fixed point of the epoch map x -> C x + v (+ noise): mean v/(1 - C), var w/(1 - C^2),
+        where one epoch from the point mass at 0 gives (v, w) and C = diag(c_k^{n/b})."""
+        zero = Gaussian(tuple(mpf(0) for _ in self.h), tuple(mpf(0) for _ in self.h))
+        one_epoch = self.steps(zero, data, 1)
+        per_epoch = len(data) // self.b
+        contraction = [(1 - self.eta * h) ** per_epoch for h in self.h]
+        return Gaussian(
+            tuple(v / (1 - q) for v, q in zip(one_epoch.mean, contraction, strict=True)),
+            tuple(w / (1 - q * q) for w, q in zip(one_epoch.var, contraction, strict=True)),
+        )
+
+
+def renyi_gaussian(alpha: mpmath.mpf, p: Gaussian, q: Gaussian) -> mpmath.mpf:
+    """D_alpha(N(mu1, S1) || N(mu2, S2)) for diagonal covariances (Gil-Alajaji-Linder):
+    (alpha/2) d^T S_a^{-1} d - log(det S_a / (det S1^{1-alpha} det S2^alpha)) / (2(alpha - 1)),
+    S_a = alpha S2 + (1 - alpha) S1 (must be positive definite)."""
+    total = mpf(0)
+    for m1, v1, m2, v2 in zip(p.mean, p.var, q.mean, q.var, strict=True):
+        va = alpha * v2 + (1 - alpha) * v1
+        assert va > 0, "the Rényi divergence is infinite"
+        total += alpha / 2 * (m1 - m2) ** 2 / va
+        total -= (mpmath.log(va) - (1 - alpha) * mpmath.log(v1) - alpha * mpmath.log(v2)) / (
+            2 * (alpha - 1))
+    return total
+
+
+def renyi_difference(alpha: mpmath.mpf, p: Gaussian, q: Gaussian) -> mpmath.mpf:
+    """max of both directions (Chien et al., Definition 2.1)."""
+    return max(renyi_gaussian(alpha, p, q), renyi_gaussian(alpha, q, p))
+
+
+# --------------------------------------------------------------------------------------------
+# Problems drawn by hypothesis
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Problem:
+    process: Quadratic
+    data: list
+    shift: tuple  # u: the replaced point a_{i0} becomes a_{i0} + u
+    alpha: mpmath.mpf
+    m: mpmath.mpf
+    L: mpmath.mpf
+    M: mpmath.mpf  # half of ||H u||
+    n: int
+    K: int
+
+    @property
+    def per_epoch(self) -> int:
+        return self.n // self.process.b
+
+    @property
+    def c(self) -> mpmath.mpf:
+        return 1 - self.process.eta * self.m
+
+    def replaced(self, data: list, index: int, times: int = 1) -> list:
+        new = list(data)
+        new[index] = tuple(a + times * u for a, u in zip(data[index], self.shift, strict=True))
+        return new
+
+    def params(self, **extra: object) -> dict:
+        """The declared bounds' parameters (exact rationals where the problem has them)."""
+        return {"alpha": self.alpha, "sigma": self.process.sigma, "eta": self.process.eta,
+                "m": self.m, "L": self.L, "M": self.M, "n": self.n, "b": self.process.b,
+                "K": self.K, "R": NO_PROJECTION, **extra}
+
+    def unlearning_divergence(self, j0: int, slot: int = 0) -> mpmath.mpf:
+        """Exact d_alpha between K unlearning epochs on D' from nu_D and nu_D' (retraining),
+        the replaced point sitting at position ``slot`` of batch ``j0``."""
+        index = j0 * self.process.b + slot
+        updated = self.replaced(self.data, index)
+        learned = self.process.stationary(self.data)
+        unlearned = self.process.steps(learned, updated, self.K)
+        retrained = self.process.stationary(updated)
+        return renyi_difference(self.alpha, unlearned, retrained)
+
+
+def _fractions(lo: float, hi: float):
+    return st.floats(lo, hi).map(Fraction)
+
+
+@st.composite
+def problems(draw, *, isotropic: bool = False, max_batches: int = 4) -> Problem:
+    dim = 1 if isotropic else draw(st.integers(1, 3))
+    L = draw(_fractions(0.1, 4.0))
+    m = L * draw(_fractions(0.05, 1.0))
+    eta = min(draw(_fractions(0.05, 1.0)) / L, Fraction(95, 100) / m)  # c = 1 - eta m >= 0.05
+    if isotropic:
+        L = m
+        eta = min(eta, 1 / m * Fraction(95, 100))
+        h = (m,)
+    else:
+        h = (m, *(draw(st.fractions(m, L)) for _ in range(dim - 1)))
+        L = max(h)
+    b = draw(st.integers(1, 3))
+    per_epoch = draw(st.integers(1, max_batches))
+    n = b * per_epoch
+    data = [tuple(mpf(draw(_fractions(-1, 1))) for _ in range(dim)) for _ in range(n)]
+    shift = tuple(mpf(draw(st.sampled_from((-1, 1))) * draw(_fractions(0.05, 1)))
+                  for _ in range(dim))
+    h_mp = tuple(mpf(x) for x in h)
+    grad_gap = mpmath.sqrt(sum((hk * uk) ** 2 for hk, uk in zip(h_mp, shift, strict=True)))
+    return Problem(
+        process=Quadratic(h=h_mp, eta=mpf(eta), sigma=mpf(draw(_fractions(0.05, 2.0))), b=b),
+        data=data,
+        shift=shift,
+        alpha=1 + mpf(draw(_fractions(0.05, 50.0))),
+        m=mpf(m),
+        L=mpf(L),
+        M=grad_gap / 2,
+        n=n,
+        K=draw(st.integers(1, 4)),
+    )
+
+
+def bound_value(bound_id: str, params: dict) -> mpmath.mpf:
+    bound = bounds.get(bound_id)
+    args = {k: _exact(v) for k, v in params.items() if k in bound.parameter_names}
+    return bound.evaluate(precision="mp", digits=DIGITS, **args).value
+
+
+def _exact(value: object) -> object:
+    """An mpf passes to the engine as the exact binary rational it is."""
+    if isinstance(value, mpmath.mpf):
+        return Fraction(int(value.man)) * Fraction(2) ** int(value.exp) if value else 0
+    return value
+
+
+def exact_quadratic(problem: Problem, j0: int) -> mpmath.mpf:
+    return bound_value("chien2024:exact-quadratic", problem.params(j0=j0))
+
+
+# --------------------------------------------------------------------------------------------
+# The derivation itself
+# --------------------------------------------------------------------------------------------
+
+
+def test_gaussian_renyi_against_numerical_integration():
+    """The closed form against a direct integral of p^alpha q^(1-alpha) (1-d, unequal variances)."""
+    p, q = Gaussian((mpf("0.3"),), (mpf("0.7"),)), Gaussian((mpf("-0.2"),), (mpf("1.1"),))
+    alpha = mpf("2.5")
+    with mpmath.workdps(30):
+        def density(g: Gaussian, x):
+            return mpmath.npdf(x, g.mean[0], mpmath.sqrt(g.var[0]))
+
+        integral = mpmath.quad(lambda x: density(p, x) ** alpha * density(q, x) ** (1 - alpha),
+                               [-mpmath.inf, 0, mpmath.inf])
+        direct = mpmath.log(integral) / (alpha - 1)
+        assert abs(direct - renyi_gaussian(alpha, p, q)) < mpf("1e-20")
+
+
+@FEW
+@given(problems())
+def test_stationary_law_is_invariant(problem):
+    """One more epoch of learning on D leaves the solved fixed point unchanged."""
+    law = problem.process.stationary(problem.data)
+    again = problem.process.steps(law, problem.data, 1)
+    for a, b in zip(law.mean + law.var, again.mean + again.var, strict=True):
+        assert abs(a - b) <= mpf(10) ** -40 * max(abs(a), 1)
+
+
+@FEW
+@given(problems(isotropic=True), st.data())
+def test_declared_exact_quadratic_is_the_isotropic_ground_truth(problem, data):
+    j0 = data.draw(st.integers(0, problem.per_epoch - 1))
+    slot = data.draw(st.integers(0, problem.process.b - 1))
+    exact = problem.unlearning_divergence(j0, slot)
+    declared = exact_quadratic(problem, j0)
+    assert abs(exact - declared) <= mpf(10) ** -25 * exact, (exact, declared)
+
+
+# --------------------------------------------------------------------------------------------
+# Bounds are above the truth
+# --------------------------------------------------------------------------------------------
+
+SINGLE_REQUEST_BOUNDS = (
+    "chien2024:cor3.7",
+    "chien2024:cor3.7/optimal-shift",
+    "chien2024:cor3.7/exact-noise",
+    "chien2024:cor3.7/tight",
+    "chien2024:alg7",
+    "chien2024:thm3.11+cor3.7",
+    "chien2024:thm3.11+cor3.7/optimal-shift",
+)
+
+
+@FEW
+@given(problems(), st.data())
+def test_single_request_bounds_dominate_the_exact_divergence(problem, data):
+    j0 = data.draw(st.integers(0, problem.per_epoch - 1))
+    slot = data.draw(st.integers(0, problem.process.b - 1))
+    exact = problem.unlearning_divergence(j0, slot)
+    params = problem.params(s=1)
+    for bound_id in SINGLE_REQUEST_BOUNDS:
+        assert bound_value(bound_id, params) >= exact, bound_id
+
+
+@FEW
+@given(problems())
+def test_pabi_lemma_dominates_the_exact_divergence(problem):
+    """Lemma 2.6 with the papers' s^2 = eta sigma^2, Z = W_inf = ||mean shift|| (worst batch)."""
+    exact = problem.unlearning_divergence(problem.per_epoch - 1)
+    z = bound_value("chien2024:thm3.11", problem.params(s=1))
+    lemma = {"alpha": problem.alpha, "s": mpmath.sqrt(problem.process.eta) * problem.process.sigma,
+             "Z": z, "c": problem.c, "N": problem.K * problem.per_epoch}
+    for bound_id in ("chien2024:lem2.6", "chien2024:lem2.6/optimal-shift"):
+        assert bound_value(bound_id, lemma) >= exact * (1 - mpf(10) ** -30), bound_id
+
+
+@FEW
+@given(problems())
+def test_cor38_dominates_the_mean_over_batch_positions(problem):
+    """Joint convexity (Ye-Shokri): with j0 uniform, d_alpha(mixtures) <= log-mean-exp over j0 of
+    (alpha - 1) d_alpha(conditional) / (alpha - 1). Corollary 3.8 must be above that mean."""
+    alpha = problem.alpha
+    conditional = [problem.unlearning_divergence(j0) for j0 in range(problem.per_epoch)]
+    mean = mpmath.log(sum(mpmath.exp((alpha - 1) * d) for d in conditional) / len(conditional))
+    assert bound_value("chien2024:cor3.8", problem.params()) >= mean / (alpha - 1)
+
+
+@FEW
+@given(problems(max_batches=3), st.integers(2, 4))
+def test_sequential_bounds_dominate_the_exact_divergence(problem, requests):
+    """Requests s = 1..S each replace the same slot of the last batch by a further +u, then run K
+    epochs from the previous request's output; compare with retraining on D_s."""
+    index = problem.n - 1  # worst placement: the last batch
+    current = problem.process.stationary(problem.data)
+    dataset = problem.data
+    for s in range(1, requests + 1):
+        dataset = problem.replaced(dataset, index)
+        unlearned = problem.process.steps(current, dataset, problem.K)
+        retrained = problem.process.stationary(dataset)
+        exact = renyi_difference(problem.alpha, unlearned, retrained)
+        for bound_id in ("chien2024:thm3.11+cor3.7", "chien2024:thm3.11+cor3.7/optimal-shift"):
+            assert bound_value(bound_id, problem.params(s=s)) >= exact, (bound_id, s)
+        current = unlearned
+
+
+@FEW
+@given(problems(isotropic=True, max_batches=3), st.integers(1, 5))
+def test_thm311_distance_is_attained_in_the_isotropic_worst_case(problem, requests):
+    """W_inf between the law before request s and nu_{D_s} is the mean gap (equal covariances)
+    and equals Z^{(s)} when every replacement pushes the same way from the last batch."""
+    index = problem.n - 1
+    current = problem.process.stationary(problem.data)
+    dataset = problem.data
+    for s in range(1, requests + 1):
+        dataset = problem.replaced(dataset, index)
+        target = problem.process.stationary(dataset)
+        gap = abs(current.mean[0] - target.mean[0])
+        z = bound_value("chien2024:thm3.11", problem.params(s=s))
+        assert abs(gap - z) <= mpf(10) ** -25 * z, (s, gap, z)
+        current = problem.process.steps(current, dataset, problem.K)
+
+
+@FEW
+@given(problems(isotropic=True), st.integers(0, 6))
+def test_lem33_is_attained_from_a_common_start(problem, epochs):
+    """Lemma 3.3 at finite T: learning on D and D' from the same point, the mean gap after T
+    epochs equals the bound at the replaced point's batch (isotropic, aligned)."""
+    start = Gaussian((mpf(0),), (mpf(0),))
+    for j0 in range(problem.per_epoch):
+        updated = problem.replaced(problem.data, j0 * problem.process.b)
+        gap = abs(problem.process.steps(start, problem.data, epochs).mean[0]
+                  - problem.process.steps(start, updated, epochs).mean[0])
+        lemma = bound_value("chien2024:lem3.3", {**problem.params(), "T": epochs, "j0": j0})
+        assert abs(gap - lemma) <= mpf(10) ** -25 * max(lemma, mpf(10) ** -30), (j0, gap, lemma)
+
+
+@FEW
+@given(problems(isotropic=True), st.integers(1, 6), st.data())
+def test_batch_corollary_is_attained_and_the_printed_form_is_loose(problem, epochs, data):
+    """S aligned replacements in the last batch attain the corrected Corollary J.1; the printed
+    geometric factor (1 - c^T)/(1 - c) is strictly larger whenever b < n."""
+    b = problem.process.b
+    group = data.draw(st.integers(1, b))
+    updated = problem.data
+    for slot in range(group):
+        updated = problem.replaced(updated, problem.n - b + slot)
+    start = Gaussian((mpf(0),), (mpf(0),))
+    gap = abs(problem.process.steps(start, problem.data, epochs).mean[0]
+              - problem.process.steps(start, updated, epochs).mean[0])
+    params = {**problem.params(), "T": epochs, "S": group}
+    corrected = bound_value("chien2024:corJ.1", params)
+    printed = bound_value("chien2024:corJ.1/as-printed", params)
+    assert abs(gap - corrected) <= mpf(10) ** -25 * corrected
+    if problem.per_epoch > 1 and epochs > 1:
+        assert printed > corrected * (1 + mpf(10) ** -30)
+
+
+def test_tight_bound_exceeds_the_truth_by_exactly_one_over_one_minus_c_to_the_2N():
+    """Isotropic worst case (j0 = n/b - 1): /tight = exact / (1 - c^{2N}), N = K n/b. This is
+    the only slack left in the improved bound; as N grows it vanishes."""
+    for m, eta, n, b, k in ((Fraction(1, 2), 1, 12, 3, 1), (Fraction(1, 10), 2, 6, 2, 3),
+                            (Fraction(3, 4), Fraction(1, 3), 4, 4, 2)):
+        problem_params = {"alpha": 7, "sigma": Fraction(3, 10), "eta": eta, "m": m, "L": m, "M": 1,
+                          "n": n, "b": b, "K": k, "R": NO_PROJECTION}
+        per_epoch = n // b
+        tight = bound_value("chien2024:cor3.7/tight", problem_params)
+        exact = bound_value("chien2024:exact-quadratic", {**problem_params, "j0": per_epoch - 1})
+        c = 1 - mpf(eta) * mpf(m)
+        assert abs(tight * (1 - c ** (2 * k * per_epoch)) - exact) <= mpf(10) ** -40 * exact
+        cor = bound_value("chien2024:cor3.7", problem_params)
+        assert abs(cor * (1 - c**2) / 2 - exact) <= mpf(10) ** -40 * exact  # ratio 2/(1 - c^2)
+
+
+@FEW
+@given(problems(isotropic=True))
+def test_tight_ratio_against_the_simulated_process(problem):
+    j0 = problem.per_epoch - 1
+    exact = problem.unlearning_divergence(j0)
+    tight = bound_value("chien2024:cor3.7/tight", problem.params())
+    big_n = problem.K * problem.per_epoch
+    assert abs(tight * (1 - problem.c ** (2 * big_n)) - exact) <= mpf(10) ** -25 * exact
