@@ -399,8 +399,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
             entries.append({
                 "attack": attack.name,
                 "statistic": name,
-                "method": f"{lb.method}; {STATISTICS[name]}; level split over {family} "
-                          "bound(s) (Bonferroni), so all hold together",
+                "method": f"{lb.method}; level split over {family} bound(s) (Bonferroni)",
                 "epsilon": float(lb.epsilon),
                 "kind": "lower bound",
                 "confidence": confidence,

@@ -114,6 +114,13 @@ class ChunkStore:
         self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
         self._conn.execute("PRAGMA journal_mode=WAL")
         self._conn.execute("PRAGMA synchronous=NORMAL")
+        try:
+            self._initialise(spec_json, code_version)
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _initialise(self, spec_json: str, code_version: str) -> None:
         self._conn.executescript(_SCHEMA)
         with self._transaction():
             row = self._conn.execute("SELECT value FROM meta WHERE key = 'schema_version'")
@@ -126,7 +133,7 @@ class ChunkStore:
                                  f"version {_SCHEMA_VERSION} (use another output directory)")
             self._conn.execute(
                 "INSERT OR IGNORE INTO audits VALUES (?, ?, ?, ?)",
-                (audit_key, spec_json, code_version, time.time()),
+                (self.audit_key, spec_json, code_version, time.time()),
             )
 
     # -- plumbing ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ Hypothesis is imported inside the functions, so ``import bounds`` never needs it
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
@@ -75,18 +76,36 @@ def _exact(value: Any) -> sp.Expr:
 
 
 def _number(expr: sp.Expr, values: Mapping[str, Any]) -> tuple[Fraction, bool] | None:
-    """``expr`` at ``values`` as ``(Fraction, exact)``; a transcendental value is rounded to
-    30 digits (``exact`` False). None when it is not a finite real number."""
-    subs = {sp.Symbol(k, real=True): _exact(v) for k, v in values.items()}
-    value = expr.subs(subs)
-    if value.free_symbols:
+    """``expr`` at ``values`` as ``(Fraction, exact)``: exact for a rational function, else a
+    30-digit value (``exact`` False). None when it is not a finite real number."""
+    symbols, fn, rational = _compiled(expr)
+    if any(s.name not in values for s in symbols):
         return None
-    if value.is_Rational:
-        return Fraction(int(value.p), int(value.q)), True
-    number = value.evalf(30)
-    if not (number.is_real and number.is_finite):
-        return None
-    return Fraction(str(number)), False
+    if rational:
+        value = expr.subs({s: _exact(values[s.name]) for s in symbols})
+        if value.is_Rational:
+            return Fraction(int(value.p), int(value.q)), True
+        return None  # division by zero and the like
+    import mpmath
+
+    with mpmath.workdps(30):
+        try:
+            number = fn(*(mpmath.mpf(_exact(values[s.name]).p) / int(_exact(values[s.name]).q)
+                          for s in symbols))
+        except (ValueError, ZeroDivisionError):
+            return None
+        if not isinstance(number, mpmath.mpf) or not mpmath.isfinite(number):
+            return None
+        man, exp = number.man_exp
+        return Fraction(int(man)) * Fraction(2) ** int(exp), False
+
+
+@functools.lru_cache(maxsize=512)
+def _compiled(expr: sp.Expr) -> tuple[tuple[sp.Symbol, ...], Callable[..., Any], bool]:
+    symbols = tuple(sorted(expr.free_symbols, key=lambda s: s.name))
+    rational = expr.is_rational_function(*symbols) if symbols else expr.is_Rational
+    fn = sp.lambdify(symbols, expr, modules="mpmath")
+    return symbols, fn, bool(rational)
 
 
 def _one_sided(relation: sp.Basic) -> tuple[sp.Expr, sp.Expr, bool] | None:

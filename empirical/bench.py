@@ -21,7 +21,7 @@ from empirical.data import drop_to_multiple, load_dataset, random_replacement_re
 from empirical.mechanisms.chien2024 import PNSGDConfig, run_pnsgd
 from empirical.trials import resolve_device
 
-__all__ = ["BENCH_DEFAULTS", "trials_benchmark"]
+__all__ = ["BENCH_DEFAULTS", "CPU_BENCH_THREADS", "trials_benchmark"]
 
 # Per dataset: batch size b and burn-in T paired as in seed 000 Table 2 (b=32 -> T=10,
 # b=128 -> T=20), one unlearning epoch (the K-hat = 1 of Table 3).
@@ -32,6 +32,11 @@ BENCH_DEFAULTS: dict[str, dict[str, int]] = {
 _FALLBACK_DEFAULTS = {"batch_size": 32, "learn_epochs": 10, "unlearn_epochs": 1}
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+# Intra-op threads for CPU runs. Each batched step works on a few MB, so extra threads gained
+# little on an idle 2-core machine (about 2,600-3,400 vs 2,900 trials/s), while on a shared
+# one OpenMP barriers waiting for descheduled threads made the batched path 10-30x slower.
+CPU_BENCH_THREADS = 1
 
 
 def _synchronize(device: torch.device) -> None:
@@ -61,10 +66,13 @@ def trials_benchmark(
     clip M = 1, no projection (as the authors' released code runs), init N(0, 2 sigma^2/m).
     ``loop_trials`` (default min(n_trials, 32)) is how many trials the loop runs; its rate
     is extrapolated to N. ``num_threads`` sets torch's intra-op threads for the run (restored
-    afterwards). Returns a flat dict of sizes, settings, rates and their ratio.
+    afterwards); on CPU it defaults to 1, see :data:`CPU_BENCH_THREADS`. Returns a flat dict of
+    sizes, settings, rates and their ratio.
     """
     if num_threads is not None and num_threads < 1:
         raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+    if num_threads is None and resolve_device(device).type == "cpu":
+        num_threads = CPU_BENCH_THREADS
     previous_threads = torch.get_num_threads()
     if num_threads is not None:
         torch.set_num_threads(num_threads)

@@ -117,7 +117,7 @@ def elementwise_per_trial(
     most ``_SERIAL_ELEMENTS`` elements per call (so one thread runs each call) keeps every
     row on the vectorised path. CUDA computes every element alike, so it is called directly.
     """
-    if values.device.type != "cpu" or values.ndim == 0:
+    if values.device.type != "cpu" or values.ndim == 0 or values.numel() == 0:
         return function(values)
     width = values.shape[-1]
     padded_width = max(_SIMD_BLOCK, -(-width // _SIMD_BLOCK) * _SIMD_BLOCK)

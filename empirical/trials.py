@@ -31,10 +31,11 @@ __all__ = [
     "trial_seed",
 ]
 
-# Bytes a CPU chunk may use. Kept modest on purpose: the per-step temporaries then stay below
-# glibc's largest mmap threshold (32 MiB); bigger blocks are unmapped on free and page-faulted
-# back on the next step, which measured several times slower than the arithmetic itself.
-DEFAULT_CPU_MEMORY_BUDGET = 64 * 2**20
+# Bytes a CPU chunk may use. Kept modest on purpose: the per-step temporaries then stay near
+# the caches and far below glibc's largest mmap threshold (32 MiB); bigger blocks are unmapped
+# on free and page-faulted back on the next step, which measured several times slower than
+# the arithmetic itself. Chunks of a few hundred small trials already amortise Python's cost.
+DEFAULT_CPU_MEMORY_BUDGET = 32 * 2**20
 # Share of the currently free CUDA memory a chunk may use (the rest covers allocator slack and
 # temporaries the per-trial estimate misses).
 CUDA_MEMORY_FRACTION = 0.5

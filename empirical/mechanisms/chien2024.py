@@ -55,7 +55,7 @@ def _non_negative(value: float, name: str) -> None:
         raise ValueError(f"{name} must be finite and >= 0, got {value}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PNSGDConfig:
     """Hyperparameters of PNSGD (un)learning, seed 000 Algorithm 1.
 

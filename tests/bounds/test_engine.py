@@ -310,25 +310,24 @@ def test_non_finite_inputs_are_rejected(bad):
 
 @pytest.mark.xfail(strict=True, reason=(
     "engine.resolve_values accepts any sympy object as exact: sigma=sympy.oo evaluates to 0.0 "
-    "and sympy.nan raises TypeError instead of a BoundError"))
+    "and sympy.nan raises TypeError instead of a BoundError"), raises=(pytest.fail.Exception, TypeError))
 @pytest.mark.parametrize("bad", [sp.oo, sp.nan, sp.zoo], ids=str)
 def test_non_finite_sympy_inputs_are_rejected(bad):
     with pytest.raises(BoundError):
         bounds.get(COR37).evaluate(**cor37_params(sigma=bad))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine.resolve_values calls mpmath.mpf.man_exp_pair(), which mpmath 1.3 does not have: "
-    "every mpmath.mpf input raises AttributeError"))
-def test_mpmath_inputs_are_accepted():
+def test_mpmath_inputs_are_accepted_exactly():
     value = bounds.get(COR37).evaluate(**cor37_params(sigma=mpmath.mpf("0.05"))).value
-    assert value == pytest.approx(bounds.get(COR37).evaluate(**cor37_params()).value, rel=1e-12, abs=0)
+    exact_binary = Fraction(0.05)  # mpf("0.05") at 53 bits is the same binary number
+    assert value == bounds.get(COR37).evaluate(**cor37_params(sigma=exact_binary)).value
+    resolved = bounds.get(COR37).resolve(cor37_params(sigma=mpmath.mpf(3) / 8))
+    assert resolved["sigma"] == sp.Rational(3, 8)
 
 
-@pytest.mark.xfail(strict=True, reason="mpmath nan/inf inputs raise AttributeError, not BoundError")
-@pytest.mark.parametrize("bad", ["nan", "inf"])
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
 def test_non_finite_mpmath_inputs_are_rejected(bad):
-    with pytest.raises(BoundError):
+    with pytest.raises(PreconditionError, match="sigma must be finite"):
         bounds.get(COR37).evaluate(**cor37_params(sigma=mpmath.mpf(bad)))
 
 
@@ -425,7 +424,7 @@ def test_certified_upper_needs_interval_precision():
     "mpmath precision (53 bits by default) and rounds to nearest, not outward; evaluate() calls "
     "it after leaving iv_precision and _min2/_max2 call it inside Min/Max. The returned "
     "[lower, upper] is a point interval that misses the exact value and certified_upper can lie "
-    "below it (chien2024:thm3.2 example)"))
+    "below it (chien2024:thm3.2 example)"), raises=AssertionError)
 def test_interval_encloses_at_the_default_global_precision():
     bound = bounds.get("chien2024:thm3.2")
     assert mpmath.mp.prec == 53  # what a user gets without touching mpmath
@@ -457,17 +456,15 @@ def test_latex_names_every_symbol(bound_id):
     bound = bounds.get(bound_id)
     latex = bound.latex()
     for symbol in bound.expression.free_symbols:
-        table = engine._LATEX_NAMES.get(sp.Symbol(symbol.name))
-        assert sp.latex(symbol) in latex or (table and table in latex), (bound_id, symbol)
+        name = engine._LATEX_NAMES.get(symbol, sp.latex(symbol))
+        assert name in latex, (bound_id, symbol, name)
     assert latex.count("{") == latex.count("}")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "engine._LATEX_NAMES is keyed by assumption-free sympy Symbols while declarations use "
-    "real=True symbols (engine.symbols), so the table never applies: j0 renders as j_{0}, "
-    "C_LSI as C_{LSI}, eps0 as eps_{0}"))
 def test_latex_uses_the_engine_symbol_names():
     assert "j_0" in bounds.get("chien2024:lem3.3").latex()
+    latex = bounds.get(COR37).latex()
+    assert r"\alpha" in latex and r"\eta" in latex and r"\sigma" in latex
 
 
 @pytest.mark.parametrize("bound_id", ALL_IDS)
@@ -540,7 +537,8 @@ def test_stabilise_rewrites_soft_powers_in_log_space():
 @pytest.mark.xfail(strict=True, reason=(
     "stabilise turns c**x into exp(x*log1p(c - 1)); at c = 0 (eta = 1/L and m = L, both allowed) "
     "and x = 0 this is exp(0 * -inf) = nan instead of 0**0 = 1, so lem3.3 at j0 = n/b - 1 (and "
-    "thm3.2, lem3.4, corJ.1 at T = 0) fail in float and mp with 'value is not finite'"))
+    "thm3.2, lem3.4, corJ.1 at T = 0) fail in float and mp with 'value is not finite'"),
+    raises=BoundError)
 @pytest.mark.parametrize("precision", ["float", "mp"])
 def test_zero_contraction_with_zero_exponent(precision):
     # c = 1 - eta*m = 0; Lemma 3.3 at the last batch: min((1 - 0)/(1 - 0) * 0**0 * 2 eta M/b, 2R)
@@ -555,7 +553,7 @@ def test_zero_contraction_with_zero_exponent(precision):
 @pytest.mark.xfail(strict=True, reason=(
     "stabilise keeps integer powers, so the optimal-shift factor's 1 - (1 - eta*m)**2 cancels in "
     "float: for eta*m < 1.1e-16 it is exactly 0 and the bound evaluates to 0.0 (exact: 2e4), "
-    "with no note"))
+    "with no note"), raises=AssertionError)
 def test_optimal_shift_float_without_cancellation():
     bound = bounds.get("chien2024:cor3.7/optimal-shift")
     params = {"alpha": 10, "sigma": 1, "eta": 1, "m": "1e-17", "L": 1, "M": 1, "n": 100, "b": 10,

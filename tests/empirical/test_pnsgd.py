@@ -159,6 +159,9 @@ def test_result_shapes_and_scores(digits):
     assert result.strong_convexity == pytest.approx(256e-6)
     assert result.smoothness == pytest.approx(0.25 + 256e-6)
     assert result.fixed_partition is None and result.dtype == "float64"
+    bare = run_pnsgd(digits, request, config=_digits_config(), n_trials=2, seed=0,
+                     retain_scores=0)
+    assert bare.unlearned.retain_losses.shape == (2, 0) and bare.retain_indices.size == 0
 
 
 def test_partitions_per_trial_or_fixed(digits):
@@ -435,9 +438,10 @@ def test_trials_benchmark_reports_rates_and_identity():
     assert report["batched_trials_per_s"] > 0 and report["loop_trials_per_s"] > 0
     assert report["speedup"] == pytest.approx(
         report["batched_trials_per_s"] / report["loop_trials_per_s"])
+    assert report["torch_threads"] == 1  # the CPU default
     threads = torch.get_num_threads()
-    single = trials_benchmark(n_trials=2, loop_trials=1, learn_epochs=0, num_threads=1)
-    assert single["torch_threads"] == 1 and torch.get_num_threads() == threads
+    double = trials_benchmark(n_trials=2, loop_trials=1, learn_epochs=0, num_threads=2)
+    assert double["torch_threads"] == 2 and torch.get_num_threads() == threads
     with pytest.raises(ValueError, match="loop_trials"):
         trials_benchmark(n_trials=2, loop_trials=3)
     with pytest.raises(ValueError, match="dtype"):

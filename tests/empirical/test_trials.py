@@ -148,6 +148,7 @@ def test_elementwise_per_trial_gives_each_row_the_same_bits():
             alone = elementwise_per_trial(torch.sigmoid, values[row:row + 1])
             assert torch.equal(alone[0], together[row])
     assert elementwise_per_trial(torch.exp, torch.zeros(2, 3, 4)).shape == (2, 3, 4)
+    assert elementwise_per_trial(torch.exp, torch.zeros(4, 0)).shape == (4, 0)
 
 
 def test_pairwise_dot_matches_matmul():
