@@ -65,7 +65,8 @@ def test_sigma_calibration_is_safe_and_tight(bound_id):
         # the neighbour, a relative step below, misses the target: the answer is not loose
         assert result.neighbour < sigma and (sigma - result.neighbour) <= 1e-7 * sigma
         assert result.neighbour_epsilon > epsilon
-        assert _float_epsilon(bound_id, delta, conversion, {**params, "sigma": result.neighbour}) > epsilon
+        below = {**params, "sigma": result.neighbour}
+        assert _float_epsilon(bound_id, delta, conversion, below) > epsilon
 
     check()
 
@@ -122,7 +123,8 @@ def test_least_burn_in():
         assert _certified(bound_id, delta, "mironov", {**params, "T": burn_in}) <= epsilon
         if result.neighbour is not None:
             assert result.neighbour == burn_in - 1
-            assert _float_epsilon(bound_id, delta, "mironov", {**params, "T": burn_in - 1}) > epsilon
+            shorter = {**params, "T": burn_in - 1}
+            assert _float_epsilon(bound_id, delta, "mironov", shorter) > epsilon
 
     check()
 
@@ -209,7 +211,7 @@ COR37_PARAMS = {"eta": "1/L", "m": "0.011264", "L": "0.261264", "M": 1, "n": 112
         ({"solve": "alpha"}, "the Rényi order is optimised"),
         ({"solve": "sigma", "sigma": 1}, "do not pass sigma"),
         ({"solve": "sigma", "epsilon": 0}, "target epsilon must be a positive finite number"),
-        ({"solve": "sigma", "epsilon": math.inf}, "target epsilon must be a positive finite number"),
+        ({"solve": "sigma", "epsilon": math.inf}, "target epsilon must be a positive finite"),
         ({"solve": "sigma", "conversion": "rdp"}, "unknown conversion"),
         ({"solve": "sigma", "delta": None}, "give --delta"),
     ],

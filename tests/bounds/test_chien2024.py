@@ -35,7 +35,8 @@ def _sixty_digits():
     """Arithmetic on the mpmath values in these tests runs at 60 digits.
 
     This also lifts the global precision to the interval precision, which the engine needs to
-    return sound interval ends (test_engine.py::test_interval_encloses_at_the_default_global_precision).
+    return sound interval ends
+    (test_engine.py::test_interval_encloses_at_the_default_global_precision).
     """
     with mpmath.workdps(DIGITS):
         yield
@@ -192,7 +193,8 @@ def test_float_agrees_with_60_digit_mpmath(bound_id):
     def check(params):
         fast = bound.evaluate(**params).value
         exact = bound.evaluate(precision="mp", digits=DIGITS, **params).value
-        assert abs(fast - float(exact)) <= 1e-9 * abs(float(exact)) + absolute, (params, fast, exact)
+        error = abs(fast - float(exact))
+        assert error <= 1e-9 * abs(float(exact)) + absolute, (params, fast, exact)
 
     check()
 
@@ -232,7 +234,8 @@ def reference_cor38(params: dict) -> mpmath.mpf:
         q = alpha * (alpha - 1) * c ** (2 * k_epochs * per_epoch) / (2 * eta * sigma**2)
         terms = [q * min(c**j * z0, 2 * r) ** 2 for j in range(per_epoch)]
         top = max(terms)
-        return (top + mpmath.log1p(sum(mpmath.expm1(t - top) for t in terms) / per_epoch)) / (alpha - 1)
+        mean = sum(mpmath.expm1(t - top) for t in terms) / per_epoch
+        return (top + mpmath.log1p(mean)) / (alpha - 1)
 
 
 @pytest.mark.parametrize("bound_id", IDS)
@@ -367,7 +370,8 @@ def test_thm311_with_many_epochs_gives_the_stationary_distance(params):
 @SOME
 @given(strategy_for("chien2024:thm3.11+cor3.7", well_conditioned=True))
 def test_sequential_renyi_bound_is_cor37_with_thm311_distance(params):
-    z = mp_value("chien2024:thm3.11", {k: params[k] for k in get("chien2024:thm3.11").parameter_names})
+    names = get("chien2024:thm3.11").parameter_names
+    z = mp_value("chien2024:thm3.11", {k: params[k] for k in names})
     cor = mp_value("chien2024:cor3.7", {k: params[k] for k in COR37_KEYS})
     z_b = stationary_distance(params)
     assert close(mp_value("chien2024:thm3.11+cor3.7", params), cor * (z / z_b) ** 2)
@@ -436,7 +440,8 @@ def test_corJ1_as_printed_is_looser_and_equal_at_full_batch(params):
 
 def test_corJ1_as_printed_is_strictly_looser_for_minibatches():
     params = dict(get("chien2024:corJ.1").example)
-    assert mp_value("chien2024:corJ.1/as-printed", params) > 10 * mp_value("chien2024:corJ.1", params)
+    printed = mp_value("chien2024:corJ.1/as-printed", params)
+    assert printed > 10 * mp_value("chien2024:corJ.1", params)
 
 
 IMPROVED = [

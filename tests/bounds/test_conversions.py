@@ -68,8 +68,9 @@ def test_conversion_formulas_by_hand():
     # balle: eps + log(1 - 1/alpha) - (log delta + log alpha)/(alpha - 1)
     assert renyi_to_dp(renyi_epsilon=0.5, alpha=11.0, delta=1e-5) == pytest.approx(
         0.5 + math.log(1e5) / 10, rel=1e-15, abs=0)
+    balle = 0.5 + math.log(10 / 11) - (math.log(1e-5) + math.log(11)) / 10
     assert renyi_to_dp(renyi_epsilon=0.5, alpha=11.0, delta=1e-5, conversion="balle2020") == (
-        pytest.approx(0.5 + math.log(10 / 11) - (math.log(1e-5) + math.log(11)) / 10, rel=1e-15, abs=0))
+        pytest.approx(balle, rel=1e-15, abs=0))
 
 
 def test_conversions_vectorise_and_match_scalars():
@@ -77,9 +78,9 @@ def test_conversions_vectorise_and_match_scalars():
     for conversion in CONVERSIONS:
         vector = renyi_to_dp(renyi_epsilon=grid / 10, alpha=grid, delta=1e-6, conversion=conversion)
         for a, v in zip(grid, vector, strict=True):
-            assert v == pytest.approx(
-                renyi_to_dp(renyi_epsilon=a / 10, alpha=float(a), delta=1e-6, conversion=conversion),
-                rel=1e-14, abs=0)
+            scalar = renyi_to_dp(renyi_epsilon=a / 10, alpha=float(a), delta=1e-6,
+                                 conversion=conversion)
+            assert v == pytest.approx(scalar, rel=1e-14, abs=0)
 
 
 def test_conversion_arguments_are_checked():
@@ -162,7 +163,8 @@ def _delta_by_integration(epsilon: float, mu: float) -> mpmath.mpf:
                                              (10.0, 5.0)])
 def test_gaussian_delta_matches_the_hockey_stick_integral(epsilon, mu):
     integral = _delta_by_integration(epsilon, mu)
-    assert gaussian_delta(epsilon=epsilon, mu=mu) == pytest.approx(float(integral), rel=1e-10, abs=0)
+    value = gaussian_delta(epsilon=epsilon, mu=mu)
+    assert value == pytest.approx(float(integral), rel=1e-10, abs=0)
 
 
 @SOME
@@ -249,7 +251,8 @@ def _converted_exact(bound, params, alpha, delta, conversion) -> mpmath.mpf:
         return rdp + mpmath.log((a - 1) / a) - (mpmath.log(d) + mpmath.log(a)) / (a - 1)
 
 
-@pytest.mark.parametrize("bound_id", ["chien2024:cor3.7", "chien2024:cor3.8", "chien2024:thm3.11+cor3.7"])
+@pytest.mark.parametrize("bound_id",
+                         ["chien2024:cor3.7", "chien2024:cor3.8", "chien2024:thm3.11+cor3.7"])
 @pytest.mark.parametrize("conversion", CONVERSIONS)
 def test_certified_epsilon_is_at_least_the_float_and_the_exact_one(bound_id, conversion):
     bound = bounds.get(bound_id)
