@@ -29,7 +29,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from fractions import Fraction
@@ -43,7 +43,9 @@ from audits.spec import (
     ESTIMATORS,
     STATISTICS,
     AuditSpec,
+    DatasetSpec,
     PNSGDParams,
+    RequestSpec,
     SpecError,
     load_spec,
 )
@@ -66,8 +68,10 @@ __all__ = [
 SCHEMA_ID = "unlearn-verify/audit-report"
 SCHEMA_VERSION = 1
 PILOT, MAIN = "pilot", "audit"
-# Largest number of points kept per ROC curve in the report (the AUC uses every score).
+# Largest number of points kept per ROC curve in the report (the AUC uses every score), and
+# of scores per side kept for the histograms.
 _ROC_POINTS = 600
+_PLOT_SCORES = 5000
 # Score-side files whose code decides the numbers in the chunk store.
 _CODE_FILES = ("audits/runner.py", "audits/spec.py", "audits/store.py", "audits/protocols.py")
 _CODE_PACKAGES = ("empirical",)
@@ -279,15 +283,13 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
     todo = [p for p in plans if (p.phase, p.chunk) not in done]
     bar = _Progress(len(todo), enabled=progress, label=label)
     cluster = None
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     try:
-        if not todo:
-            pass
-        elif backend == "local":
+        if todo and backend == "local":
             _run_local(mechanism, todo, sink, bar)
-        elif backend == "ray":
+        elif todo:
             cluster = _run_ray(mechanism, todo, sink, bar, address=ray_address)
-        else:
-            raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     finally:
         bar.close()
     return len(plans) - len(todo), cluster
@@ -484,9 +486,13 @@ def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str]) -> d
 
     scores, roc = {}, {}
     per_example = None
+    if attacks and attacks[0].unlearned.size > _PLOT_SCORES:
+        notes.append(f"plots.scores holds the scores of the first {_PLOT_SCORES} trials (a "
+                     "random sample: trials are independent); bounds and estimates use all "
+                     f"{attacks[0].unlearned.size}")
     for attack in attacks:
-        scores[attack.name] = {"unlearned": attack.unlearned.tolist(),
-                               "retrained": attack.retrained.tolist()}
+        scores[attack.name] = {"unlearned": attack.unlearned[:_PLOT_SCORES].tolist(),
+                               "retrained": attack.retrained[:_PLOT_SCORES].tolist()}
         curve = st.roc_curve(attack.unlearned, attack.retrained)
         fpr, tpr = _thin_roc(curve.fpr, curve.tpr)
         roc[attack.name] = {"fpr": fpr, "tpr": tpr, "auc": curve.auc}
@@ -674,8 +680,16 @@ class _PNSGDData:
     max_norm: float
 
 
-@functools.lru_cache(maxsize=4)
 def _pnsgd_data(spec_json: str) -> _PNSGDData:
+    """Dataset and request of a spec (cached on the fields they depend on)."""
+    spec = AuditSpec.from_dict(json.loads(spec_json))
+    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(),
+                      spec.algorithm.batch_size], sort_keys=True)
+    return _pnsgd_data_cached(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _pnsgd_data_cached(key: str) -> _PNSGDData:
     from empirical.data import (
         RequestSequence,
         UnlearningRequest,
@@ -685,23 +699,23 @@ def _pnsgd_data(spec_json: str) -> _PNSGDData:
         replacement_request,
     )
 
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    params: PNSGDParams = spec.algorithm
-    options = spec.dataset.loader_options()
+    dataset_fields, request_fields, batch_size = json.loads(key)
+    dataset_spec = DatasetSpec(**dataset_fields)
+    request_spec = RequestSpec(**request_fields)
+    options = dataset_spec.loader_options()
     path = options.pop("path", None)
     try:
-        dataset = load_dataset(spec.dataset.name, path=path, **options)
+        dataset = load_dataset(dataset_spec.name, path=path, **options)
     except (OSError, ValueError) as error:
-        raise SpecError(f"spec.dataset: cannot load {spec.dataset.name!r}: {error}") from None
-    if params.batch_size == "full":
+        raise SpecError(f"spec.dataset: cannot load {dataset_spec.name!r}: {error}") from None
+    if batch_size == "full":
         batch = dataset.n
     else:
-        batch = int(params.batch_size)
+        batch = int(batch_size)
         if batch > dataset.n:
             raise SpecError(f"spec.algorithm.batch_size: {batch} exceeds the {dataset.n} "
                             "training records")
         dataset = drop_to_multiple(dataset, batch)
-    request_spec = spec.request
     n = dataset.n
     if request_spec.indices is None:
         if request_spec.total_records > n:
@@ -1249,8 +1263,3 @@ def audit_scores(
         confidence=confidence, seed=seed, seeds={}, device="precomputed",
         wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0)
     return _finish(report, out_dir)
-
-
-def iter_lower_bounds(report: Mapping[str, Any]) -> Iterable[Mapping[str, Any]]:
-    """The report's lower-bound entries (a convenience for tests and notebooks)."""
-    return iter(report["empirical"]["lower_bounds"])

@@ -597,16 +597,17 @@ class GeometricLogMeanExp(sp.Function):
 
 
 def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
-    from scipy.special import logsumexp
-
     q, a, r, p, cap = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, a, r, p, cap)))
     out = np.empty(q.shape)
     for idx in np.ndindex(q.shape):
-        count = int(p[idx])
-        k = np.arange(count, dtype=float)
-        with np.errstate(under="ignore"):
-            z = np.minimum(np.exp(k * np.log(r[idx])) * a[idx], cap[idx])
-        out[idx] = logsumexp(q[idx] * z * z) - math.log(count)
+        k = np.arange(int(p[idx]), dtype=float)
+        with np.errstate(under="ignore", divide="ignore", invalid="ignore"):
+            powers = np.where(k == 0, 1.0, np.exp(k * np.log(r[idx])))
+            z = np.minimum(powers * a[idx], cap[idx])
+        terms = q[idx] * z * z
+        # The k = 0 term is the largest (r <= 1, q >= 0): log-mean-exp as
+        # shift + log1p(mean(expm1(t - shift))) keeps full relative accuracy for small values.
+        out[idx] = terms[0] + np.log1p(np.mean(np.expm1(terms - terms[0])))
     return out if out.shape else float(out)
 
 
@@ -619,10 +620,13 @@ def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
         terms.append(q * z * z)
         rk = rk * r
     shift = terms[0]  # k = 0 gives the largest term: r <= 1 and q >= 0
-    total = ctx.mpf(0)
-    for t in terms:
-        total += ctx.exp(t - shift)
-    return shift + ctx.log(total / count)
+    if ctx is mpmath.iv:
+        total = ctx.mpf(0)
+        for t in terms:
+            total += ctx.exp(t - shift)
+        return shift + ctx.log(total / count)
+    mean = ctx.fsum(ctx.expm1(t - shift) for t in terms) / count
+    return shift + ctx.log1p(mean)
 
 
 class ExactRational(sp.Function):
@@ -671,12 +675,111 @@ def _reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     return apply
 
 
+
+
+class Pow1p(sp.Function):
+    """``(1 + y)**x`` evaluated as ``exp(x * log1p(y))``, with ``0**0 = 1`` (numeric code only)."""
+
+    nargs = 2
+
+
+class OneMinusPow1p(sp.Function):
+    """``1 - (1 + y)**x`` evaluated as ``-expm1(x * log1p(y))`` (numeric code only)."""
+
+    nargs = 2
+
+
+def _is_one_plus(e: sp.Basic) -> bool:
+    return isinstance(e, sp.Add) and sp.S.One in e.args
+
+
+def _without_one(e: sp.Add) -> sp.Expr:
+    return sp.Add(*[t for t in e.args if t != sp.S.One])
+
+
+def stabilise(expr: sp.Expr) -> sp.Expr:
+    """Rewrite an expression for accurate evaluation in floating point.
+
+    Bottom-up: ``(1 + y)**x`` becomes :class:`Pow1p` (``exp(x*log1p(y))``), ``1 - (1 + y)**x``
+    becomes :class:`OneMinusPow1p` (``-expm1(x*log1p(y))``), other powers with a symbolic
+    exponent become ``exp(x*log(base))`` and ``1 - exp(u)`` becomes ``-expm1(u)``. The value is
+    unchanged; exponents like ``2*K*n/b ~ 1e12`` and contraction factors close to one are
+    handled in log space without cancellation, and ``c = 0`` (``eta*m = 1``) stays exact.
+    """
+    if expr.is_Atom:
+        return expr
+    args = [stabilise(a) for a in expr.args]
+    node = expr.func(*args) if args != list(expr.args) else expr
+    if isinstance(node, sp.Pow):
+        base, exponent = node.args
+        if _is_one_plus(base) and exponent != 1:
+            return Pow1p(_without_one(base), exponent)
+        if not exponent.is_Rational and not base.is_number:
+            return sp.exp(exponent * sp.log(base))
+        return node
+    if isinstance(node, sp.Add) and len(node.args) == 2 and sp.S.One in node.args:
+        other = -_without_one(node)
+        if isinstance(other, Pow1p):
+            return OneMinusPow1p(*other.args)
+        if isinstance(other, sp.exp):
+            return -expm1(other.args[0])
+    return node
+
+
+def _pow1p_float(y: Any, x: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.exp(x * np.log1p(y))
+    return np.where((y == -1) & (x == 0), 1.0, value)
+
+
+def _one_minus_pow1p_float(y: Any, x: Any) -> Any:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = -np.expm1(x * np.log1p(y))
+    return np.where((y == -1) & (x == 0), 0.0, value)
+
+
+def _pow1p_mp(y: Any, x: Any) -> Any:
+    if y == -1:
+        return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
+    return mpmath.exp(x * mpmath.log1p(y))
+
+
+def _one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+    if y == -1:
+        return 1 - _pow1p_mp(y, x)
+    return -mpmath.expm1(x * mpmath.log1p(y))
+
+
+def _pow1p_iv(y: Any, x: Any) -> Any:
+    # The base 1 + y is a contraction factor c >= 0 by the theorems' preconditions, so
+    # intersecting its enclosure with [0, inf) keeps the result rigorous.
+    lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
+    x_lo, x_hi = interval_endpoints(x)
+    lo = max(lo, mpmath.mpf(0))
+    if hi <= 0:
+        if x_lo == x_hi == 0:
+            return mpmath.iv.mpf(1)
+        if x_lo > 0:
+            return mpmath.iv.mpf(0)
+        raise BoundError("0 raised to a non-positive power")
+    if lo == 0:
+        if x_lo <= 0:
+            raise BoundError("a power of a base that may be 0 with an exponent that may be <= 0")
+        top = mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf(hi)))
+        return mpmath.iv.mpf([0, interval_endpoints(top)[1]])
+    return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
+
+
 _NUMPY_FUNCS: dict[str, Any] = {
+    "Pow1p": _pow1p_float,
+    "OneMinusPow1p": _one_minus_pow1p_float,
     "log1p": np.log1p,
     "expm1": np.expm1,
     "GeometricLogMeanExp": _glme_float,
 }
 _MP_FUNCS: dict[str, Any] = {
+    "Pow1p": _pow1p_mp,
+    "OneMinusPow1p": _one_minus_pow1p_mp,
     "log1p": mpmath.log1p,
     "expm1": mpmath.expm1,
     "Min": _reduce(lambda x, y: _min2(mpmath.mp, x, y)),
@@ -684,6 +787,8 @@ _MP_FUNCS: dict[str, Any] = {
     "GeometricLogMeanExp": lambda *a: _glme_generic(mpmath.mp, *a),
 }
 _IV_FUNCS: dict[str, Any] = {
+    "Pow1p": lambda y, x: _pow1p_iv(y, x),
+    "OneMinusPow1p": lambda y, x: 1 - _pow1p_iv(y, x),
     "exp": mpmath.iv.exp,
     "log": mpmath.iv.log,
     "sqrt": mpmath.iv.sqrt,
@@ -698,43 +803,6 @@ _IV_FUNCS: dict[str, Any] = {
     "GeometricLogMeanExp": lambda *a: _glme_generic(mpmath.iv, *a),
     "ExactRational": lambda p, q: mpmath.iv.mpf(int(p)) / int(q),
 }
-
-
-def stabilise(expr: sp.Expr) -> sp.Expr:
-    """Rewrite an expression for accurate evaluation in floating point.
-
-    ``base**x`` with a non-integer or symbolic exponent becomes ``exp(x*log(base))`` (and
-    ``exp(x*log1p(base - 1))`` when the base has the form ``1 - y``), and ``1 - exp(u)``
-    becomes ``-expm1(u)``. The value is unchanged; only the evaluation order differs, so that
-    exponents like ``2*K*n/b ~ 1e12`` and bases close to one are handled in log space.
-    """
-
-    def log_of(base: sp.Expr) -> sp.Expr:
-        if isinstance(base, sp.Add) and sp.S.One in base.args:
-            return log1p(sp.Add(*[t for t in base.args if t != sp.S.One]))
-        return sp.log(base)
-
-    def is_soft_pow(e: sp.Basic) -> bool:
-        return (
-            isinstance(e, sp.Pow)
-            and not e.exp.is_Integer
-            and not e.exp.is_Rational
-            and not e.base.is_number
-        )
-
-    out = expr.replace(is_soft_pow, lambda e: sp.exp(e.exp * log_of(e.base)))
-
-    def is_one_minus_exp(e: sp.Basic) -> bool:
-        if not isinstance(e, sp.Add) or sp.S.One not in e.args or len(e.args) != 2:
-            return False
-        other = [t for t in e.args if t != sp.S.One][0]
-        return isinstance(-other, sp.exp)
-
-    out = out.replace(
-        is_one_minus_exp,
-        lambda e: -expm1((-[t for t in e.args if t != sp.S.One][0]).args[0]),
-    )
-    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -843,6 +911,8 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
         elif isinstance(raw, Fraction):
             exact[name] = sp.Rational(raw)
         elif isinstance(raw, sp.Basic):
+            if raw.free_symbols or not (raw.is_real and raw.is_finite):
+                raise PreconditionError(f"{prefix}{name} must be a finite real number, got {raw}")
             exact[name] = raw
         elif isinstance(raw, mpmath.mpf):
             if not mpmath.isfinite(raw):
@@ -869,7 +939,7 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
                 raise BoundError(f"{prefix}{name}={text!r} uses unknown names {sorted(deps - set(params))}")
             if all(d in exact and _is_exact(exact[d]) for d in deps):
                 value = expr.subs({_symbol(d): exact[d] for d in deps})
-                if not value.is_number or not value.is_real:
+                if not value.is_number or not value.is_real or not value.is_finite:
                     raise BoundError(f"{prefix}{name}={text!r} is not a real number")
                 exact[name] = value
                 del pending[name]
@@ -957,7 +1027,8 @@ def _squeeze(value: Any) -> Any:
 def interval_endpoints(x: Any) -> tuple[mpmath.mpf, mpmath.mpf]:
     """The two endpoints of an mpmath interval as exact ``mpf`` numbers."""
     x = mpmath.iv.mpf(x)
-    return mpmath.mpf(x._mpi_[0]), mpmath.mpf(x._mpi_[1])
+    # make_mpf wraps the raw endpoint without rounding it to the global precision.
+    return mpmath.mp.make_mpf(x._mpi_[0]), mpmath.mp.make_mpf(x._mpi_[1])
 
 
 def float_up(x: Any) -> float:

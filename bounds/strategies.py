@@ -9,10 +9,12 @@ ratio such as ``eta = frac / L``) and integer values are ``int``; both are accep
 by :meth:`bounds.Bound.evaluate`, and :func:`as_floats` turns a draw into floats for
 ``Bound.float_function``.
 
-With ``well_conditioned=True`` the draws stay where IEEE float evaluation of every declared
-formula agrees with a high-precision evaluation to about 1e-9 relative: contraction factors
-bounded away from 0 and 1 (no catastrophic cancellation in ``1 - c**2``), exponents such as
-``2*K*n/b*log(1/c)`` far from the underflow range, moderate orders, noises and radii.
+With ``well_conditioned=True`` the draws stay where IEEE float evaluation of the declared
+formulas agrees with a 60-digit evaluation to about 1e-9 relative: ``c = 1 - eta*m >= 0.1`` and
+``eta*m >= ~5e-4`` (no cancellation in ``1 - c**2``), ``m/L <= 0.9`` (no cancellation in
+``L - m``), exponents such as ``2*K*n/b*log(1/c)`` at most 300 (far from underflow), distances
+at least 0.01 (no subnormal values), moderate orders, noises and radii. (Corollary 3.8's
+log-mean-exp is accurate only in absolute terms in float; see ``tests/bounds``.)
 
 Hypothesis is imported inside the functions, so ``import bounds`` never needs it::
 
@@ -30,22 +32,20 @@ import functools
 import math
 from collections.abc import Callable, Mapping
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
 from bounds.engine import Bound, BoundError, get, resolve_values
 
+if TYPE_CHECKING:  # hypothesis is a test-time dependency: annotations only
+    from hypothesis.strategies import SearchStrategy
+
+Params = dict[str, Any]
+
 # Largest |exponent| of a contraction power c**x kept by well-conditioned draws: e^-300 is far
 # above the float underflow threshold (about e^-745), also after squaring.
 _MAX_LOG_DECAY = 300.0
-
-# Names whose meaning the generator knows; any other parameter is drawn from its declared domain.
-KNOWN_NAMES = (
-    "alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T", "K", "R", "j0", "s", "S", "W0", "d",
-    "E0", "epsilon", "delta", "Z", "c", "N",
-)
-
 
 def _st() -> Any:
     import hypothesis.strategies as st  # lazy: hypothesis is a test-time dependency only
@@ -181,7 +181,8 @@ def _repair(
                     if integer:
                         top = math.ceil(limit) - 1 if strict or limit != math.ceil(limit) \
                             else int(limit)
-                        out[name] = max(top - draw(st.integers(0, 3)), min(top, 0))
+                        floor = math.ceil(bound.parameter(name).lower or 0)
+                        out[name] = top - draw(st.integers(0, max(0, min(3, top - floor))))
                     else:
                         shrink = _fraction(draw, 0.05, 1.0)
                         if strict and shrink >= 1:
@@ -260,8 +261,13 @@ def _universe(
     pick("R", lambda: _fraction(draw, *((0.1, 100.0) if wc else (1e-3, 1e4))))
     pick("alpha", lambda: 1 + _fraction(draw, *((0.01, 100.0) if wc else (1e-6, 1e6))))
     pick("sigma", lambda: _fraction(draw, *((0.01, 10.0) if wc else (1e-4, 1e3))))
-    pick("W0", lambda: _fraction(draw, 0.0, 100.0, log=False))
-    pick("E0", lambda: _fraction(draw, 0.0, 100.0, log=False))
+    # Distances may be 0 in general; well-conditioned draws keep them >= 0.01 so that no value
+    # is subnormal.
+    def distance(top: float) -> Fraction:
+        return _fraction(draw, 0.01, top) if wc else _fraction(draw, 0.0, top, log=False)
+
+    pick("W0", lambda: distance(100.0))
+    pick("E0", lambda: distance(100.0))
     pick("d", lambda: draw(st.integers(1, 1000)))
     pick("epsilon", lambda: _fraction(draw, *((0.01, 10.0) if wc else (1e-6, 100.0))))
     pick("delta", lambda: _fraction(draw, *((1e-10, 0.5) if wc else (1e-300, 0.999))))
@@ -274,7 +280,7 @@ def _universe(
     if "c" in names:  # Lemma 2.6's contraction factor
         pick("c", lambda: _fraction(draw, *((0.1, 0.99) if wc else (0.0, 1.0 - 2.0**-30)),
                                     log=False))
-    pick("Z", lambda: _fraction(draw, 0.0, 10.0, log=False))
+    pick("Z", lambda: distance(10.0))
     for name in bound.parameter_names:
         if name not in out and name not in ("eta", "K", "T", "N"):
             pick(name, lambda name=name: _parameter_default(draw, bound, name, wc))
@@ -330,7 +336,7 @@ def strategy_for(
     *,
     well_conditioned: bool = False,
     **fixed: Any,
-) -> Any:
+) -> SearchStrategy[Params]:
     """Strategy of valid parameter dicts for a declared bound.
 
     Args:
@@ -360,7 +366,7 @@ def pnsgd_setting(
     well_conditioned: bool = False,
     full_batch: bool | None = None,
     **fixed: Any,
-) -> Any:
+) -> SearchStrategy[Params]:
     """Strategy of consistent PNSGD settings ``{eta, m, L, M, n, b, R}`` (Chien et al. 2024).
 
     ``0 < eta <= 1/L``, ``0 < m <= L``, ``b`` divides ``n``; ``full_batch`` forces ``b = n``

@@ -54,3 +54,24 @@ def test_ray_resumes_a_local_store(local_ray, tmp_path):
     on_ray = run_audit(spec, backend="ray", out_dir=tmp_path)
     assert on_ray.report["timing"]["chunks_resumed"] == 2
     assert comparable(on_ray.report) == comparable(local.report)
+
+
+@pytest.mark.slow
+def test_cli_ray_backend_starts_its_own_instance(tmp_path):
+    """``unlearn audit run SPEC --backend ray`` with no running Ray: starts and stops one."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from audits.report import load_report
+
+    spec = tmp_path / "spec.toml"
+    spec.write_text('trials = 120\npilot_trials = 0\nchunk_size = 40\nattacks = ["loss"]\n'
+                    'estimators = []\n')
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run([sys.executable, "-m", "audits", "audit", "run", str(spec), "--out",
+                           str(tmp_path / "ray"), "--backend", "ray", "--quiet"], cwd=root,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    local = run_audit(AuditSpec.from_toml(spec))
+    assert comparable(load_report(tmp_path / "ray")) == comparable(local.report)

@@ -19,13 +19,13 @@ SPEC = """
 name = "resume-test"
 trials = 480
 pilot_trials = 0
-chunk_size = 40
+chunk_size = 20
 attacks = ["loss"]
 statistics = ["bonferroni-pareto"]
 estimators = ["auc"]
 seed = 7
 """
-CHUNKS = 12
+CHUNKS = 24
 
 
 def _counts(out_dir: Path, report: dict) -> dict:

@@ -180,11 +180,6 @@ def test_requests_with_a_finite_answer():
     assert _float_epsilon("chien2024:thm3.11+cor3.7", 1e-5, "mironov", {**params, "s": s + 1}) > 1.0
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError, reason=(
-    "calibration._limit_ok substitutes the exact inputs into the sympy expression and lambdifies "
-    "the limit: with a binary-fraction m (any float input) and K n/b = 119 the rationals in "
-    "c^(2Kn/b) exceed Python's 4300-digit int-to-str limit and calibrate raises a bare "
-    "ValueError (not a BoundError); with fewer digits it is merely slow"))
 def test_requests_calibration_accepts_float_inputs():
     try:
         result = calibrate("chien2024:thm3.11+cor3.7", solve="requests", epsilon=0.05,
