@@ -29,7 +29,7 @@ from typing import Any, Literal
 import mpmath
 import numpy as np
 import sympy as sp
-from sympy.codegen.cfunctions import expm1, log1p
+from sympy.codegen.cfunctions import expm1
 
 Precision = Literal["float", "mp", "interval"]
 PRECISIONS: tuple[str, ...] = ("float", "mp", "interval")
