@@ -798,28 +798,20 @@ def _sequence_bound():
 def _sequence_distance(*, eta: float, m: Fraction, M: float, n: int, b: int, T: int,
                        R: float, sizes: Sequence[int], epochs: Sequence[int]):
     """Upper end (mpf) of Z at the start of the last request (see :func:`_sequence_bound`)."""
-    import mpmath
 
-    from bounds.engine import interval_endpoints, iv_precision
-
-    def iv(x: Fraction | float | int):
-        f = Fraction(x)
-        return mpmath.iv.mpf(f.numerator) / f.denominator
-
-    def iv_min(x, y):
-        (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
-        return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
+    from bounds.engine import exact_interval, interval_endpoints, interval_min, iv_precision
 
     with iv_precision(40):
         per_epoch = n // b
-        c = 1 - iv(eta) * iv(m)
-        two_r = 2 * iv(R)
-        step = 2 * iv(eta) * iv(M) / (iv(b) * (1 - c**per_epoch))
+        c = 1 - exact_interval(eta) * exact_interval(m)
+        two_r = 2 * exact_interval(R)
+        step = (2 * exact_interval(eta) * exact_interval(M)
+                / (exact_interval(b) * (1 - c**per_epoch)))
         z = two_r * c ** (T * per_epoch)
         for position, size in enumerate(sizes):
             if position:
                 z = c ** (epochs[position - 1] * per_epoch) * z
-            z = iv_min(z + iv_min(size * step, two_r), two_r)
+            z = interval_min(z + interval_min(size * step, two_r), two_r)
         return interval_endpoints(z)[1]
 
 

@@ -1031,6 +1031,17 @@ def interval_endpoints(x: Any) -> tuple[mpmath.mpf, mpmath.mpf]:
     return mpmath.mp.make_mpf(x._mpi_[0]), mpmath.mp.make_mpf(x._mpi_[1])
 
 
+def interval_min(x: Any, y: Any) -> Any:
+    """Rigorous ``min`` of two mpmath intervals (endpoint-wise)."""
+    return _min2(mpmath.iv, x, y)
+
+
+def exact_interval(value: Any) -> Any:
+    """An mpmath interval enclosing an exact input (number, Fraction, sympy value)."""
+    resolved = resolve_values({"value": value})["value"]
+    return _to_iv(resolved)
+
+
 def float_up(x: Any) -> float:
     """The smallest float that is >= the mpmath number ``x``."""
     f = float(x)

@@ -42,8 +42,10 @@ from bounds.engine import (
     Parameter,
     Precondition,
     Reproduction,
+    exact_interval,
     get,
     interval_endpoints,
+    interval_min,
     iv_precision,
     register,
     register_reproduction,
@@ -739,11 +741,12 @@ def sequential_epochs(
     c_exact = 1 - exact["eta"] * exact["m"]
     noise = sp.sqrt(exact["eta"]) * exact["sigma"]  # the papers' s^2 = eta sigma^2
     with iv_precision(40):
-        c_iv = mpmath.iv.mpf(1) - _iv(exact["eta"]) * _iv(exact["m"])
-        zb = 2 * _iv(exact["eta"]) * _iv(exact["M"]) / (_iv(exact["b"]) * (1 - c_iv**per_epoch))
-        two_r = 2 * _iv(exact["R"]) if R is not None else None
+        c_iv = mpmath.iv.mpf(1) - exact_interval(exact["eta"]) * exact_interval(exact["m"])
+        zb = (2 * exact_interval(exact["eta"]) * exact_interval(exact["M"])
+              / (exact_interval(exact["b"]) * (1 - c_iv**per_epoch)))
+        two_r = 2 * exact_interval(exact["R"]) if R is not None else None
         if cap:
-            zb = _iv_min(zb, two_r)
+            zb = interval_min(zb, two_r)
     z_iv = zb
     epochs: list[int] = []
     distances: list[float] = []
@@ -780,7 +783,7 @@ def sequential_epochs(
             with iv_precision(40):
                 z_iv = c_iv ** (k * per_epoch) * z_iv + zb
                 if cap:
-                    z_iv = _iv_min(z_iv, two_r)
+                    z_iv = interval_min(z_iv, two_r)
     return SequentialSchedule(
         method=method,
         epochs=tuple(epochs),
@@ -795,15 +798,6 @@ def sequential_epochs(
             "alpha_range": [alpha_min, alpha_max],
         },
     )
-
-
-def _iv(x: sp.Expr) -> Any:
-    return mpmath.iv.mpf(int(x.p)) / int(x.q) if x.is_Rational else mpmath.iv.mpf(str(x.evalf(50)))
-
-
-def _iv_min(x: Any, y: Any) -> Any:
-    (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
-    return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
 
 
 # ----------------------------------------------------------------------------------------------
