@@ -90,14 +90,10 @@ def real_symbol(name: str) -> sp.Symbol:
     return sp.Symbol(name, real=True)
 
 
-def _log(*args: sp.Expr) -> sp.Expr:
-    return sp.log(*args)
-
-
 # name -> (allowed argument counts (None: two or more), builder)
 FUNCTIONS: dict[str, tuple[tuple[int, ...] | None, Callable[..., sp.Expr]]] = {
     "sqrt": ((1,), sp.sqrt),
-    "log": ((1, 2), _log),
+    "log": ((1, 2), sp.log),
     "ln": ((1,), sp.log),
     "exp": ((1,), sp.exp),
     "abs": ((1,), sp.Abs),
@@ -173,8 +169,15 @@ def parse_expression(
     tree = _parse(source, text)
     _check_shape(tree, source, limits)
     builder = _Builder(source, frozenset(names), limits, symbol_factory)
-    value = builder.build(tree.body)
-    return value
+    try:
+        return builder.build(tree.body)
+    except ExpressionError:
+        raise
+    except (ArithmeticError, TypeError, ValueError, RecursionError, MemoryError) as exc:
+        # Defence in depth: sympy raising on an input the rules above let through is still a
+        # refusal with one line, never a traceback.
+        raise ExpressionError(f"expression cannot be evaluated ({type(exc).__name__}): "
+                              f"{_echo(text)}", "evaluation") from None
 
 
 def _check_bracket_depth(source: str, limits: ExpressionLimits) -> None:
@@ -406,6 +409,10 @@ class _Builder:
         args = [self.build(arg) for arg in node.args]
         if name == "sqrt":  # a power: the same exponent and root limits apply
             return self.power(args[0], sp.Rational(1, 2), node)
+        if name == "log" and count == 2 and args[1].is_number and (
+                args[1].is_positive is False or args[1] == 1):
+            # sympy returns log(x)/log(0) = 0 for base 0; a base must be positive and not 1.
+            raise self.refuse("log base must be positive and not 1", node, "undefined")
         return builder(*args)
 
 

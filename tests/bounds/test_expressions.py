@@ -176,6 +176,9 @@ def refusal(text: str, *, names=NAMES, limits: ExpressionLimits = DEFAULT_LIMITS
     ("L/(1 - 1)", "undefined", "division by zero"),
     ("sqrt(-1)", "not-real", "not a real number"),
     ("log(-2)", "not-real", "not a real number"),
+    ("log(8, 0)", "undefined", "log base"),
+    ("log(8, 1)", "undefined", "log base"),
+    ("log(8, -2)", "undefined", "log base"),
 ])
 def test_refused_constructs(text, rule, words):
     error = refusal(text)
