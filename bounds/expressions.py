@@ -409,6 +409,8 @@ class _Builder:
         args = [self.build(arg) for arg in node.args]
         if name == "sqrt":  # a power: the same exponent and root limits apply
             return self.power(args[0], sp.Rational(1, 2), node)
+        if name == "exp":  # e**x: comparing exp(7**999) with anything costs seconds of evalf
+            return self.power(sp.E, args[0], node)
         if name == "log" and count == 2 and args[1].is_number and (
                 args[1].is_positive is False or args[1] == 1):
             # sympy returns log(x)/log(0) = 0 for base 0; a base must be positive and not 1.

@@ -218,6 +218,8 @@ def test_messages_echo_at_most_sixty_characters_on_one_line():
     ("2**-10001", "max_exponent"),
     ("L**20000", "max_exponent"),
     ("2**(10**4*sqrt(2))", "max_exponent"),
+    ("max(10**300, exp(7**999))", "max_exponent"),
+    ("exp(exp(exp(5)))", "max_exponent"),
     ("10**3000 * 10**3000", "max_digits"),
     ("(10*L)**9000", "max_digits"),
     ("(sqrt(2)**9999)**9999", "max_digits"),
