@@ -17,8 +17,8 @@ Work is bounded before it is done (:class:`ExpressionLimits`): text length, node
 nesting depth are checked before the tree is walked, and the size of every exact power, product
 and sum is estimated with logarithms before sympy computes it.
 
-This module is a leaf: it imports only the standard library, sympy and mpmath (never anything
-from :mod:`bounds`), so it can be imported from anywhere without an import circle.
+This module is a leaf: it imports only the standard library and sympy (never anything from
+:mod:`bounds`), so it can be imported from anywhere without an import circle.
 """
 
 from __future__ import annotations
@@ -52,8 +52,11 @@ _LOG10_2 = math.log10(2)
 class ExpressionError(ValueError):
     """A parameter expression was refused; the message is one line naming the rule.
 
-    ``rule`` is a short machine-readable name of the rule or limit (``"max_depth"``,
-    ``"attribute"``, ``"unknown-name"``, ...)."""
+    ``rule`` names what was broken, for programs: a limit (a field of :class:`ExpressionLimits`:
+    ``"max_length"``, ``"max_nodes"``, ``"max_depth"``, ``"max_exponent"``, ``"max_digits"``,
+    ``"max_root_digits"``) or a rule (``"type"``, ``"syntax"``, ``"construct"``, ``"literal"``,
+    ``"operator"``, ``"call"``, ``"unknown-name"``, ``"undefined"``, ``"not-real"``,
+    ``"evaluation"``)."""
 
     def __init__(self, message: str, rule: str = "invalid") -> None:
         super().__init__(message)
