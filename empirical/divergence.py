@@ -12,12 +12,15 @@ with a stated confidence, the other estimators are estimates of the projected di
 
 Public API
 ----------
-``gaussian_renyi_divergence(samples_p, samples_q, *, order, n_bootstrap, interval_level, seed)``
+``gaussian_renyi_divergence(samples_p, samples_q, *, order, covariance, interval, n_bootstrap, ...)``
 ``gaussian_kl_divergence(samples_p, samples_q, *, ...)``
 ``gaussian_hockey_stick_divergence(samples_p, samples_q, *, epsilon, ...)``
-    closed forms for Gaussians fitted to each sample, with percentile-bootstrap intervals of the
-    estimate (kind "estimate": the interval describes the estimator's spread, it is not a
-    confidence bound on the truth when the samples are not Gaussian).
+    closed forms for Gaussians fitted to each sample (full, isotropic, shared or shared-
+    isotropic covariances). Intervals: exact noncentral-F for "shared-isotropic"; otherwise the
+    bootstrap bias-corrected estimate with a basic bootstrap interval (or BCa). Kind "estimate":
+    an interval covers the truth only when the samples follow the fitted model. Measured
+    coverage of nominal 95% on N(e_1, I) vs N(0, I), n = 1000 per side: see
+    :func:`empirical.power_bench.estimator_coverage`.
 ``knn_kl_divergence(samples_p, samples_q, *, k, jitter, seed)``
     Wang, Kulkarni, Verdu (2009) k-nearest-neighbour KL estimator.
 ``knn_renyi_divergence(samples_p, samples_q, *, order, k, jitter, seed)``
@@ -67,9 +70,9 @@ __all__ = [
 class DivergenceEstimate:
     """Estimate of D(P || Q) from samples (never a bound).
 
-    ``interval`` is a percentile-bootstrap interval of the estimator at ``interval_level``
-    (None when not computed). ``order`` is the Renyi order, ``epsilon`` the hockey-stick
-    parameter, when relevant.
+    ``interval`` is a confidence interval at ``interval_level`` of the fitted-model divergence
+    (exact or bootstrap, named in ``method``; None when not computed). ``order`` is the Renyi
+    order, ``epsilon`` the hockey-stick parameter, when relevant.
     """
 
     value: float
@@ -339,6 +342,37 @@ def _gaussian_hockey_stick(p: np.ndarray, q: np.ndarray, epsilon: float,
 # Intervals.
 
 
+def _replicates(p, q, estimator, *, n_bootstrap: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_bootstrap)
+    for b in range(n_bootstrap):
+        reps[b] = estimator(
+            p[rng.integers(0, p.shape[0], p.shape[0])],
+            q[rng.integers(0, q.shape[0], q.shape[0])],
+        )
+    return reps
+
+
+def _bias_corrected(value: float, reps: np.ndarray, level: float) -> tuple[float, tuple[float, float]]:
+    """Bootstrap bias-corrected estimate 2 theta - mean(theta*) and the basic bootstrap interval
+    (2 theta - q_hi, 2 theta - q_lo) (Davison and Hinkley 1997, Sec. 2.4 and eq. 5.6).
+
+    The plug-in Gaussian-fit divergences are biased up by O(d^2 / n) (the fitted covariances
+    are noisy); the bootstrap sees the same bias one level down and removes it to first order.
+    Unlike BCa this still works when the bias exceeds the standard error (BCa then asks for
+    quantile levels beyond the replicates: measured coverage 45% in 10-D, n = 1000).
+    """
+    tail = (1.0 - level) / 2
+    if not np.all(np.isfinite(reps)) or not math.isfinite(value):
+        # Infinite replicates (the fitted Renyi integral diverges): no bias correction, the
+        # percentile interval without interpolation, so infinite ends stay infinite.
+        lo, hi = np.quantile(reps, [tail, 1.0 - tail], method="inverted_cdf")
+        return value, (float(lo), float(hi))
+    lo, hi = np.quantile(reps, [tail, 1.0 - tail])
+    corrected = max(0.0, 2.0 * value - float(np.mean(reps)))
+    return corrected, (max(0.0, 2.0 * value - float(hi)), max(0.0, 2.0 * value - float(lo)))
+
+
 def _bca_interval(
     p: np.ndarray,
     q: np.ndarray,
@@ -356,17 +390,12 @@ def _bca_interval(
     The bias correction z0 comes from the share of replicates below the estimate, the
     acceleration from a grouped (delete-one-group, ``groups`` per sample) jackknife. Unlike the
     percentile interval it corrects the plug-in bias of Gaussian-fit divergences, so it does not
-    exclude its own centre and covers in high dimension.
+    exclude its own centre; but it fails when the bias is several standard errors (high
+    dimension), where :func:`_bias_corrected` is the default.
     """
     if n_bootstrap == 0:
         return None
-    rng = np.random.default_rng(seed)
-    reps = np.empty(n_bootstrap)
-    for b in range(n_bootstrap):
-        reps[b] = estimator(
-            p[rng.integers(0, p.shape[0], p.shape[0])],
-            q[rng.integers(0, q.shape[0], q.shape[0])],
-        )
+    reps = _replicates(p, q, estimator, n_bootstrap=n_bootstrap, seed=seed)
     below = np.mean(reps < value) + 0.5 * np.mean(reps == value)
     below = min(max(below, 0.5 / n_bootstrap), 1.0 - 0.5 / n_bootstrap)
     z0 = float(special.ndtri(below))
@@ -442,9 +471,11 @@ def _check_bootstrap(n_bootstrap: int) -> int:
 
 def _gaussian_estimate(
     p, q, estimator, *, divergence, order, epsilon, covariance, from_squared_distance,
-    n_bootstrap, interval_level, seed, name,
+    n_bootstrap, interval_level, seed, name, interval_method,
 ) -> DivergenceEstimate:
     n_bootstrap = _check_bootstrap(n_bootstrap)
+    if interval_method not in ("bias-corrected", "bca"):
+        raise ValueError(f"interval must be 'bias-corrected' or 'bca', got {interval_method!r}")
     interval_level = _check_level(interval_level, "interval_level")
     covariance = _check_covariance(covariance)
     if covariance == "shared-isotropic":
@@ -456,10 +487,18 @@ def _gaussian_estimate(
         method = (f"Gaussian fit (shared isotropic covariance), closed-form {name}, moment "
                   "estimate of the squared shift, exact noncentral-F interval")
     else:
-        value = estimator(p, q)
-        interval = _bca_interval(p, q, estimator, value=value, n_bootstrap=n_bootstrap,
-                                 level=interval_level, seed=seed)
-        method = f"Gaussian fit ({covariance} covariance), closed-form {name}, BCa bootstrap"
+        plug_in = estimator(p, q)
+        value, interval = plug_in, None
+        if n_bootstrap and interval_method == "bca":
+            interval = _bca_interval(p, q, estimator, value=plug_in, n_bootstrap=n_bootstrap,
+                                     level=interval_level, seed=seed)
+        elif n_bootstrap:
+            reps = _replicates(p, q, estimator, n_bootstrap=n_bootstrap, seed=seed)
+            value, interval = _bias_corrected(plug_in, reps, interval_level)
+        shown = {"bca": "BCa bootstrap interval",
+                 "bias-corrected": "bootstrap bias-corrected estimate, basic bootstrap interval"}
+        method = f"Gaussian fit ({covariance} covariance), closed-form {name}" + (
+            f", {shown[interval_method]}" if n_bootstrap else ", plug-in")
     return DivergenceEstimate(
         value=value,
         interval=interval,
@@ -481,6 +520,7 @@ def gaussian_renyi_divergence(
     *,
     order: float,
     covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
@@ -493,8 +533,9 @@ def gaussian_renyi_divergence(
     happens by sampling noise alone unless n >> order^2 d (so use a structured covariance when
     the noise is known to be isotropic). ``"shared-isotropic"`` (both worlds N(m, sigma^2 I),
     e.g. Gaussian output perturbation): D = order |m_p - m_q|^2 / (2 sigma^2), always finite,
-    with an exact noncentral-F interval; otherwise a BCa bootstrap interval. For N(mu, 1) vs
-    N(0, 1) the target is order * mu^2 / 2.
+    with an exact noncentral-F interval; otherwise, with ``n_bootstrap > 0``, the value is the
+    bootstrap bias-corrected estimate with a basic bootstrap interval (``interval="bca"`` for
+    BCa on the plug-in). For N(mu, 1) vs N(0, 1) the target is order * mu^2 / 2.
     """
     p, q = _pair(samples_p, samples_q)
     order = _check_order(order)
@@ -510,6 +551,7 @@ def gaussian_renyi_divergence(
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
+        interval_method=interval,
         name="Renyi divergence",
     )
 
@@ -519,6 +561,7 @@ def gaussian_kl_divergence(
     samples_q,
     *,
     covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
@@ -538,6 +581,7 @@ def gaussian_kl_divergence(
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
+        interval_method=interval,
         name="KL divergence",
     )
 
@@ -548,6 +592,7 @@ def gaussian_hockey_stick_divergence(
     *,
     epsilon: float,
     covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
@@ -574,6 +619,7 @@ def gaussian_hockey_stick_divergence(
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
+        interval_method=interval,
         name="hockey-stick divergence",
     )
 

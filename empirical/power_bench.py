@@ -20,11 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from empirical import divergence
 from empirical.renyi_audit import renyi_audit
 from empirical.statistics import _gaussian_epsilon, epsilon_lower_bound
+from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.threshold_power import pilot_epsilon_lower_bound, single_threshold_limit
 
-__all__ = ["detection_power", "epsilon_bound_power", "power_benchmark"]
+__all__ = ["detection_power", "epsilon_bound_power", "estimator_coverage", "power_benchmark"]
 
 
 def _scores(rng: np.random.Generator, mu: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -121,19 +123,86 @@ def detection_power(
     return rows
 
 
+def estimator_coverage(
+    *,
+    dims: Sequence[int] = (1, 10),
+    n: int = 1000,
+    mu: float = 1.0,
+    orders: Sequence[float] = (2.0, 5.0),
+    epsilon: float = 0.5,
+    covariances: Sequence[str] = ("shared-isotropic", "full"),
+    runs: int = 100,
+    runs_hockey_full: int = 20,
+    n_bootstrap: int = 200,
+    level: float = 0.95,
+    seed: int = 2,
+) -> list[dict[str, Any]]:
+    """Coverage of the nominal ``level`` intervals of the Gaussian-fit estimators.
+
+    Test bed: P = N(mu e_1, I_d), Q = N(0, I_d), n samples per side; truths alpha mu^2 / 2,
+    mu^2 / 2 and the Gaussian hockey-stick at ``epsilon``. Per estimator and covariance
+    structure: coverage rate, rate of infinite values, mean estimate over truth. The hockey-stick
+    with ``"full"`` covariance evaluates a Fourier inversion per bootstrap replicate, so it runs
+    on the first ``runs_hockey_full`` draws only.
+    """
+    rows = []
+    for d in dims:
+        truths: dict[str, float] = {f"renyi_{a:g}": a * mu**2 / 2 for a in orders}
+        truths["kl"] = mu**2 / 2
+        truths[f"hockey_stick_{epsilon:g}"] = _gaussian_delta(mu=mu, epsilon=epsilon)
+        for covariance in covariances:
+            stats: dict[str, dict[str, list[float]]] = {k: {"cover": [], "inf": [], "ratio": []}
+                                                       for k in truths}
+            for run in range(runs):
+                rng = np.random.default_rng([seed, run, d])
+                shift = np.zeros(d)
+                shift[0] = mu
+                p = rng.normal(size=(n, d)) + shift
+                q = rng.normal(size=(n, d))
+                kwargs = {"covariance": covariance, "n_bootstrap": n_bootstrap,
+                          "interval_level": level, "seed": run}
+                estimates = {f"renyi_{a:g}": divergence.gaussian_renyi_divergence(p, q, order=a, **kwargs)
+                             for a in orders}
+                estimates["kl"] = divergence.gaussian_kl_divergence(p, q, **kwargs)
+                if covariance != "full" or run < runs_hockey_full:
+                    estimates[f"hockey_stick_{epsilon:g}"] = divergence.gaussian_hockey_stick_divergence(
+                        p, q, epsilon=epsilon, **kwargs)
+                for name, est in estimates.items():
+                    lo, hi = est.interval
+                    stats[name]["cover"].append(float(lo <= truths[name] <= hi))
+                    stats[name]["inf"].append(float(not np.isfinite(est.value)))
+                    stats[name]["ratio"].append(est.value / truths[name])
+            for name, vals in stats.items():
+                rows.append({
+                    "estimator": name,
+                    "dimension": d,
+                    "covariance": covariance,
+                    "n_per_side": n,
+                    "runs": len(vals["cover"]),
+                    "truth": truths[name],
+                    "coverage": float(np.mean(vals["cover"])),
+                    "infinite_rate": float(np.mean(vals["inf"])),
+                    "mean_estimate_over_truth": float(np.mean(vals["ratio"])),
+                })
+    return rows
+
+
 def power_benchmark(*, quick: bool = False, seed: int = 0) -> dict[str, Any]:
     """All power measurements in one dict; ``quick`` uses few runs (a smoke test, not a study)."""
     start = time.perf_counter()
     if quick:
         eps_rows = epsilon_bound_power(runs=10, seed=seed)
         det_rows = detection_power(runs=5, seed=seed + 1)
+        cov_rows = estimator_coverage(runs=5, runs_hockey_full=1, n_bootstrap=50, seed=seed + 2)
     else:
         eps_rows = epsilon_bound_power(seed=seed)
         det_rows = detection_power(seed=seed + 1)
+        cov_rows = estimator_coverage(seed=seed + 2)
     return {
         "ground_truth": "scores N(mu, 1) vs N(0, 1); Gaussian mechanism, sensitivity 1",
         "epsilon_bounds": eps_rows,
         "detection": det_rows,
+        "estimator_coverage": cov_rows,
         "seconds": time.perf_counter() - start,
         "quick": quick,
         "note": "rates are fractions of runs; 'limit' is a typical value, not a bound",
