@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -71,11 +70,12 @@ def test_two_bins_against_a_grid():
     so the true minimum is at most the minimum over a fine grid of feasible points."""
     box_p = (np.array([0.55, 0.2]), np.array([0.8, 0.45]))
     box_q = (np.array([0.2, 0.5]), np.array([0.5, 0.8]))
-    s_grid = np.linspace(max(0.55, 1 - 0.45), min(0.8, 1 - 0.2), 401)
-    t_grid = np.linspace(max(0.2, 1 - 0.8), min(0.5, 1 - 0.5), 401)
+    s, t = np.meshgrid(np.linspace(max(0.55, 1 - 0.45), min(0.8, 1 - 0.2), 801),
+                       np.linspace(max(0.2, 1 - 0.8), min(0.5, 1 - 0.5), 801))
     for order in (1.5, 3.0, 10.0):
-        grid_min = min(renyi(np.array([s, 1 - s]), np.array([t, 1 - t]), order)
-                       for s, t in itertools.product(s_grid, t_grid))
+        # D_order of (s, 1 - s) || (t, 1 - t), vectorised over the grid.
+        values = np.log(s**order * t ** (1 - order) + (1 - s) ** order * (1 - t) ** (1 - order))
+        grid_min = float(np.min(values)) / (order - 1)
         bound = R.histogram_renyi_lower_bound(box_p, box_q, order=order)
         assert bound <= grid_min + 1e-12
         assert bound >= grid_min - 1e-4  # and tight: the grid spacing is the only gap
@@ -102,39 +102,39 @@ def test_dual_bound_never_exceeds_the_primal_minimum(bins, n, seed, order):
 # Validity on Gaussian truths.
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=3, deadline=None)
 @given(mu=st.floats(min_value=0.0, max_value=2.5), n=st.integers(min_value=200, max_value=1500),
        seed=st.integers(min_value=0, max_value=10**6))
 def test_curve_covers_the_binned_truth(mu, n, seed):
-    """Each curve holds with probability >= 95%: over 20 repetitions at most 4 may fail
-    (binomial(20, 0.05) exceeds 4 with probability 0.3%); the bins are fixed in advance."""
+    """Each curve holds with probability >= 95%: over 10 repetitions at most 3 may fail
+    (binomial(10, 0.05) exceeds 3 with probability 0.1%); the bins are fixed in advance."""
     edges = np.array([-1.5, -0.5, 0.5, 1.5, 2.5])
-    orders = (1.1, 2.0, 8.0)
+    orders = (1.1, 8.0)
     p_true, q_true = binned_gaussian(mu, edges), binned_gaussian(0.0, edges)
     truth_f = [renyi(p_true, q_true, a) for a in orders]
     truth_b = [renyi(q_true, p_true, a) for a in orders]
     rng = np.random.default_rng(seed)
     failures = 0
-    for _ in range(20):
+    for _ in range(10):
         curve = R.renyi_lower_bound_curve(rng.normal(mu, 1, n), rng.normal(0, 1, n), edges=edges,
                                           orders=orders, beta=0.05)
         failures += any(lb > t for lb, t in zip(curve.forward + curve.backward, truth_f + truth_b,
                                                 strict=True))
-    assert failures <= 4
+    assert failures <= 3
 
 
 def test_exact_gaussian_mechanism_is_not_flagged():
     """Certified alpha mu^2/2 with the true mu: a violation is a false alarm (level 5%)."""
     mu = 1.0
     alarms = 0
-    for seed in range(20):
+    for seed in range(8):
         rng = np.random.default_rng(seed)
         result = R.renyi_audit(rng.normal(mu, 1, 3000), rng.normal(0, 1, 3000),
-                               certified=lambda a: a * mu**2 / 2, seed=seed)
+                               certified=lambda a: a * mu**2 / 2, orders=(1.05, 2.0, 8.0), seed=seed)
         alarms += result.violation
         for lb, a in zip(result.curve.forward, result.curve.orders, strict=True):
             assert lb <= a * mu**2 / 2 or result.violation
-    assert alarms <= int(stats.binom.ppf(0.999, 20, 0.05))
+    assert alarms <= int(stats.binom.ppf(0.999, 8, 0.05))
 
 
 @pytest.mark.slow
@@ -151,7 +151,7 @@ def test_detects_a_noise_shortfall():
     """sigma_true = sigma_cert / 1.5 at 10,000 per side (the benchmark measures the rates)."""
     rng = np.random.default_rng(5)
     result = R.renyi_audit(rng.normal(1.5, 1, 10_000), rng.normal(0, 1, 10_000),
-                           certified=lambda a: a / 2)
+                           certified=lambda a: a / 2, orders=(1.05, 1.5, 4.0))
     assert result.violation and result.violating_orders
     assert result.curve.kind == "lower bound" and result.curve.confidence == pytest.approx(0.95)
     # The plug-in values are estimates and may exceed the bounds; the bounds sit below them.
@@ -164,8 +164,8 @@ def test_one_sided_certificate_tests_one_direction():
     # P much wider than Q: D(Q || P) is moderate, D(P || Q) is large.
     p, q = rng.normal(0, 3, 10_000), rng.normal(0, 1, 10_000)
     cap = 0.5
-    one = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=False)
-    both = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=True)
+    one = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=False, orders=(1.5, 4.0))
+    both = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=True, orders=(1.5, 4.0))
     assert both.violation
     assert len(one.violating_orders) <= len(both.violating_orders)
 
@@ -177,8 +177,10 @@ def test_pilot_edges_ignore_the_tested_scores():
     assert np.all(np.diff(edges) > 0)
     assert np.array_equal(edges, R.pilot_bin_edges(pilot_p, pilot_q))
     a = rng.normal(size=5000)
-    r1 = R.renyi_audit(a, rng.normal(size=5000), certified=lambda x: 1.0, seed=3)
-    r2 = R.renyi_audit(a, rng.normal(size=5000), certified=lambda x: 1.0, seed=3)
+    b = rng.normal(size=5000)
+    r1 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
+    r2 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
+    assert r1.curve == r2.curve
     assert r1.n_pilot_p == r2.n_pilot_p == 500
 
 
