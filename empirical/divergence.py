@@ -536,6 +536,12 @@ def gaussian_renyi_divergence(
     with an exact noncentral-F interval; otherwise, with ``n_bootstrap > 0``, the value is the
     bootstrap bias-corrected estimate with a basic bootstrap interval (``interval="bca"`` for
     BCa on the plug-in). For N(mu, 1) vs N(0, 1) the target is order * mu^2 / 2.
+
+    Measured on N(e_1, I) vs N(0, I), n = 1000 per side, 50 runs, nominal 95%
+    (:func:`empirical.power_bench.estimator_coverage`): "shared-isotropic" covers 98% in 1-D and
+    10-D at orders 2 and 5, never infinite. "full" covers 90-96% at order 2 (1-D, 10-D) but only
+    78% at order 5 in 1-D, and in 10-D at order 5 is infinite in 72% of runs: its valid range is
+    orders <= 2 or n >> order^2 d.
     """
     p, q = _pair(samples_p, samples_q)
     order = _check_order(order)
