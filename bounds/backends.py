@@ -17,6 +17,8 @@ from bounds.numerics import (
     _pow1p_mp,
     _reduce,
     interval_endpoints,
+    iv_expm1,
+    iv_log1p,
 )
 from bounds.special import _glme_float, _glme_generic
 
@@ -42,8 +44,8 @@ _IV_FUNCS: dict[str, Any] = {
     "exp": mpmath.iv.exp,
     "log": mpmath.iv.log,
     "sqrt": mpmath.iv.sqrt,
-    "log1p": lambda x: mpmath.iv.log(1 + x),
-    "expm1": lambda x: mpmath.iv.exp(x) - 1,
+    "log1p": iv_log1p,
+    "expm1": iv_expm1,
     "Min": _reduce(lambda x, y: _min2(mpmath.iv, x, y)),
     "Max": _reduce(lambda x, y: _max2(mpmath.iv, x, y)),
     "floor": lambda x: mpmath.iv.mpf([mpmath.floor(e) for e in interval_endpoints(x)]),

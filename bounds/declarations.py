@@ -153,12 +153,15 @@ class Guarantee:
     """What the value of a bound certifies.
 
     ``kind`` is one of :data:`GUARANTEE_KINDS`; ``renyi_order`` names the parameter that is the
-    Rényi order when the value is a Rényi divergence bound.
+    Rényi order when the value is a Rényi divergence bound. ``fixed_order_inputs`` names inputs
+    that are themselves Rényi quantities valid at that one order (e.g. an RDP level ``eps0``):
+    the value then holds at the order the caller gives, and conversions must not move it.
     """
 
     kind: str
     description: str
     renyi_order: str | None = None
+    fixed_order_inputs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in GUARANTEE_KINDS:
@@ -199,6 +202,9 @@ class Bound:
         ``"decreasing"``); the calibration solvers rely on it and the tests check it.
       notes: remarks shown with the formula.
       example: parameter values for documentation and smoke tests.
+      certificate_conditions: conditions under which the value is justified by the stated
+        hypotheses; outside them the formula is evaluated but never labelled certified (e.g.
+        Corollary 3.10 needs T >= Rb/(eta M), erratum E8). ``"literal"`` variants never certify.
     """
 
     id: str
@@ -214,6 +220,7 @@ class Bound:
     monotone: Mapping[str, str] = dataclasses.field(default_factory=dict)
     notes: tuple[str, ...] = ()
     example: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    certificate_conditions: tuple[Precondition, ...] = ()
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parameters]
@@ -263,6 +270,25 @@ class Bound:
             "assumptions": list(self.assumptions),
             "preconditions": [p.text() for p in self.preconditions],
         }
+
+    def certificate_status(self, values: Mapping[str, Any]) -> tuple[bool, str]:
+        """Whether the value at these (resolved, exact) inputs is a certificate, and why not.
+
+        ``"literal"`` variants (a printed form kept next to its erratum) are never certificates;
+        a bound with :attr:`certificate_conditions` certifies only where each one holds.
+        """
+        if self.variant == "literal":
+            return False, (f"{self.id} is the literal printed form kept for comparison "
+                           "(variant 'literal'), not a certificate; see docs/errata.md")
+        if self.certificate_conditions and all(_is_exact(values[n]) for n in self.parameter_names):
+            subs = {_symbol(n): values[n] for n in self.parameter_names}
+            for cond in self.certificate_conditions:
+                if not _exact_truth(cond.relation, subs):
+                    return False, (f"{self.id} certifies only where {_plain(cond.relation)} "
+                                   f"[{cond.description}]; it does not hold at these inputs")
+        elif self.certificate_conditions:
+            return False, f"{self.id}: certificate conditions need scalar inputs"
+        return True, ""
 
     # -- compiled evaluators -------------------------------------------------------------------
 

@@ -97,9 +97,16 @@ def stabilise(expr: sp.Expr) -> sp.Expr:
     exponent become ``exp(x*log(base))`` and ``1 - exp(u)`` becomes ``-expm1(u)``. The value is
     unchanged; exponents like ``2*K*n/b ~ 1e12`` and contraction factors close to one are
     handled in log space without cancellation, and ``c = 0`` (``eta*m = 1``) stays exact.
+    A difference of square roots ``sqrt(x) - sqrt(y)`` becomes ``(x - y)/(sqrt(x) + sqrt(y))``
+    (sympy cancels ``x - y`` symbolically), which removes the cancellation of Neel et al.'s
+    root gaps ``sqrt(log(1/delta) + epsilon) - sqrt(log(1/delta))`` for tiny epsilon.
     """
     if expr.is_Atom:
         return expr
+    roots = _sqrt_difference(expr)
+    if roots is not None:
+        x, y = roots
+        return stabilise(x - y) / (stabilise(sp.sqrt(x)) + stabilise(sp.sqrt(y)))
     args = [stabilise(a) for a in expr.args]
     node = expr.func(*args) if args != list(expr.args) else expr
     if isinstance(node, sp.Pow):
@@ -118,25 +125,73 @@ def stabilise(expr: sp.Expr) -> sp.Expr:
     return node
 
 
+def _sqrt_difference(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """``(x, y)`` if ``expr`` is ``sqrt(x) - sqrt(y)``, else ``None``."""
+    if not isinstance(expr, sp.Add) or len(expr.args) != 2:
+        return None
+
+    def radicand(term: sp.Expr) -> tuple[int, sp.Expr] | None:
+        # k*sqrt(x) with a numeric k (sympy writes sqrt(2*u) as sqrt(2)*sqrt(u)) is
+        # sign(k) * sqrt(k**2 * x).
+        coeff, rest = term.as_coeff_Mul()
+        factors = sp.Mul.make_args(rest)
+        numeric = [f for f in factors if f.is_number]
+        roots = [f for f in factors if not f.is_number]
+        k = coeff * sp.Mul(*numeric)
+        if len(roots) != 1 or not (k.is_positive or k.is_negative):
+            return None
+        root = roots[0]
+        if isinstance(root, sp.Pow) and root.exp == sp.Rational(1, 2):
+            return (1 if k.is_positive else -1), k**2 * root.base
+        return None
+
+    first, second = (radicand(t) for t in expr.args)
+    if first is None or second is None or first[0] == second[0]:
+        return None
+    return (first[1], second[1]) if first[0] == 1 else (second[1], first[1])
+
+
+# The bases 1 + y of the declarations are contraction factors c = 1 - eta*m >= 0 (the
+# preconditions eta <= 1/L and m <= L are checked exactly). At c = 0 the inputs, rounded one by
+# one, can give 1 + y a hair below 0; such a base is snapped to 0 (a relative slack of 2^-40 in
+# float, of 2^(8 - prec) in mp) instead of producing a NaN or a complex logarithm.
+_FLOAT_SNAP = 2.0**-40
+
+
+def _snap_float(y: Any) -> Any:
+    y = np.asarray(y, dtype=float)
+    return np.where((y < -1) & (y >= -1 - _FLOAT_SNAP), -1.0, y)
+
+
 def _pow1p_float(y: Any, x: Any) -> Any:
+    y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.exp(x * np.log1p(y))
     return np.where((y == -1) & (x == 0), 1.0, value)
 
 
 def _one_minus_pow1p_float(y: Any, x: Any) -> Any:
+    y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = -np.expm1(x * np.log1p(y))
     return np.where((y == -1) & (x == 0), 0.0, value)
 
 
+def _snap_mp(y: Any) -> Any:
+    if y < -1 and y >= -1 - mpmath.ldexp(1, 8 - mpmath.mp.prec):
+        return mpmath.mpf(-1)
+    return y
+
+
 def _pow1p_mp(y: Any, x: Any) -> Any:
+    y = _snap_mp(y)
     if y == -1:
         return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
     return mpmath.exp(x * mpmath.log1p(y))
 
 
 def _one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+    y = _snap_mp(y)
     if y == -1:
         return 1 - _pow1p_mp(y, x)
     return -mpmath.expm1(x * mpmath.log1p(y))
@@ -230,3 +285,63 @@ def iv_precision(digits: int) -> Iterator[None]:
         yield
     finally:
         mpmath.iv.prec = saved
+
+
+def iv_expm1(x: Any) -> Any:
+    """Rigorous enclosure of ``exp(x) - 1`` that stays tight *relative* to small ``x``.
+
+    ``iv.exp(x) - 1`` only encloses to about one unit of the working precision in absolute
+    terms, which is loose for tiny values (Chien et al. 2024, Corollary 3.8, at c near 0). For
+    |x| <= 1/2 the Taylor series is summed until the Lagrange remainder
+    |x|^(N+1) e^|x| / (N+1)! drops below 2^-prec |x|, and the remainder is added as an interval.
+    """
+    iv = mpmath.iv
+    x = iv.mpf(x)
+    lo, hi = interval_endpoints(x)
+    size = max(abs(lo), abs(hi))
+    if size > 0.5:
+        return iv.exp(x) - 1
+    if size == 0:
+        return iv.mpf(0)
+    total = iv.mpf(0)
+    term = iv.mpf(1)
+    bound = mpmath.mpf(1)  # |x|^k / k! for the remainder
+    limit = size * mpmath.ldexp(1, -iv.prec - 4)
+    k = 0
+    while True:
+        k += 1
+        term = term * x / k
+        total += term
+        bound = bound * size / (k + 1)
+        if bound * 2 <= limit:  # e^|x| <= 2 for |x| <= 1/2
+            break
+    slack = bound * 2
+    return total + iv.mpf([-slack, slack])
+
+
+def iv_log1p(x: Any) -> Any:
+    """Rigorous enclosure of ``log(1 + x)``, tight relative to small ``x`` (see :func:`iv_expm1`).
+
+    For |x| <= 1/2 the alternating series is summed; the tail after N terms is at most
+    |x|^(N+1) / ((N+1)(1 - |x|)) <= 2 |x|^(N+1) / (N+1).
+    """
+    iv = mpmath.iv
+    x = iv.mpf(x)
+    lo, hi = interval_endpoints(x)
+    size = max(abs(lo), abs(hi))
+    if size > 0.5:
+        return iv.log(1 + x)
+    if size == 0:
+        return iv.mpf(0)
+    total = iv.mpf(0)
+    power = iv.mpf(1)
+    limit = size * mpmath.ldexp(1, -iv.prec - 4)
+    k = 0
+    while True:
+        k += 1
+        power = power * x
+        total += power / k if k % 2 else -power / k
+        tail = 2 * size ** (k + 1) / (k + 1)
+        if tail <= limit:
+            break
+    return total + iv.mpf([-tail, tail])

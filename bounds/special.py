@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.numerics import _midpoint, _min2
+from bounds.numerics import _midpoint, _min2, iv_expm1, iv_log1p
 
 
 class GeometricLogMeanExp(sp.Function):
@@ -62,9 +62,11 @@ def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
         rk = rk * r
     shift = terms[0]  # k = 0 gives the largest term: r <= 1 and q >= 0
     if ctx is mpmath.iv:
+        # The same log1p/expm1 form with series enclosures keeps the interval tight relative to
+        # the value, also when the value is tiny (c near 0).
         total = ctx.mpf(0)
         for t in terms:
-            total += ctx.exp(t - shift)
-        return shift + ctx.log(total / count)
+            total += iv_expm1(t - shift)
+        return shift + iv_log1p(total / count)
     mean = ctx.fsum(ctx.expm1(t - shift) for t in terms) / count
     return shift + ctx.log1p(mean)

@@ -197,7 +197,7 @@ def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
 def _to_float_array(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return v
-    return float(v)
+    return np.float64(float(v))  # numpy semantics: overflow gives inf, not OverflowError
 
 
 def _to_mp(v: Any) -> Any:
