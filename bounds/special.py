@@ -39,6 +39,9 @@ class GeometricLogMeanExp(sp.Function):
 
 def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
     q, a, r, p, cap = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, a, r, p, cap)))
+    # r is the contraction factor c >= 0; at c = 0 the float c can be a hair below 0 (see
+    # bounds.numerics._snap_float), which is snapped to 0.
+    r = np.where((r < 0) & (r >= -(2.0**-40)), 0.0, r)
     out = np.empty(q.shape)
     for idx in np.ndindex(q.shape):
         k = np.arange(int(p[idx]), dtype=float)

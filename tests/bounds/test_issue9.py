@@ -22,6 +22,8 @@ SLOW_CONTRACTION = {"eta": "1e-9", "m": 1, "L": 1, "M": 1, "n": 1000, "b": 1000,
 TABLE3 = {"eta": "1/L", "m": "0.011264", "L": "0.261264", "M": 1, "n": 11264, "b": 128, "R": 100}
 C_ZERO = {"alpha": 2, "sigma": 1, "eta": "1/L", "m": "0.241021", "L": "0.241021", "M": 1,
           "n": 2000, "b": 4, "K": 1, "R": 100}
+# m = L = 0.17: float(1/0.17) * 0.17 rounds to 1 + 2^-52, so the float c is a hair below 0.
+C_ZERO_BELOW = {**C_ZERO, "m": "0.17", "L": "0.17"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -185,20 +187,23 @@ def test_d2d_float_values_have_full_relative_accuracy(epsilon, delta):
 # --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("point", [C_ZERO, C_ZERO_BELOW])
 @pytest.mark.parametrize("precision", ["float", "mp", "interval"])
 @pytest.mark.parametrize("bound_id", ["chien2024:cor3.7", "chien2024:cor3.7/tight",
                                       "chien2024:thm3.11+cor3.7/optimal-shift", "chien2024:cor3.8"])
-def test_contraction_factor_zero_evaluates(bound_id, precision):
-    params = {**C_ZERO, **({"s": 3} if "thm3.11" in bound_id else {})}
+def test_contraction_factor_zero_evaluates(bound_id, precision, point):
+    params = {**point, **({"s": 3} if "thm3.11" in bound_id else {})}
     ev = bounds.get(bound_id).evaluate(precision=precision, **params)
     # c = 0: every c^{2Kn/b} factor vanishes, so the exact value is 0
     assert float(ev.value) == 0.0 or (precision == "interval" and float(ev.upper) < 1e-40)
 
 
-def test_corollary_j1_at_contraction_zero_is_finite():
+@pytest.mark.parametrize("lipschitz", ["0.241021", "0.17"])
+def test_corollary_j1_at_contraction_zero_is_finite(lipschitz):
     value = bounds.get("chien2024:corJ.1").evaluate(
-        eta="1/L", m="0.241021", L="0.241021", M=1, n=2000, b=4, T=20, R=100, S=5).value
-    assert math.isfinite(value)
+        eta="1/L", m=lipschitz, L=lipschitz, M=1, n=2000, b=4, T=20, R=100, S=5).value
+    # c = 0: every factor c^k vanishes and Z = min(2 eta M S/b, 2R) = 2.5/L
+    assert math.isclose(value, 2.5 / float(lipschitz), rel_tol=1e-12)
 
 
 def test_alg5_without_a_feasible_sigma_says_so():
