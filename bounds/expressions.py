@@ -35,6 +35,7 @@ import sympy as sp
 __all__ = [
     "DEFAULT_LIMITS",
     "ECHO_CHARS",
+    "shorten",
     "ExpressionError",
     "ExpressionLimits",
     "FUNCTIONS",
@@ -138,13 +139,16 @@ _REFUSED = {
 _BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.Pow: "**"}
 
 
+def shorten(text: str, limit: int = ECHO_CHARS) -> str:
+    """At most ``limit`` characters of ``text`` on one printable line, for error messages."""
+    flat = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 def _echo(text: str) -> str:
     """At most ECHO_CHARS characters of ``text`` on one printable line (control characters,
     newlines and non-ASCII escaped, so a message cannot span lines or drive a terminal)."""
-    flat = text.encode("unicode_escape", errors="backslashreplace").decode("ascii")
-    if len(flat) > ECHO_CHARS:
-        flat = flat[:ECHO_CHARS - 3] + "..."
-    return f"'{flat}'"
+    return f"'{shorten(text)}'"
 
 
 def parse_expression(

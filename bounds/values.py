@@ -19,6 +19,7 @@ import sympy as sp
 
 from bounds.backends import _IV_FUNCS, _MP_FUNCS
 from bounds.errors import BoundError, PreconditionError
+from bounds.expressions import DEFAULT_LIMITS, ExpressionError, parse_expression, shorten
 from bounds.numerics import interval_endpoints, interval_ready, iv_precision, stabilise
 
 _LATEX_NAMES_BY_NAME = {
@@ -98,10 +99,33 @@ def parse_exact(text: str) -> sp.Expr | None:
 def text_to_expression(text: str, names: Mapping[str, sp.Symbol]) -> sp.Expr:
     """The one place where a text value becomes a sympy expression of the parameters ``names``.
 
-    To be replaced by the safe parser of :mod:`bounds.expressions` (issue 8/9): today it still
-    delegates to sympy's parser with exact rationals.
+    User text is untrusted: it goes through the whitelisting parser of
+    :mod:`bounds.expressions` (numbers, the given names, ``+ - * / **``, a few functions, with
+    limits on size and work), never through ``sympify``/``eval``.
     """
-    return sp.sympify(text, locals=dict(names), rational=True)
+    return parse_expression(text, names=tuple(names), symbol_factory=lambda name: names[name])
+
+
+def _check_substituted_powers(expr: sp.Expr, values: Mapping[sp.Symbol, Any], *, where: str) -> None:
+    """Refuse a substitution whose exact powers would have more than the parser's digit limit.
+
+    The parser bounds the exponents it reads, but ``L**9999`` with ``L = 10**3000`` is only
+    known to be huge after substitution; estimating every power's size in mpmath first keeps
+    the exact arithmetic bounded.
+    """
+    limit = DEFAULT_LIMITS.max_digits
+    for node in sp.preorder_traversal(expr):
+        if not isinstance(node, sp.Pow) or not node.exp.is_number:
+            continue
+        base = node.base.subs(values)
+        if not base.is_number:
+            continue
+        with mpmath.workdps(15):
+            magnitude = abs(mpmath.mpf(sp.N(base, 15))) or 1
+            size = abs(mpmath.mpf(sp.N(node.exp, 15))) * abs(mpmath.log10(magnitude))
+        if size > limit:
+            raise BoundError(f"{where}: a power in it would have about {mpmath.nstr(size, 3)} digits, "
+                             f"more than the limit of {limit} (max_digits)")
 
 
 def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str, Any]:
@@ -151,24 +175,28 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
     for _ in range(len(pending) + 1):
         progressed = False
         for name, text in list(pending.items()):
+            shown = shorten(text)
             try:
                 expr = text_to_expression(text, local)
-            except (sp.SympifyError, SyntaxError, TypeError) as exc:
-                raise BoundError(f"{prefix}cannot parse {name}={text!r}") from exc
+            except ExpressionError as exc:
+                raise BoundError(f"{prefix}cannot parse {name}: {exc}") from None
             deps = {s.name for s in expr.free_symbols}
             if deps - set(params):
-                raise BoundError(f"{prefix}{name}={text!r} uses unknown names {sorted(deps - set(params))}")
+                raise BoundError(f"{prefix}{name}={shown!r} uses unknown names {sorted(deps - set(params))}")
             if all(d in exact and _is_exact(exact[d]) for d in deps):
-                value = expr.subs({_symbol(d): exact[d] for d in deps})
+                values = {_symbol(d): exact[d] for d in deps}
+                _check_substituted_powers(expr, values, where=f"{prefix}{name}={shown!r}")
+                value = expr.subs(values)
                 if not value.is_number or not value.is_real or not value.is_finite:
-                    raise BoundError(f"{prefix}{name}={text!r} is not a real number")
+                    raise BoundError(f"{prefix}{name}={shown!r} is not a real number")
                 exact[name] = value
                 del pending[name]
                 progressed = True
         if not progressed:
             break
     if pending:
-        raise BoundError(f"{prefix}cannot resolve {', '.join(f'{k}={v!r}' for k, v in pending.items())}")
+        unresolved = ", ".join(f"{k}={shorten(v)!r}" for k, v in pending.items())
+        raise BoundError(f"{prefix}cannot resolve {shorten(unresolved, 200)} (circular or non-exact inputs)")
     return exact
 
 

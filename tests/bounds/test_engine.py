@@ -224,12 +224,14 @@ def test_expression_of_other_parameters_is_resolved_exactly():
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ({"eta": "1/Q"}, "cannot parse eta='1/Q'"),
+        ({"eta": "1/Q"}, "cannot parse eta: unknown name"),
         ({"eta": "1/L", "L": "1/eta"}, "cannot resolve"),
         ({"K": True}, "K must be a number"),
         ({"K": object()}, "unsupported type"),
-        ({"sigma": "I"}, "not a real number"),
-        ({"sigma": "zoo"}, "not a real number"),
+        ({"sigma": "I"}, "cannot parse sigma: unknown name"),
+        ({"sigma": "zoo"}, "cannot parse sigma: unknown name"),
+        ({"sigma": "sqrt(-1)"}, "cannot parse sigma"),
+        ({"sigma": "__import__('os').getcwd()"}, "cannot parse sigma"),
     ],
 )
 def test_unresolvable_inputs_raise_bound_errors(override, message):
