@@ -83,19 +83,20 @@ def thm43(*, q: mpmath.mpf, epsilon_dd: mpmath.mpf, epsilon_dp: mpmath.mpf,
 
 
 def _largest_eps_below(f: Callable[[mpmath.mpf], mpmath.mpf], target: mpmath.mpf) -> mpmath.mpf:
-    """sup{eps >= 0 : f(eps) < target} for an increasing f, by bisection (0 when none)."""
+    """sup{eps >= 0 : f(eps) < target} for an increasing f (0 when none), by bisection on
+    log(eps) so that tiny answers keep their relative precision."""
     if f(mpmath.mpf(0)) >= target:
         return mpmath.mpf(0)
-    lo, hi = mpmath.mpf(0), mpmath.mpf(1)
-    while f(hi) < target:
-        hi *= 2
-    for _ in range(4 * DIGITS):
+    lo, hi = mpmath.mpf(-3000), mpmath.mpf(0)  # log(eps)
+    while f(mpmath.exp(hi)) < target:
+        hi += 1
+    for _ in range(12 * DIGITS):
         mid = (lo + hi) / 2
-        if f(mid) < target:
+        if f(mpmath.exp(mid)) < target:
             lo = mid
         else:
             hi = mid
-    return lo
+    return mpmath.exp(lo)
 
 
 @_work
@@ -153,14 +154,14 @@ def thm51_deletion_iterations(*, lam: Mp, beta: Mp, epsilon_dp: Mp, epsilon_dd: 
 def thm51_deletion_epsilon(*, lam: Mp, beta: Mp, epsilon_dp: Mp, K_Abar: Mp) -> Mp:
     # Least epsilon_dd with K_Abar >= 4 kappa log(epsilon_dp/epsilon_dd): bisection on eq. (16).
     kappa = _kappa(lam, beta)
-    lo, hi = mpmath.mpf(0), epsilon_dp
-    for _ in range(4 * DIGITS):
+    lo, hi = mpmath.log(epsilon_dp) - 10 * (K_Abar + 1), mpmath.log(epsilon_dp)  # log(eps_dd)
+    for _ in range(12 * DIGITS):
         mid = (lo + hi) / 2
-        if K_Abar >= 4 * kappa * mpmath.log(epsilon_dp / mid):
+        if K_Abar >= 4 * kappa * (mpmath.log(epsilon_dp) - mid):
             hi = mid
         else:
             lo = mid
-    return hi
+    return mpmath.exp(hi)
 
 
 @_work
