@@ -281,8 +281,9 @@ THM45_PRINTED = register(Bound(
     assumptions=THM45_ASSUMPTIONS,
     variant="literal",
     monotone={"delta": "increasing"},
-    notes=("Kept for erratum C1 only: it does not follow from Theorem 4.1 (for q > 2 it is "
-           "below the correct limit, for 1 < q < 2 above it).",),
+    notes=("Kept for erratum C1 only: it does not follow from Theorem 4.1. Its Rényi term is "
+           "below the correct one for q above about 2.3645 (a weaker, still implied limit) and "
+           "above it for q below (a limit Theorem 4.1 does not support).",),
     example={"delta": "0.9", "q": 50},
 ))
 

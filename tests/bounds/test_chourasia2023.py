@@ -213,6 +213,7 @@ def test_c1_printed_denominator_crosses_the_correct_one_between_q_2_and_3():
         return 2 ** (1 / q) * math.log(q) - (math.log(q) + math.log(2) / q)
 
     assert gap(2.0) < 0 < gap(3.0)
+    assert gap(2.3645) < 0 < gap(2.3646)  # the crossing quoted in the as-printed bound's notes
     assert paper.THM45_PRINTED(delta=0.99, q=1.05) > 10 * paper.THM45(delta=0.99, q=1.05)
     assert paper.THM45_PRINTED(delta=0.9, q=50) < paper.THM45(delta=0.9, q=50)
 
