@@ -563,3 +563,43 @@ def test_c2_the_theorem_and_the_paragraph_after_it_carry_epsilon_dd():
     theorem = r"\frac{1}{n} \sqrt{\frac{q\varepsilon_{\text{dd}}}{\varepsilon_{\text{dp}}}}"
     assert text.count(intro) == 1 and text.count(theorem) == 2
     assert text.index(intro) < text.index("**Theorem 5.2**") < text.index(theorem)
+
+
+# --------------------------------------------------------------------------------------------
+# Appendix B properties the proofs of Theorems 4.1 and 4.3 rely on, on exact Laplace pairs
+# --------------------------------------------------------------------------------------------
+
+
+def _laplace_renyi(order: float, shift: float) -> float:
+    """R_q(Lap(0, 1) || Lap(shift, 1)) in closed form (Mironov 2017, Table II)."""
+    mu = abs(shift)
+    # log(q/(2q-1) e^((q-1) mu) + (q-1)/(2q-1) e^(-q mu)), factored so that nothing overflows
+    inner = order / (2 * order - 1) + (order - 1) / (2 * order - 1) * math.exp(-(2 * order - 1) * mu)
+    return mu + math.log(inner) / (order - 1)
+
+
+def test_laplace_renyi_closed_form_against_quadrature():
+    from scipy import integrate
+
+    for order, shift in ((2.0, 0.5), (5.0, 1.0), (1.5, 2.0)):
+        def integrand(x: float, order: float = order, shift: float = shift) -> float:
+            return math.exp(order * (-abs(x)) + (1 - order) * (-abs(x - shift))) / 2
+
+        moment, _ = integrate.quad(integrand, -60, 60, points=[0.0, shift], limit=200)
+        assert math.log(moment) / (order - 1) == pytest.approx(_laplace_renyi(order, shift),
+                                                               rel=1e-9)
+
+
+@pytest.mark.parametrize("order", [1.2, 2.0, 8.0, 64.0])
+@pytest.mark.parametrize(("a", "b"), [(0.3, 0.7), (1.0, 1.0), (0.05, 2.0)])
+def test_weak_triangle_inequality_thm_b4(order, a, b):
+    # R_q(nu || nu') <= R_q(nu || rho) + R_inf(rho || nu'): nu = Lap(0), rho = Lap(a),
+    # nu' = Lap(a + b); R_inf of a unit Laplace shift b is b.
+    assert _laplace_renyi(order, a + b) <= _laplace_renyi(order, a) + b + 1e-12
+
+
+@pytest.mark.parametrize("shift", [0.1, 1.0, 3.0])
+def test_renyi_is_monotone_in_the_order_thm_b2(shift):
+    values = [_laplace_renyi(order, shift) for order in (1.01, 1.5, 2.0, 4.0, 16.0, 256.0)]
+    assert all(x <= y + 1e-15 for x, y in zip(values, values[1:], strict=False))
+    assert values[-1] <= shift  # and below the max-divergence
