@@ -35,7 +35,7 @@ from typing import Any, Literal
 import mpmath
 import sympy as sp
 
-from bounds.conversions import gaussian_delta
+from bounds.conversions import gaussian_delta, gaussian_epsilon
 from bounds.engine import (
     Bound,
     BoundError,
@@ -139,7 +139,7 @@ C_OF_DELTA = sp.sqrt(2 * sp.log(sp.Rational(3, 2) / delta))
 PRE_GAUSS_RANGE = Precondition(
     sp.Le(C_OF_DELTA * eps_prime / sigma, 1),
     "the resulting epsilon = c eps'/sigma is at most 1: Theorem 3 (ii) rests on Dwork-Roth "
-    "Thm 3.22, proved for epsilon < 1 (it fails near epsilon = 9 at delta = 1e-4); beyond it use "
+    "Thm 3.22, proved for epsilon < 1 (at delta = 1e-4 it fails from epsilon ~ 8.38 on); beyond it use "
     "guo2020.exact_gaussian_epsilon or sigma_for_removals(method='exact')",
 )
 
@@ -447,7 +447,7 @@ THM3II_LITERAL = register(Bound(
     variant="literal",
     monotone=THM3II.monotone,
     notes=("Not certified for epsilon > 1: at delta = 1e-4 the exact delta of the Gaussian "
-           "mechanism exceeds delta from epsilon of about 9 on (docs/errata-guo2020.md, G2).",),
+           "mechanism exceeds delta from epsilon ~ 8.38 on (docs/errata-guo2020.md, G2).",),
     example={"eps_prime": "22.803", "sigma": 10, "delta": "1e-4"},
 ))
 
@@ -569,6 +569,28 @@ def theorem3_holds(*, epsilon: Any, delta: Any) -> bool:
     with mpmath.workdps(EXACT_DIGITS):
         exact = exact_gaussian_delta(epsilon=epsilon, mu=mpmath.mpf(epsilon) / c)
         return bool(exact * (1 + _MP_MARGIN) <= mpmath.mpf(delta))
+
+
+def exact_gaussian_epsilon(*, eps_prime: float, sigma: float, delta: float) -> float:
+    """Least epsilon certified by the exact Gaussian mechanism for residual eps' and noise sigma.
+
+    The alternative to Theorem 3 (ii) for any epsilon: the mechanism adds N(0, sigma^2 I_d) to
+    a quantity of sensitivity eps', so mu = eps'/sigma, and epsilon is the least value with the
+    exact delta(epsilon; mu) <= delta. Float search (conversions.gaussian_epsilon, rounded up),
+    re-checked at 50 digits and stepped up until it passes.
+    """
+    for name, value in (("eps_prime", eps_prime), ("sigma", sigma)):
+        if not (isinstance(value, (int, float)) and value > 0 and math.isfinite(value)):
+            raise PreconditionError(f"{name} must be a positive finite number, got {value!r}")
+    if not (isinstance(delta, (int, float)) and 0 < delta < 1):
+        raise PreconditionError(f"delta must lie in (0, 1), got {delta!r}")
+    mu = mpmath.mpf(eps_prime) / mpmath.mpf(sigma)
+    epsilon = gaussian_epsilon(delta=float(delta), mu=float(mu))
+    for _ in range(200):
+        if exact_gaussian_delta(epsilon=epsilon, mu=mu) * (1 + _MP_MARGIN) <= delta:
+            return epsilon
+        epsilon = float_up(mpmath.mpf(epsilon) * (1 + mpmath.mpf("1e-12")) + mpmath.mpf("1e-300"))
+    raise SolverError("exact_gaussian_epsilon: the re-check failed")  # pragma: no cover
 
 
 def _largest_mu(*, epsilon: float, delta: float) -> float:
