@@ -547,6 +547,13 @@ def exact_gaussian_delta(*, epsilon: Any, mu: Any, digits: int = EXACT_DIGITS) -
         return +max(a - b, mpmath.mpf(0))
 
 
+def _exact_delta_at(*, epsilon: float, total: Fraction, sigma: float) -> mpmath.mpf:
+    """Exact delta(epsilon) for an accumulated residual ``total`` masked by noise ``sigma``."""
+    with mpmath.workdps(EXACT_DIGITS):
+        mu = mpmath.mpf(total.numerator) / total.denominator / mpmath.mpf(sigma)
+        return exact_gaussian_delta(epsilon=epsilon, mu=mu)
+
+
 def theorem3_delta(*, c: Any, digits: int = EXACT_DIGITS) -> mpmath.mpf:
     """delta = 1.5 exp(-c^2/2) as printed in Theorem 3 (ii)."""
     with mpmath.workdps(digits):
@@ -616,7 +623,9 @@ def _largest_mu(*, epsilon: float, delta: float) -> float:
             lo = mid
         else:
             hi = mid
-    mu = lo
+    # One part in 1e12 below the float boundary: the 50-digit re-check then passes at once, and
+    # later roundings of sigma = sensitivity/mu (by a few ulps) cannot cross the boundary.
+    mu = lo * (1 - 1e-12)
     for _ in range(200):
         if mu > 0 and exact_gaussian_delta(epsilon=epsilon, mu=mu) * (1 + _MP_MARGIN) <= delta:
             return mu
@@ -726,12 +735,15 @@ def sigma_for_removals(
             provenance=provenance,
         )
     mu = _largest_mu(epsilon=float(epsilon), delta=float(delta))
-    sigma_value = float_up(total_hi / mpmath.mpf(mu))
-    checked = exact_gaussian_delta(epsilon=epsilon, mu=total_hi / mpmath.mpf(sigma_value))
+    with mpmath.workdps(EXACT_DIGITS):
+        sigma_value = float_up(total_hi / mpmath.mpf(mu))
+        checked = exact_gaussian_delta(epsilon=epsilon, mu=total_hi / mpmath.mpf(sigma_value))
     if not checked * (1 + _MP_MARGIN) <= delta:  # pragma: no cover - sigma only grew
         raise SolverError("guo2020 exact calibration: the re-check failed")
     neighbour = float_down(mpmath.mpf(sigma_value) * (1 - mpmath.mpf("1e-9")))
-    if exact_gaussian_delta(epsilon=epsilon, mu=total_hi / mpmath.mpf(neighbour)) <= delta:
+    with mpmath.workdps(EXACT_DIGITS):
+        neighbour_mu = total_hi / mpmath.mpf(neighbour)
+    if exact_gaussian_delta(epsilon=epsilon, mu=neighbour_mu) <= delta:
         raise SolverError("guo2020 exact calibration: the neighbour also meets the target")
     return RemovalCalibration(
         sigma=sigma_value, removals=removals, eps_prime=float(eps_prime), epsilon=float(epsilon),
@@ -774,7 +786,7 @@ def removals_supported(
     if not (count * Fraction(eps_prime) <= exact_budget < (count + 1) * Fraction(eps_prime)):
         raise SolverError("guo2020 calibration: the re-check of the count failed")  # pragma: no cover
     checked = (theorem3_delta(c=c_of_delta(delta)) if method == "theorem3" else
-               exact_gaussian_delta(epsilon=epsilon, mu=mpmath.mpf(count * eps_prime) / sigma)
+               _exact_delta_at(epsilon=epsilon, total=count * Fraction(eps_prime), sigma=sigma)
                if count > 0 else mpmath.mpf(0))
     return RemovalCalibration(
         sigma=float(sigma), removals=count, eps_prime=float(eps_prime), epsilon=float(epsilon),

@@ -168,7 +168,10 @@ def hockey_stick_delta(*, epsilon: Any, mu: Any, dps: int = 50) -> mpmath.mpf:
         def integrand(x: mpmath.mpf) -> mpmath.mpf:
             return mpmath.npdf(x, u, 1) - mpmath.exp(e) * mpmath.npdf(x, 0, 1)
 
-        return mpmath.quad(integrand, [start, start + 1, start + 4, start + 16, mpmath.inf])
+        # Past the start the integrand decays on the scale 1/start: break the range there.
+        h = min(mpmath.mpf(1), 1 / max(start, mpmath.mpf(1)))
+        points = [start] + [start + k * h for k in (1, 2, 4, 8, 16, 32, 64)] + [mpmath.inf]
+        return mpmath.quad(integrand, points)
 
 
 # ----------------------------------------------------------------------------------------------
