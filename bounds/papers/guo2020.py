@@ -578,6 +578,27 @@ def theorem3_holds(*, epsilon: Any, delta: Any) -> bool:
         return bool(exact * (1 + _MP_MARGIN) <= mpmath.mpf(delta))
 
 
+def theorem3_epsilon_limit(*, delta: float, tolerance: float = 1e-6) -> float:
+    """Largest epsilon (within ``tolerance``, from below) at which Theorem 3 (ii)'s delta holds.
+
+    Bisection on :func:`theorem3_holds` over [1, 1000]: the exact delta of the mechanism
+    sigma = c eps'/epsilon grows with epsilon (mu = epsilon/c). The lower end is returned, so
+    the statement holds at the answer.
+    """
+    if not theorem3_holds(epsilon=1, delta=delta):  # pragma: no cover - G2 shows it holds at 1
+        raise SolverError("Theorem 3 (ii) fails already at epsilon = 1")
+    lo, hi = 1.0, 1000.0
+    if theorem3_holds(epsilon=hi, delta=delta):
+        return hi
+    while hi - lo > tolerance:
+        mid = 0.5 * (lo + hi)
+        if theorem3_holds(epsilon=mid, delta=delta):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def exact_gaussian_epsilon(*, eps_prime: float, sigma: float, delta: float) -> float:
     """Least epsilon certified by the exact Gaussian mechanism for residual eps' and noise sigma.
 

@@ -271,3 +271,70 @@ def erratum_example(*, dps: int = 50) -> dict[str, mpmath.mpf]:
             "thm1_corrected": thm1_corrected("1/4", 1, 8, 2, 50),
             "cor1": cor1("1/4", 2, 1, abs(v), abs(v)),
         }
+
+
+# ----------------------------------------------------------------------------------------------
+# Small executable checks quoted in docs/errata-guo2020.md
+# ----------------------------------------------------------------------------------------------
+
+
+def least_squares_removal_residual(*, algorithm1_literal: bool = False, hessian_regulariser: bool = True,
+                                   hessian_factor: float = 2.0, seed: int = 0) -> float:
+    """||grad L_b(w^-; D')|| of a least-squares Newton removal under a choice of conventions.
+
+    The removal always uses the Section 3 conventions (regulariser (lambda n/2)||w||^2, so
+    Delta = lambda w + grad l). ``algorithm1_literal`` trains with Algorithm 1's printed
+    lambda n ||w||^2 instead; ``hessian_regulariser=False`` drops lambda (n - 1) I from the
+    Hessian as Algorithm 2, line 12 prints; ``hessian_factor`` is the factor of x x^T in the
+    loss Hessian (2 is right for (w.x - y)^2, Section 3.2 prints 1). With gamma = 0 the
+    residual is 0 exactly when the conventions agree.
+    """
+    rng = np.random.default_rng(seed)
+    n, d, lam = 30, 4, 0.5
+    X = rng.normal(size=(n, d)) / 3
+    y = rng.normal(size=n)
+    b = rng.normal(size=d)
+    train_lam = 2 * lam if algorithm1_literal else lam  # lambda n ||w||^2 = (2 lambda n/2)||w||^2
+    w = np.linalg.solve(2 * X.T @ X + train_lam * n * np.eye(d), 2 * X.T @ y - b)
+    keep = slice(0, n - 1)
+    delta = lam * w + 2 * X[-1] * (X[-1] @ w - y[-1])
+    hessian = hessian_factor * X[keep].T @ X[keep]
+    if hessian_regulariser:
+        hessian = hessian + lam * (n - 1) * np.eye(d)
+    w_minus = w + np.linalg.solve(hessian, delta)
+    gradient = 2 * X[keep].T @ (X[keep] @ w_minus - y[keep]) + lam * (n - 1) * w_minus + b
+    return float(np.linalg.norm(gradient))
+
+
+def power_iteration_gap(*, iterations: int = 20, seed: int = 0) -> tuple[float, float]:
+    """(power-iteration estimate of ||X||_2 from a random start, exact ||X||_2) for a matrix
+    whose two top singular values are close, as the released code estimates sqrt(||K||_2)."""
+    rng = np.random.default_rng(seed)
+    u, _ = np.linalg.qr(rng.normal(size=(200, 20)))
+    v, _ = np.linalg.qr(rng.normal(size=(20, 20)))
+    singular = np.linspace(1.0, 0.2, 20)
+    singular[1] = 0.99
+    X = (u * singular) @ v.T
+    K = X.T @ X
+    z = rng.normal(size=20)
+    for _ in range(iterations):
+        z = K @ z
+        z /= np.linalg.norm(z)
+    estimate = float(np.sqrt(z @ K @ z))
+    return estimate, float(np.linalg.norm(X, 2))
+
+
+def residual_depends_on_b() -> tuple[float, float]:
+    """Signed residual u of the one-dimensional erratum instance at b = -50 and b = -10: u is a
+    function of b, not independent of it as Theorem 2's proof treats it."""
+    def sig(z: mpmath.mpf) -> mpmath.mpf:
+        return 1 / (1 + mpmath.exp(-z))
+
+    def signed_residual(b: int) -> float:
+        with mpmath.workdps(30):
+            lam, n = mpmath.mpf(8), 2
+            w = mpmath.findroot(lambda t: n * sig(t) + lam * n * t + b, mpmath.mpf(0))
+            v = (lam * w + sig(w)) / (sig(w) * (1 - sig(w)) + lam)
+            return float(sig(w + v) + lam * (w + v) + b)
+
+    return signed_residual(-50), signed_residual(-10)
