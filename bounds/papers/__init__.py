@@ -1,3 +1,10 @@
 """Declarations, one module per paper. Importing this package registers every bound."""
 
-from bounds.papers import chien2024, chien2024lu, chourasia2023, gaussian, neel2021  # noqa: F401
+from bounds.papers import (  # noqa: F401
+    chien2024,
+    chien2024lu,
+    chourasia2023,
+    gaussian,
+    guo2020,
+    neel2021,
+)
