@@ -1,4 +1,4 @@
 """Declarations, one module per paper. Importing this package registers every bound."""
 
+import bounds.papers.koloskova2025  # noqa: F401
 from bounds.papers import chien2024, chien2024lu, neel2021  # noqa: F401
-from bounds.papers import koloskova2025  # noqa: F401
