@@ -1030,29 +1030,28 @@ def smallest_sigma_gradient_clipping(*, epsilon: float, delta: float, conversion
 
 
 def least_steps_gradient_clipping(*, epsilon: float, delta: float, conversion: str = "balle2020",
-                                  max_steps: int = 100_000, **params: Any) -> StepsCalibration:
+                                  max_steps: int = 1_000_000, **params: Any) -> StepsCalibration:
     """Least T meeting (epsilon, delta) by Theorem A.9 + conversion, or SolverError.
 
-    The Rényi bound is not monotone in T in general (for lambda = 0 it is convex with minimum at
-    T*), so every T up to ``max_steps`` is screened in float; the least feasible one is then
-    certified in interval arithmetic and T - 1 is shown to fail.
+    The Rényi bound is q rho_z(T) and is not monotone in T in general (for lambda = 0 it is
+    convex with its minimum at T*), so rho_z is screened for every T up to ``max_steps`` at once
+    against the largest slope the conversion accepts; the least feasible T is then certified in
+    interval arithmetic and T - 1 is shown to fail.
     """
     lam_v = params.get("lam", 0)
     bound = THM_A9 if float(lam_v) != 0 else THM_A9_LAMBDA0
     if bound is THM_A9_LAMBDA0:
         params = {k_: v for k_, v in params.items() if k_ != "lam"}
-    from bounds.conversions import dp_epsilon_float
-
-    values = bound.resolve({**params, "T": 1, "q": 2})
-    floats = {k_: float(v) for k_, v in values.items() if k_ != "q"}
-    for steps in range(1, max_steps + 1):
-        floats["T"] = float(steps)
-        eps_f, _ = dp_epsilon_float(bound, delta=delta, conversion=conversion, params=floats)
-        if eps_f <= epsilon:
-            break
-    else:
-        raise SolverError(f"{bound.id}: no T <= {max_steps} meets epsilon={epsilon}")
-    for candidate in range(steps, max_steps + 1):
+    values = bound.resolve({**params, "T": 1, "q": 1})
+    needed = zcdp_slope_for(epsilon=epsilon, delta=delta, conversion=conversion)
+    steps_grid = np.arange(1, max_steps + 1, dtype=float)
+    args = [steps_grid if n == "T" else float(values[n]) for n in bound.parameter_names]
+    with np.errstate(all="ignore"):
+        slopes = np.asarray(bound.float_function(*args), dtype=float)
+    feasible = np.flatnonzero(slopes <= needed * (1 + 1e-9))
+    if feasible.size == 0:
+        raise SolverError(f"{bound.id}: no T <= {max_steps} meets epsilon={epsilon} at delta={delta}")
+    for candidate in range(int(feasible[0]) + 1, max_steps + 1):
         cert = best_epsilon(bound, delta=delta, conversion=conversion, **{**params, "T": candidate})
         if cert.epsilon <= epsilon:
             break
@@ -1061,8 +1060,8 @@ def least_steps_gradient_clipping(*, epsilon: float, delta: float, conversion: s
     neighbour = neighbour_value = None
     if candidate > 1:
         neighbour = candidate - 1
-        floats["T"] = float(neighbour)
-        neighbour_value, _ = dp_epsilon_float(bound, delta=delta, conversion=conversion, params=floats)
+        neighbour_value = best_epsilon(bound, delta=delta, conversion=conversion,
+                                       **{**params, "T": neighbour}).epsilon_float
         if not neighbour_value > epsilon:
             raise SolverError(f"{bound.id}: neighbour T={neighbour} also meets the target")
     return StepsCalibration(candidate, cert.epsilon, neighbour, neighbour_value,
