@@ -226,11 +226,19 @@ def model_clipping_log_deltas(*, epsilon: float, C0: float, C2: float, sigma0: f
     step = float(_log_theta_np(epsilon, 2 * C2, sigma))
     for _ in range(int(T)):
         cur = logs[-1]
+        if cur < _FLOAT_LOG_FLOOR:
+            # theta <= 1, so delta_t never increases: holding it is an upper bound, and it avoids
+            # the inf - inf of theta at eps_t ~ 1e300 in float
+            logs.append(cur)
+            continue
         if adaptive:
             eps_t = _adaptive_epsilon_float(epsilon, cur)
             step = float(_log_theta_np(eps_t, 2 * C2, sigma))
         logs.append(cur + step)
     return logs
+
+
+_FLOAT_LOG_FLOOR = -700.0  # log delta below which float iterations hold delta (safe side)
 
 
 def _adaptive_epsilon_float(eps: float, log_delta: float) -> float:
@@ -250,6 +258,7 @@ def _steps_float(eps: float, delta: float, C0: float, C2: float, sigma0: float, 
     t = 0
     while cur > log_target:
         if adaptive:
+            # cur > log_target > -inf here, so eps_t is finite
             step = float(_log_theta_np(_adaptive_epsilon_float(eps, cur), 2 * C2, sigma))
         cur += step
         t += 1
@@ -1078,6 +1087,8 @@ def model_clipping_log_delta_certified(*, epsilon: Any, C0: Any, C2: Any, sigma0
         cur = _log_theta_mp(e, 2 * c0, s0)
         cur += abs(cur) * slack + slack
         for _ in range(int(T)):
+            if cur < -10**6:  # delta_t never increases: holding it is an upper bound
+                break
             e_t = _adaptive_epsilon_mp(e, cur) if adaptive else e
             cur = cur + _log_theta_mp(e_t, 2 * c2, s)
             cur += abs(cur) * slack + slack
@@ -1114,14 +1125,19 @@ def smallest_sigma_model_clipping(*, epsilon: float, delta: float, C0: float, C2
     log_target = math.log(delta)
 
     def ok(s_: float) -> bool:
+        # a NaN (never expected) counts as failure, which only moves sigma to the safe side
         return model_clipping_log_deltas(epsilon=epsilon, C0=C0, C2=C2, sigma0=sigma0, sigma=s_,
                                          T=T, adaptive=adaptive)[-1] <= log_target
 
     lo, hi = 2 * C2 / 64, 2 * C2
     while not ok(hi):
         lo, hi = hi, hi * 2
+        if hi > 1e300:
+            raise SolverError("model clipping: no sigma meets the target")
     while ok(lo):
         lo /= 2
+        if lo < 1e-300:
+            raise SolverError("model clipping: every sigma meets the target")
     while hi / lo - 1 > rtol:
         mid = math.sqrt(lo * hi)
         if ok(mid):
