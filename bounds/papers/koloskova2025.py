@@ -171,7 +171,22 @@ def _dispatch(float_fn: Any, mp_fn: Any, iv_fn: Any) -> Any:
     return apply
 
 
-class LogTheta(sp.Function):
+class _NumericFunction(sp.Function):
+    """A special function with one implementation per precision (``_imp_``); sympy's ``evalf``
+    uses the mp implementation at the requested precision."""
+
+    _mp_impl: Any = None
+
+    def _eval_evalf(self, prec: int) -> Any:
+        if not all(arg.is_number for arg in self.args):
+            return None
+        with mpmath.workprec(prec + 20):
+            args = [mpmath.mpf(sp.Float(arg.evalf(prec + 20), prec + 20)._mpf_) for arg in self.args]
+            value = type(self)._mp_impl(*args)
+        return sp.Float(value, dps=mpmath.libmp.prec_to_dps(prec))
+
+
+class LogTheta(_NumericFunction):
     """``log theta_eps(dist/scale)`` of eq. (9); ``scale = 0`` (no noise) gives ``log 1 = 0``.
 
     Arguments ``(eps, dist, scale)``. One implementation per precision, chosen by argument type.
@@ -179,6 +194,7 @@ class LogTheta(sp.Function):
 
     nargs = 3
     _imp_ = staticmethod(_dispatch(_log_theta_np, _log_theta_mp, _log_theta_iv))
+    _mp_impl = staticmethod(_log_theta_mp)
 
     def _latex(self, printer: Any) -> str:
         e, d, s = (printer._print(x) for x in self.args)
@@ -250,20 +266,27 @@ def _adaptive_epsilon_mp(eps: Any, log_delta: Any) -> Any:
     return mpmath.log1p(mpmath.expm1(eps) * mpmath.exp(-log_delta))
 
 
+_ADAPTIVE_ITERATION_CAP = 100_000  # beyond this, fall back to the closed form (an upper bound)
+
+
 def _steps_float(eps: float, delta: float, C0: float, C2: float, sigma0: float, sigma: float,
                  adaptive: bool) -> float:
     log_target = math.log(delta)
     cur = float(_log_theta_np(eps, 2 * C0, sigma0))
     step = float(_log_theta_np(eps, 2 * C2, sigma))
+    closed = max(1.0, math.ceil((cur - log_target) / -step)) if step < 0 else math.inf
+    if not adaptive:  # eq. (10) rounded up, O(1) even when theta is close to 1
+        if not math.isfinite(closed):
+            raise BoundError("model clipping: theta rounds to 1, no finite step count in float")
+        return float(closed)
     t = 0
     while cur > log_target:
-        if adaptive:
-            # cur > log_target > -inf here, so eps_t is finite
-            step = float(_log_theta_np(_adaptive_epsilon_float(eps, cur), 2 * C2, sigma))
+        if t >= _ADAPTIVE_ITERATION_CAP:  # the adaptive count never exceeds Theorem 4.2's
+            return float(closed)
+        # cur > log_target > -inf here, so eps_t is finite
+        step = float(_log_theta_np(_adaptive_epsilon_float(eps, cur), 2 * C2, sigma))
         cur += step
         t += 1
-        if t > _MAX_STEPS:
-            raise BoundError("model clipping: more than 1e7 steps needed")
     return float(max(t, 1))
 
 
@@ -279,16 +302,22 @@ def _steps_mp(eps: Any, delta: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any, a
 
     cur = rounded(_log_theta_mp(eps, 2 * C0, sigma0))
     step = _log_theta_mp(eps, 2 * C2, sigma)
+    if step >= 0:
+        raise BoundError("model clipping: theta = 1, no finite step count")
+    ratio = (cur - log_target) / -step
+    closed = max(mpmath.mpf(1), mpmath.ceil(ratio + direction * (abs(ratio) * slack + slack)))
+    if not adaptive:  # eq. (10) rounded up: O(1) even when theta is close to 1
+        return closed
     t = 0
     while cur > log_target:
-        if adaptive:
-            # g(d) = d theta_{log(1 + (e^eps - 1)/d)}(r) is nondecreasing in d, so an upper
-            # bound on delta_t yields an upper bound on delta_{t+1}
-            step = _log_theta_mp(_adaptive_epsilon_mp(eps, cur), 2 * C2, sigma)
+        if t >= _ADAPTIVE_ITERATION_CAP:
+            # the adaptive count never exceeds Theorem 4.2's: an upper end (and 1 a lower end)
+            return closed if direction >= 0 else mpmath.mpf(1)
+        # g(d) = d theta_{log(1 + (e^eps - 1)/d)}(r) is nondecreasing in d, so an upper
+        # bound on delta_t yields an upper bound on delta_{t+1}
+        step = _log_theta_mp(_adaptive_epsilon_mp(eps, cur), 2 * C2, sigma)
         cur = rounded(cur + step)
         t += 1
-        if t > _MAX_STEPS:
-            raise BoundError("model clipping: more than 1e7 steps needed")
     return mpmath.mpf(max(t, 1))
 
 
@@ -307,7 +336,7 @@ def _steps_iv(adaptive: bool) -> Any:
     return run
 
 
-class ModelClippingSteps(sp.Function):
+class ModelClippingSteps(_NumericFunction):
     """Least T >= 1 with theta_eps(2C2/sigma)^T theta_eps(2C0/sigma0) <= delta (Theorem 4.2).
 
     Arguments ``(eps, delta, C0, C2, sigma0, sigma)``. Integer-valued: eq. (10) rounded up.
@@ -319,9 +348,10 @@ class ModelClippingSteps(sp.Function):
         lambda *a: _steps_mp(*a, adaptive=False, direction=+1),
         _steps_iv(adaptive=False),
     ))
+    _mp_impl = staticmethod(lambda *a: _steps_mp(*a, adaptive=False, direction=+1))
 
 
-class AdaptiveModelClippingSteps(sp.Function):
+class AdaptiveModelClippingSteps(_NumericFunction):
     """Least T >= 1 of the adaptive recursion delta_{t+1} = delta_t theta_{eps_t}(2C2/sigma),
     eps_t = log(1 + (e^eps - 1)/delta_t), delta_0 = theta_eps(2C0/sigma0).
 
@@ -334,6 +364,7 @@ class AdaptiveModelClippingSteps(sp.Function):
         lambda *a: _steps_mp(*a, adaptive=True, direction=+1),
         _steps_iv(adaptive=True),
     ))
+    _mp_impl = staticmethod(lambda *a: _steps_mp(*a, adaptive=True, direction=+1))
 
     def _latex(self, printer: Any) -> str:
         args = ", ".join(printer._print(x) for x in self.args)
@@ -400,7 +431,7 @@ def _analytic_sigma_iv(eps: Any, delta: Any, sens: Any) -> Any:
     return mpmath.iv.mpf([lo, hi])
 
 
-class AnalyticGaussianSigma(sp.Function):
+class AnalyticGaussianSigma(_NumericFunction):
     """Least sigma with theta_eps(sensitivity/sigma) <= delta (exact Gaussian mechanism,
     Balle and Wang 2018, Theorem 8). Arguments ``(eps, delta, sensitivity)``."""
 
@@ -410,6 +441,7 @@ class AnalyticGaussianSigma(sp.Function):
         lambda *a: _analytic_sigma_mp(*a, direction=+1),
         _analytic_sigma_iv,
     ))
+    _mp_impl = staticmethod(lambda *a: _analytic_sigma_mp(*a, direction=+1))
 
     def _latex(self, printer: Any) -> str:
         e, d, s = (printer._print(x) for x in self.args)
