@@ -6,5 +6,6 @@ from bounds.papers import (  # noqa: F401
     chourasia2023,
     gaussian,
     guo2020,
+    koloskova2025,
     neel2021,
 )
