@@ -473,6 +473,12 @@ def test_text_round_trips_to_the_same_formula(bound_id):
     if bound.expression.has(GeometricLogMeanExp):
         assert "Sum(exp(" in text and "(k, 0, n/b - 1)" in text
         return
+    special = {type(f).__name__ for f in bound.expression.atoms(sp.Function)
+               if type(f).__module__.startswith("bounds.")}
+    if special:
+        # Special functions of the toolkit (their own float/mp/interval code) print by name.
+        assert all(name in text for name in special)
+        return
     local = {p.name: p.symbol for p in bound.parameters}
     parsed = sp.sympify(text, locals=local)
     assert parsed.free_symbols == bound.expression.free_symbols
