@@ -138,6 +138,30 @@ def _step_cap(bound: Bound, values: Mapping[str, Any]) -> tuple[Fraction | None,
     return (min(caps) if caps else None), strict
 
 
+def _solved_sides(
+    small: sp.Expr, big: sp.Expr, values: Mapping[str, Any]
+) -> list[tuple[sp.Symbol, sp.Expr, bool]]:
+    """``(symbol, limit, is_lower)`` readings of ``small <= big``: a side that is a symbol, or a
+    symbol times a factor that is positive at ``values`` (``gamma*lam > 1/2`` bounds gamma)."""
+    readings = []
+    for target, other, is_lower in ((big, small, True), (small, big, False)):
+        if isinstance(target, sp.Symbol):
+            if target not in other.free_symbols:
+                readings.append((target, other, is_lower))
+            continue
+        if not isinstance(target, sp.Mul):
+            continue
+        for symbol in sorted(target.free_symbols, key=lambda s: s.name):
+            coefficient = target / symbol
+            if symbol in coefficient.free_symbols or symbol in other.free_symbols:
+                continue
+            found = _number(coefficient, values) if coefficient.free_symbols <= {
+                sp.Symbol(n, real=True) for n in values} else None
+            if found is not None and found[0] > 0:
+                readings.append((symbol, other / coefficient, is_lower))
+    return readings
+
+
 def _repair(
     draw: Callable[[Any], Any], bound: Bound, out: dict[str, Any], fixed: Mapping[str, Any]
 ) -> None:
@@ -151,9 +175,7 @@ def _repair(
             if sides is None:
                 continue
             small, big, strict = sides
-            for target, other, is_lower in ((big, small, True), (small, big, False)):
-                if not isinstance(target, sp.Symbol) or target in other.free_symbols:
-                    continue
+            for target, other, is_lower in _solved_sides(small, big, out):
                 name = target.name
                 if name in fixed or name == "eta" or name not in out:
                     continue
