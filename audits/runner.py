@@ -20,7 +20,6 @@ their own seed and are never used to certify. Plug-in numbers are reported as es
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import importlib.metadata
@@ -32,28 +31,19 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from audits.adapter import PreparedAudit
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
-from audits.spec import (
-    ESTIMATORS,
-    STATISTICS,
-    AuditSpec,
-    DatasetSpec,
-    PNSGDParams,
-    RequestSpec,
-    SpecError,
-    load_spec,
-)
+from audits.seeds import derived_seed
+from audits.spec import ESTIMATORS, STATISTICS, AuditSpec, SpecError, load_spec
 from audits.store import STORE_NAME, ChunkStore
 
 __all__ = [
     "AuditResult",
-    "PNSGDMechanism",
     "PreparedAudit",
     "audit_mechanism",
     "audit_scores",
@@ -73,8 +63,9 @@ PILOT, MAIN = "pilot", "audit"
 _ROC_POINTS = 600
 _PLOT_SCORES = 5000
 # Score-side files whose code decides the numbers in the chunk store.
-_CODE_FILES = ("audits/runner.py", "audits/spec.py", "audits/store.py", "audits/protocols.py")
-_CODE_PACKAGES = ("empirical",)
+_CODE_FILES = ("audits/runner.py", "audits/spec.py", "audits/store.py", "audits/protocols.py",
+               "audits/datasets.py", "audits/seeds.py")
+_CODE_PACKAGES = ("empirical", "audits/adapters")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -108,12 +99,6 @@ def code_version() -> str:
             digest.update(path.read_bytes())
             digest.update(b"\0")
     return f"{toolkit_version()}+src.{digest.hexdigest()[:12]}"
-
-
-def derived_seed(seed: int, label: str) -> int:
-    """A 63-bit seed for one purpose of an audit (BLAKE2b of seed and label)."""
-    message = f"{int(seed)}|{label}".encode()
-    return int.from_bytes(hashlib.blake2b(message, digest_size=8).digest(), "little") >> 1
 
 
 # ----------------------------------------------------------------------------------------------
@@ -667,332 +652,6 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     return AuditResult(validate_report(report), paths)
 
 
-# ----------------------------------------------------------------------------------------------
-# PNSGD (Chien et al. 2024): data, certificate, mechanism.
-
-
-@dataclass(frozen=True)
-class _PNSGDData:
-    dataset: Any  # empirical.data.Dataset, tail dropped to a multiple of b
-    request: Any  # UnlearningRequest or RequestSequence
-    batch_size: int
-    indices: tuple[int, ...]
-    max_norm: float
-
-
-def _pnsgd_data(spec_json: str) -> _PNSGDData:
-    """Dataset and request of a spec (cached on the fields they depend on)."""
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(),
-                      spec.algorithm.batch_size], sort_keys=True)
-    return _pnsgd_data_cached(key)
-
-
-@functools.lru_cache(maxsize=8)
-def _pnsgd_data_cached(key: str) -> _PNSGDData:
-    from empirical.data import (
-        RequestSequence,
-        UnlearningRequest,
-        drop_to_multiple,
-        load_dataset,
-        removal_request,
-        replacement_request,
-    )
-
-    dataset_fields, request_fields, batch_size = json.loads(key)
-    dataset_spec = DatasetSpec(**dataset_fields)
-    request_spec = RequestSpec(**request_fields)
-    options = dataset_spec.loader_options()
-    path = options.pop("path", None)
-    try:
-        dataset = load_dataset(dataset_spec.name, path=path, **options)
-    except (OSError, ValueError) as error:
-        raise SpecError(f"spec.dataset: cannot load {dataset_spec.name!r}: {error}") from None
-    if batch_size == "full":
-        batch = dataset.n
-    else:
-        batch = int(batch_size)
-        if batch > dataset.n:
-            raise SpecError(f"spec.algorithm.batch_size: {batch} exceeds the {dataset.n} "
-                            "training records")
-        dataset = drop_to_multiple(dataset, batch)
-    n = dataset.n
-    if request_spec.indices is None:
-        if request_spec.total_records > n:
-            raise SpecError(f"spec.request: {request_spec.total_records} records requested, "
-                            f"the dataset has {n}")
-        rng = np.random.default_rng(request_spec.seed)
-        indices = tuple(int(i) for i in rng.choice(n, request_spec.total_records, replace=False))
-    else:
-        indices = request_spec.indices
-        bad = [i for i in indices if i >= n]
-        if bad:
-            raise SpecError(f"spec.request.indices: row {bad[0]} is out of range for the {n} "
-                            "training records")
-    requests = []
-    for position in range(request_spec.requests):
-        rows = list(indices[position * request_spec.size:(position + 1) * request_spec.size])
-        if request_spec.kind == "remove":
-            requests.append(removal_request(rows))
-        elif request_spec.replacement == "flip":
-            requests.append(UnlearningRequest(tuple(rows), -dataset.features[rows],
-                                              dataset.labels[rows]))
-        else:
-            requests.append(replacement_request(
-                dataset, rows, seed=derived_seed(request_spec.seed, f"replacement/{position}")))
-    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
-    norms = [np.linalg.norm(dataset.features, axis=1).max()]
-    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
-              if r.replacement_features is not None]
-    return _PNSGDData(dataset, request, batch, indices, float(max(norms)))
-
-
-def _largest_float_at_most(value: Fraction) -> float:
-    x = float(value)
-    while Fraction(x) > value:
-        x = math.nextafter(x, -math.inf)
-    return x
-
-
-@functools.cache
-def _sequence_bound():
-    """Theorem 3.2's argument for the last of a sequence of requests (composed here).
-
-    Same expression as ``chien2024:thm3.2`` with its initial distance Z_B replaced by a free
-    W_infinity bound Z at the start of the last request, computed by
-    :func:`_sequence_distance` from Lemma 3.4 (burn-in), Lemma 3.3 with T -> infinity (the
-    distance between stationary laws, as in Theorem 3.11) and contraction by c per step.
-    """
-    from bounds.engine import Bound, Citation, Parameter
-    from bounds.papers import chien2024 as paper
-
-    z = paper.symbols("Z")[0]
-    expression = paper.weak_triangle(
-        paper.alpha,
-        paper.pabi(2 * paper.alpha, 2 * paper.R, paper.T * paper.P),
-        paper.pabi(2 * paper.alpha, z, paper.K * paper.P),
-    )
-    return Bound(
-        id="audits:pnsgd-sequence",
-        title="PNSGD, last request of a sequence, finite burn-in: Theorem 3.2's argument with "
-              "Theorem 3.11's distance recursion",
-        citation=Citation("chien2024", paper.REFERENCE, paper.SEED,
-                          "Theorem 3.2 with Theorem 3.11 and Lemmas 3.3-3.4",
-                          "composed in audits/runner.py (_sequence_bound)"),
-        parameters=(*paper.COMMON_PARAMS, paper.P_T, paper.P_K, paper.P_R,
-                    Parameter("Z", "W_infinity bound between the law at the start of the last "
-                              "request and the stationary law of the final dataset", lower=0)),
-        expression=expression,
-        guarantee=paper.RENYI_RU,
-        preconditions=paper.COMMON_PRE,
-        assumptions=paper.THM32.assumptions + (
-            "Z is computed by interval arithmetic from Lemma 3.4 (burn-in from a law on C_R), "
-            "Lemma 3.3 with T -> infinity per request (S records: S times the distance) and "
-            "the contraction c^{K n/b} of each request's K epochs, capped at 2R",
-        ),
-        variant="improved",
-        monotone={"sigma": "decreasing"},
-    )
-
-
-def _sequence_distance(*, eta: float, m: Fraction, M: float, n: int, b: int, T: int,
-                       R: float, sizes: Sequence[int], epochs: Sequence[int]):
-    """Upper end (mpf) of Z at the start of the last request (see :func:`_sequence_bound`)."""
-
-    from bounds.engine import exact_interval, interval_endpoints, interval_min, iv_precision
-
-    with iv_precision(40):
-        per_epoch = n // b
-        c = 1 - exact_interval(eta) * exact_interval(m)
-        two_r = 2 * exact_interval(R)
-        step = (2 * exact_interval(eta) * exact_interval(M)
-                / (exact_interval(b) * (1 - c**per_epoch)))
-        z = two_r * c ** (T * per_epoch)
-        for position, size in enumerate(sizes):
-            if position:
-                z = c ** (epochs[position - 1] * per_epoch) * z
-            z = interval_min(z + interval_min(size * step, two_r), two_r)
-        return interval_endpoints(z)[1]
-
-
-def _pnsgd_certificate(spec: AuditSpec, data: _PNSGDData) -> tuple[Certificate, float, Any]:
-    """Certificate and the (sigma, K) the mechanism runs with."""
-    from bounds.calibration import calibrate
-    from bounds.conversions import CONVERSION_CITATIONS, best_epsilon
-    from bounds.engine import BoundError
-
-    params: PNSGDParams = spec.algorithm
-    cert_spec = spec.certificate
-    n, b = data.dataset.n, data.batch_size
-    if data.max_norm > 1.0 + 1e-12:
-        raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
-                        f"found {data.max_norm}")
-    lam = Fraction(params.l2)
-    L = Fraction(1, 4) + lam
-    if params.step_size == "1/L":
-        eta = _largest_float_at_most(1 / L)
-    else:
-        eta = float(params.step_size)
-        if Fraction(eta) > 1 / L:
-            raise SpecError(f"spec.algorithm.step_size: must be at most 1/L = {float(1 / L):.6g} "
-                            f"(L = 1/4 + l2; Theorem 3.2 needs eta <= 1/L), got {eta}")
-    delta = cert_spec.resolve_delta(n)
-    requests = spec.request.requests
-    size = spec.request.size
-    epochs = params.unlearn_epochs
-    epoch_list = (list(epochs) if isinstance(epochs, tuple)
-                  else [1 if epochs is None else int(epochs)] * requests)
-    inputs: dict[str, Any] = {"eta": eta, "m": lam, "L": L, "M": params.clip * size, "n": n,
-                              "b": b, "T": params.learn_epochs, "R": params.radius}
-    derivation: list[str] = []
-    if requests > 1:
-        if cert_spec.bound is not None:
-            raise SpecError("spec.certificate.bound: a sequence of requests is certified by the "
-                            "audit's composition of Theorems 3.2 and 3.11; leave bound out")
-        bound = _sequence_bound()
-        inputs["M"] = params.clip
-        inputs["Z"] = _sequence_distance(eta=eta, m=lam, M=params.clip, n=n, b=b,
-                                         T=params.learn_epochs, R=params.radius,
-                                         sizes=[size] * requests, epochs=epoch_list)
-        derivation.append(
-            f"{requests} sequential requests of {size} record(s): certificate of the last "
-            f"request, K = {epoch_list[-1]}; Z = {float(inputs['Z']):.6g} bounds the "
-            f"W_infinity distance at its start (epochs per request {epoch_list})")
-    else:
-        import bounds
-
-        bound = bounds.get(cert_spec.bound or "chien2024:thm3.2")
-        if set(bound.parameter_names) != {"alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T",
-                                          "K", "R"}:
-            raise SpecError(f"spec.certificate.bound: {bound.id} does not take Theorem 3.2's "
-                            "parameters (alpha sigma eta m L M n b T K R)")
-        if size > 1:
-            derivation.append(
-                f"batch request of S = {size} records: Corollary J.1's distance S * 2 eta M / b "
-                "in Theorem 3.2, i.e. M replaced by S * M")
-    calibration = None
-    sigma = params.sigma
-    try:
-        if cert_spec.target_epsilon is not None and cert_spec.calibrate == "sigma":
-            cal = calibrate(bound, solve="sigma", epsilon=cert_spec.target_epsilon, delta=delta,
-                            conversion=cert_spec.conversion, K=epoch_list[-1], **inputs)
-            sigma = float(cal.value)
-        elif cert_spec.target_epsilon is not None:
-            cal = calibrate(bound, solve="K", epsilon=cert_spec.target_epsilon, delta=delta,
-                            conversion=cert_spec.conversion, sigma=sigma, **inputs)
-            if cal.value is None:
-                raise SpecError(f"spec.certificate: K cannot be calibrated: {'; '.join(cal.notes)}")
-            epoch_list = [int(cal.value)]
-        else:
-            cal = None
-        if cal is not None:
-            calibration = {"parameter": cal.parameter, "value": cal.value,
-                           "target_epsilon": cal.target_epsilon, "neighbour": cal.neighbour,
-                           "neighbour_epsilon": cal.neighbour_epsilon,
-                           "certified_epsilon_at_value": cal.certified_epsilon}
-        # The final certificate is evaluated at the exact numbers the mechanism runs with.
-        conv = best_epsilon(bound, delta=delta, conversion=cert_spec.conversion, sigma=sigma,
-                            K=epoch_list[-1], **inputs)
-    except BoundError as error:
-        raise SpecError(f"spec.certificate: the bound engine refused the inputs: {error}") \
-            from None
-    assumptions = [
-        "m = lambda and L = 1/4 + lambda: the clipped logistic gradient is phi(w.x) x with phi "
-        "non-decreasing and slope <= 1/4 when ||x|| <= 1 (checked: max feature norm "
-        f"{data.max_norm:.6g}), so each per-example loss is convex and 1/4-smooth, plus the "
-        "lambda/2 ||w||^2 term",
-        "M = clip: every clipped data gradient has norm <= M, so two records' gradients differ "
-        "by at most 2M (Remark 3.6); a removal is served as a null record (difference <= M)",
-        f"eta = {eta!r} <= 1/L (checked exactly)",
-        f"R = {params.radius}: every step projects onto C_R (the mechanism's radius)",
-        "the learning initialisation is the point 0, which lies in C_R (init = 'zero')",
-        "the mini-batch partition B is reused for learning and unlearning within a trial; with "
-        f"partition = {params.partition!r} the law of the models is a mixture over B of laws "
-        "each covered by the theorem, and (epsilon, delta) guarantees survive mixtures",
-        "retraining runs T epochs of the same algorithm on the final dataset from the same "
-        "initialisation",
-        "the theorem is stated in exact arithmetic; floating-point rounding of the trial engine "
-        "is not accounted for",
-    ]
-    provenance = {
-        **conv.provenance,
-        "conversion": CONVERSION_CITATIONS[cert_spec.conversion],
-        "audit_assumptions": assumptions,
-        "derivation": derivation,
-        "delta": "1/n" if cert_spec.delta == "1/n" else "given",
-    }
-    if params.noise_multiplier_scale != 1.0:
-        provenance["deliberately_broken"] = (
-            f"noise_multiplier_scale = {params.noise_multiplier_scale}: the mechanism draws "
-            f"{params.noise_multiplier_scale} times the noise this certificate assumes (a test of "
-            "the audit itself)")
-    certificate = Certificate(
-        epsilon=conv.epsilon, delta=delta, bound=bound.id, alpha=conv.alpha,
-        conversion=cert_spec.conversion, calibration=calibration,
-        inputs={**inputs, "sigma": sigma, "K": epoch_list[-1], "delta": delta},
-        provenance=provenance,
-    )
-    if cert_spec.target_epsilon is not None and conv.epsilon > cert_spec.target_epsilon:
-        raise SpecError(f"spec.certificate: the calibrated certificate {conv.epsilon} exceeds "
-                        f"the target {cert_spec.target_epsilon}")  # pragma: no cover
-    k_value: Any = tuple(epoch_list) if requests > 1 else epoch_list[0]
-    return certificate, float(sigma), k_value
-
-
-@dataclass(frozen=True)
-class PNSGDMechanism:
-    """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
-
-    Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
-    statistics: ``params`` = the final parameters; accuracy on the test split.
-    """
-
-    spec_json: str
-    config: Any  # empirical.mechanisms.chien2024.PNSGDConfig
-    device: str
-    dtype: str
-
-    @property
-    def description(self) -> str:
-        c = self.config
-        return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
-                f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
-                f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
-
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
-        from empirical.mechanisms.chien2024 import run_pnsgd
-
-        data = _pnsgd_data(self.spec_json)
-        result = run_pnsgd(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                           seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                           # retain_scores=0 trips an empty-reshape in empirical.models (reported)
-                           first_trial=first_trial, retain_scores=1)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
-
-
-@dataclass(frozen=True)
-class PreparedAudit:
-    """What an algorithm plug-in gives the runner for a spec."""
-
-    certificate: Certificate
-    mechanism: TrialMechanism
-    device: str
-    fingerprint: str
-    seeds: Mapping[str, Any]
-    notes: tuple[str, ...] = ()
-
-
 def _resolve_device(device: str, backend: str) -> str:
     import torch
 
@@ -1013,57 +672,17 @@ def _resolve_device(device: str, backend: str) -> str:
     return device
 
 
-def _prepare_pnsgd(spec: AuditSpec, *, backend: str) -> PreparedAudit:
-    from empirical.mechanisms.chien2024 import PNSGDConfig
-
-    spec_json = spec.canonical_json()
-    data = _pnsgd_data(spec_json)
-    certificate, sigma, epochs = _pnsgd_certificate(spec, data)
-    params: PNSGDParams = spec.algorithm
-    config = PNSGDConfig(
-        step_size=float(certificate.inputs["eta"]),
-        sigma=sigma,
-        batch_size=data.batch_size,
-        learn_epochs=params.learn_epochs,
-        unlearn_epochs=epochs,
-        l2=params.l2,
-        clip=params.clip,
-        radius=params.radius,
-        init_std=0.0,
-        partition=params.partition,
-        noise_multiplier_scale=params.noise_multiplier_scale,
-    )
-    device = _resolve_device(spec.device, backend)
-    mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
-    return PreparedAudit(
-        certificate=certificate,
-        mechanism=mechanism,
-        device=device,
-        fingerprint=mechanism.fingerprint(),
-        seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-        notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
-    )
-
-
-_ALGORITHM_RUNNERS: dict[str, Callable[..., PreparedAudit]] = {"pnsgd": _prepare_pnsgd}
-
-
 def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
-    """Plug in an algorithm: ``prepare(spec, *, backend) -> PreparedAudit``.
-
-    Register its hyper-parameter class with :func:`audits.spec.register_algorithm` too.
-    """
-    _ALGORITHM_RUNNERS[name] = prepare
+    """Removed: register an :class:`~audits.adapter.AlgorithmAdapter` instead."""
+    raise TypeError(f"register_algorithm_runner({name!r}, ...) is gone: implement "
+                    "audits.adapter.AlgorithmAdapter and call audits.registry.register_adapter")
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
                   backend: str = "local") -> PreparedAudit:
     """Certificate and mechanism of a spec, without running anything."""
     spec = load_spec(spec)
-    name = spec.algorithm.name
-    if name not in _ALGORITHM_RUNNERS:
-        raise SpecError(f"spec.algorithm.name: no runner registered for {name!r}")
-    return _ALGORITHM_RUNNERS[name](spec, backend=backend)
+    return spec.adapter.prepare(spec, device=_resolve_device(spec.device, backend))
 
 
 # ----------------------------------------------------------------------------------------------

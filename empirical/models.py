@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
 import torch
@@ -34,6 +35,7 @@ __all__ = [
     "TinyMLP",
     "TrialModel",
     "clip_scale",
+    "logistic_constants",
     "elementwise_per_trial",
     "pairwise_dot",
 ]
@@ -165,6 +167,24 @@ def _check_batched(params: torch.Tensor, features: torch.Tensor, num_params: int
         )
 
 
+# Smoothness of the logistic loss on unit-norm features: sigmoid' <= 1/4 (seed 000, App. N.3).
+LOGISTIC_SMOOTHNESS = Fraction(1, 4)
+
+
+def logistic_constants(l2: float | Fraction) -> tuple[Fraction, Fraction, Fraction]:
+    """(m, L, 1/L) of l2-regularised logistic regression on features of norm <= 1, exactly.
+
+    m = lambda (strong convexity from the l2 term), L = 1/4 + lambda (seed 000, App. N.3: the
+    logistic Hessian sigmoid'(w.x) x x^T has norm <= ||x||^2 / 4), and eta = 1/L is the
+    largest step size Theorem 3.2 allows. ``l2`` is converted exactly (Fraction of the float).
+    """
+    m = Fraction(l2)
+    if not m > 0:
+        raise ValueError(f"l2 must be > 0 for a strongly convex loss, got {l2}")
+    smoothness = LOGISTIC_SMOOTHNESS + m
+    return m, smoothness, 1 / smoothness
+
+
 @dataclass(frozen=True)
 class LogisticRegression:
     """Logistic loss l(w; x, y) = log(1 + exp(-y w.x)) without intercept (seed 000, eq. 88).
@@ -192,7 +212,7 @@ class LogisticRegression:
     @property
     def smoothness(self) -> float:
         # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
-        return 0.25
+        return float(LOGISTIC_SMOOTHNESS)
 
     def data_gradient_sum(
         self,
