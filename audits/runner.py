@@ -3,8 +3,8 @@
 Entry points:
 
 * :func:`run_audit` (``unlearn audit run``): an :class:`~audits.spec.AuditSpec` in, a report
-  out. The certificate comes from the bound engine (for PNSGD, Chien et al. 2024 Theorem 3.2,
-  calibrated to the spec's target); the trials run in chunks on the trial engine, locally or as
+  out. The certificate comes from the algorithm's adapter (:mod:`audits.registry`) through the
+  bound engine, calibrated to the spec's target; the trials run in chunks on the trial engine, locally or as
   Ray tasks, and every finished chunk is stored in ``audit.sqlite`` so that a killed audit
   resumes where it stopped and gives a bit-identical report.
 * :func:`audit_mechanism`: the same for your own :class:`~audits.protocols.TrialMechanism`.

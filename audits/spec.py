@@ -190,7 +190,7 @@ class RequestSpec:
     """The unlearning request: ``requests`` sequential requests of ``size`` records each.
 
     single: size 1, requests 1; batch of S: size S; sequence: requests > 1. ``kind`` is
-    ``replace`` (the adjacency of Chien et al.) or ``remove`` (served as a null record).
+    ``replace`` (replacement adjacency) or ``remove`` (served as a null record).
     ``replacement`` ``flip`` puts (-x, y) in place of (x, y), which maximises the difference
     of clipped gradients (2M) and so gives the strongest audit; ``random`` is the paper's
     N(0, I) point with a random label (App. N.3). ``indices`` (size * requests distinct rows,
@@ -263,7 +263,7 @@ class CertificateSpec:
             raise fail(f"{p}.calibrate", f"must be a parameter name, got {self.calibrate!r}")
         choice(self.conversion, f"{p}.conversion", CONVERSIONS)
         if self.bound is not None and (not isinstance(self.bound, str) or ":" not in self.bound):
-            raise fail(f"{p}.bound", f"must be a bound id such as 'chien2024:thm3.2', got "
+            raise fail(f"{p}.bound", f"must be a bound id such as 'paper:theorem', got "
                         f"{self.bound!r}")
 
     def resolve_delta(self, n: int) -> float:
