@@ -49,3 +49,15 @@ def test_reduced_demo_report_is_unchanged():
     assert estimates[("TPR", "projection")] == pytest.approx(0.019, rel=1e-12)
     assert estimates[("KL(unlearned || retrained) of the attack score, Gaussian fit", "loss")] \
         == pytest.approx(0.007039313426464133, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_demo_with_5000_trials_gives_the_same_lower_bound():
+    report = run_audit(demo_spec(trials=5000)).report
+    assert report["certificate"]["epsilon"] == DEMO_EPSILON
+    assert report["verdict"]["status"] == "CONSISTENT"
+    best = report["verdict"]["best_lower_bound"]
+    assert (best["attack"], best["statistic"]) == ("loss", "sample-split")
+    assert report["verdict"]["max_lower_bound"] == pytest.approx(0.012601897033305498, rel=1e-12)
+    assert report["empirical"]["max_certifiable_epsilon"] == pytest.approx(6.194748162232733,
+                                                                           rel=1e-12)
