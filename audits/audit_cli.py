@@ -2,8 +2,10 @@
 
 Registered by :func:`audits.cli.build_parser` through :func:`add_audit_commands`:
 
-* ``unlearn audit demo [--out DIR] [--trials N] [--device D]``: the embedded default audit
-  (PNSGD on digits 3-vs-8, calibrated to (1, 1/n)); see :func:`audits.spec.demo_spec`.
+* ``unlearn audit demo [--algorithm NAME] [--out DIR] [--trials N] [--device D]``: the
+  embedded demo audit of an algorithm (default: the default algorithm); see
+  :func:`audits.spec.demo_spec` and each adapter's ``demo_spec``.
+* ``unlearn audit algorithms``: the registered algorithms, one-line descriptions, parameters.
 * ``unlearn audit run SPEC [--out DIR] [--device D] [--backend local|ray]``: a TOML spec.
   Rerunning with the same ``--out`` resumes from the chunk store.
 * ``unlearn audit report DIR``: re-render ``report.html`` and print the summary.
@@ -15,14 +17,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from audits.cli_common import CommandError, emit
+
 __all__ = ["add_audit_commands"]
 
 _DEFAULT_OUT = Path("audit-out")
 
 
 def _error(message: str) -> Exception:
-    from audits.cli import CommandError
-
     return CommandError(message)
 
 
@@ -46,7 +48,6 @@ def _outcome(result, out_dir: Path) -> dict[str, Any]:
 
 
 def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
-    from audits.cli import emit
     from audits.runner import run_audit
 
     if args.device is not None:
@@ -64,8 +65,35 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
 def cmd_audit_demo(args: argparse.Namespace) -> None:
     from audits.spec import demo_spec
 
-    spec = demo_spec(trials=args.trials)
-    _run(spec, args, Path(args.out) if args.out else _DEFAULT_OUT / "demo")
+    spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
+    default_out = _DEFAULT_OUT / ("demo" if args.algorithm is None else f"demo-{args.algorithm}")
+    _run(spec, args, Path(args.out) if args.out else default_out)
+
+
+def cmd_audit_algorithms(args: argparse.Namespace) -> None:
+    from audits.registry import adapters, default_adapter
+
+    default = default_adapter().name
+    rows = []
+    for name, adapter in adapters().items():
+        rows.append({
+            "name": name,
+            "description": adapter.description,
+            "default": name == default,
+            "models": list(adapter.models),
+            "calibrate": list(adapter.calibratable),
+            "parameters": [{"name": p.name, "default": p.default, "description": p.description}
+                           for p in adapter.parameters()],
+        })
+    lines = []
+    for row in rows:
+        mark = " (default)" if row["default"] else ""
+        lines.append(f"{row['name']}{mark}: {row['description']}")
+        lines.append(f"  models: {', '.join(row['models'])}; calibrate: "
+                     f"{', '.join(row['calibrate'])}")
+        for p in row["parameters"]:
+            lines.append(f"  {p['name']} = {p['default']!r}: {p['description']}")
+    emit({"algorithms": rows, "count": len(rows)}, args.json, "\n".join(lines))
 
 
 def cmd_audit_run(args: argparse.Namespace) -> None:
@@ -79,7 +107,6 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from audits.cli import emit
     from audits.report import load_report, summary_text, write_report
 
     try:
@@ -95,7 +122,7 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
 
 
 def add_audit_commands(subparsers: Any, with_json: Any) -> None:
-    """Add ``unlearn audit {demo, run, report}`` to the ``unlearn`` parser."""
+    """Add ``unlearn audit {demo, algorithms, run, report}`` to the ``unlearn`` parser."""
     p_audit = subparsers.add_parser(
         "audit", help="empirical audits: certified epsilon against empirical lower bounds")
     sub = p_audit.add_subparsers(dest="audit_command", required=True)
@@ -110,12 +137,17 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
         p.add_argument("--quiet", action="store_true", help="no progress line")
 
     p = with_json(sub.add_parser(
-        "demo", help="PNSGD on digits 3-vs-8, calibrated to (1, 1/n): a few minutes on 2 cores"))
+        "demo", help="an algorithm's embedded demo audit (see 'unlearn audit algorithms')"))
+    p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
     common(p, "audit-out/demo")
     p.set_defaults(func=cmd_audit_demo)
 
+    p = with_json(sub.add_parser(
+        "algorithms", help="registered algorithms: descriptions and parameters"))
+    p.set_defaults(func=cmd_audit_algorithms)
+
     p = with_json(sub.add_parser("run", help="run (or resume) the audit of a TOML spec"))
-    p.add_argument("spec", help="the spec file (see examples/pnsgd_digits.toml)")
+    p.add_argument("spec", help="the spec file (see the examples/ folder)")
     common(p, "audit-out/<spec name>")
     p.set_defaults(func=cmd_audit_run)
 

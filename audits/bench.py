@@ -1,4 +1,8 @@
-"""Benchmarks behind ``unlearn bench``: rates measured side by side in one run, reported as ratios."""
+"""Benchmarks behind ``unlearn bench``: rates measured side by side in one run, reported as ratios.
+
+Which bound, reproduction and trials are timed comes from an algorithm's adapter
+(:mod:`audits.registry`); this module names no algorithm.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +13,10 @@ from typing import Any
 import numpy as np
 
 import bounds
+from audits.registry import default_adapter, get_adapter
 from bounds.engine import get_reproduction
 
-THM32_POINT = {
-    "alpha": 10.0, "sigma": 0.05, "eta": 3.8, "m": 0.011264, "L": 0.261264, "M": 1.0,
-    "n": 11264, "b": 128, "T": 20, "K": 1, "R": 100.0,
-}
+__all__ = ["bounds_benchmark", "trials_benchmark"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -29,20 +31,27 @@ def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tup
             return reps * count / elapsed, elapsed / reps
 
 
-def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed: int = 0) -> dict[str, Any]:
-    """Evaluation rates of Chien et al. Theorem 3.2 and the time of the Table 3 reproduction.
+def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed: int = 0,
+                     algorithm: str | None = None) -> dict[str, Any]:
+    """Evaluation rates of an algorithm's main bound and the time of its reference reproduction.
+
+    The adapter (``algorithm``, default: the default one) names the bound, a point of its
+    parameters (``bench_point``; sigma, K and T are drawn at random) and the reproduction.
 
     * vectorised float: one checked ``evaluate`` call over ``points`` random (sigma, K, T);
     * scalar loop: the same compiled formula called once per point in a Python loop;
     * mp (50 digits) and interval (50 digits): checked ``evaluate`` per point;
-    * Table 3: the 24 calibrations, each certified in interval arithmetic.
+    * the reproduction, each of its rows certified as the reproduction does.
     """
-    bound = bounds.get("chien2024:thm3.2")
+    adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
+                                                                      path="--algorithm")
+    bound = bounds.get(adapter.bench_bound)
+    point = dict(adapter.bench_point)
     rng = np.random.default_rng(seed)
     sigma = rng.uniform(0.01, 2.0, points)
     k_epochs = rng.integers(1, 50, points).astype(float)
     burn_in = rng.integers(1, 100, points).astype(float)
-    arrays = {**THM32_POINT, "sigma": sigma, "K": k_epochs, "T": burn_in}
+    arrays = {**point, "sigma": sigma, "K": k_epochs, "T": burn_in}
 
     def vectorised() -> Any:
         return bound.evaluate(precision="float", **arrays).value
@@ -53,7 +62,7 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     names = bound.parameter_names
     rows = [
         [float(sigma[i]) if n == "sigma" else float(k_epochs[i]) if n == "K"
-         else float(burn_in[i]) if n == "T" else float(THM32_POINT[n]) for n in names]
+         else float(burn_in[i]) if n == "T" else float(point[n]) for n in names]
         for i in range(loop_points)
     ]
 
@@ -66,7 +75,7 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     looped = np.array([fn(*row) for row in rows])
     agree = bool(np.allclose(vec, looped, rtol=1e-12, atol=0))
 
-    few = [{**THM32_POINT, "sigma": float(sigma[i]), "K": int(k_epochs[i]), "T": int(burn_in[i])}
+    few = [{**point, "sigma": float(sigma[i]), "K": int(k_epochs[i]), "T": int(burn_in[i])}
            for i in range(50)]
 
     def mp_eval() -> None:
@@ -80,7 +89,7 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     mp_rate, _ = _rate(mp_eval, len(few))
     iv_rate, _ = _rate(iv_eval, len(few))
 
-    repro = get_reproduction("chien2024:table3")
+    repro = get_reproduction(adapter.bench_reproduction)
     start = time.perf_counter()
     result = repro.run()
     table_seconds = time.perf_counter() - start
@@ -93,6 +102,7 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
         "vectorised_matches_loop": agree,
         "mp50_evals_per_s": mp_rate,
         "interval50_evals_per_s": iv_rate,
+        "reproduction": repro.id,
         "table3_seconds": table_seconds,
         "table3_matches": f"{result['matches']}/{result['total']}",
         "points": points,
@@ -103,3 +113,47 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
             "mp and interval rates include input resolution and precondition checks per call",
         ],
     }
+
+
+def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, device: str = "cpu",
+                     dataset: str | None = None) -> dict[str, Any]:
+    """Batched against per-trial trials of an algorithm (its adapter's ``benchmark_trials``).
+
+    An adapter without its own benchmark is timed generically on its demo spec: one
+    ``run_trials`` call for all trials against one call per trial (outputs compared).
+    """
+    adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
+                                                                      path="--algorithm")
+    own = getattr(adapter, "benchmark_trials", None)
+    if own is not None:
+        options = {} if dataset is None else {"dataset": dataset}
+        return {"algorithm": adapter.name, **own(n_trials=n_trials, device=device, **options)}
+    if dataset is not None:
+        raise ValueError(f"the {adapter.name} benchmark runs on its demo data; leave --dataset out")
+    return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
+
+
+def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[str, Any]:
+    from audits.runner import prepare_audit
+
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    mechanism = prepare_audit(spec).mechanism
+    mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up
+    start = time.perf_counter()
+    batched = mechanism.run_trials(seed=0, first_trial=0, n_trials=n_trials).to_arrays()
+    batched_seconds = time.perf_counter() - start
+    loop_trials = min(n_trials, 32)
+    start = time.perf_counter()
+    looped = [mechanism.run_trials(seed=0, first_trial=i, n_trials=1).to_arrays()
+              for i in range(loop_trials)]
+    loop_seconds = time.perf_counter() - start
+    matches = all(np.array_equal(batched[key][i], row[key][0])
+                  for i, row in enumerate(looped) for key in row)
+    batched_rate, loop_rate = n_trials / batched_seconds, loop_trials / loop_seconds
+    return {"n_trials": n_trials, "device": device, "batched_seconds": batched_seconds,
+            "batched_trials_per_s": batched_rate, "loop_trials_timed": loop_trials,
+            "loop_seconds": loop_seconds, "loop_trials_per_s": loop_rate,
+            "speedup": batched_rate / loop_rate, "loop_matches_batched": matches,
+            "note": "generic benchmark on the adapter's demo spec (TrialMechanism.run_trials)"}

@@ -7,85 +7,24 @@ gives a one-line error on stderr and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 import mpmath
-import numpy as np
 
 import bounds
+from audits.cli_common import (
+    CommandError,
+    emit,
+    parse_assignments,
+    positive_number,
+    probability,
+    with_json,
+)
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.engine import BoundError, get_reproduction, list_reproductions
-
-
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 2."""
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _jsonable(value.tolist())
-    if isinstance(value, (np.floating, np.integer)):
-        value = value.item()
-    if isinstance(value, mpmath.mpf):
-        value = float(value)
-    if isinstance(value, float) and not math.isfinite(value):
-        return "inf" if value > 0 else "-inf" if value < 0 else "nan"
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return value
-    return str(value)
-
-
-def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
-    if as_json:
-        print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
-    else:
-        print(summary)
-
-
-def probability(text: str) -> float:
-    """A number in (0, 1), given as a decimal or a fraction such as 1/11264."""
-    from bounds.engine import parse_exact
-
-    value = parse_exact(text)
-    if value is None:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}")
-    return float(value)
-
-
-def positive_number(text: str) -> float:
-    from bounds.engine import parse_exact
-
-    value = parse_exact(text)
-    if value is None or not value > 0:
-        raise argparse.ArgumentTypeError(f"not a positive number: {text!r}")
-    return float(value)
-
-
-def parse_assignments(items: Sequence[str]) -> dict[str, str]:
-    """``key=value`` pairs; values stay strings and are resolved exactly by the engine."""
-    out: dict[str, str] = {}
-    for item in items:
-        if "=" not in item:
-            raise CommandError(f"expected key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        key, value = key.strip(), value.strip()
-        if not key or not value:
-            raise CommandError(f"expected key=value, got {item!r}")
-        if key in out:
-            raise CommandError(f"{key} given twice")
-        out[key] = value
-    return out
-
 
 # ------------------------------------------------------------------------------------------
 # bounds
@@ -217,25 +156,27 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 def cmd_bench_bounds(args: argparse.Namespace) -> None:
     from audits.bench import bounds_benchmark
 
-    res = bounds_benchmark(points=args.points)
+    res = bounds_benchmark(points=args.points, algorithm=args.algorithm)
     summary = "\n".join([
-        f"Theorem 3.2 ({res['bound']}), {res['points']} points:",
+        f"{res['bound']}, {res['points']} points:",
         f"  float, vectorised : {res['float_vectorised_evals_per_s']:.3g} evals/s",
         f"  float, scalar loop: {res['float_scalar_loop_evals_per_s']:.3g} evals/s",
         f"  ratio             : {res['vectorised_over_loop']:.1f}x",
         f"  mpmath (50 digits): {res['mp50_evals_per_s']:.3g} evals/s",
         f"  interval (50 dig.): {res['interval50_evals_per_s']:.3g} evals/s",
-        f"Table 3 reproduction: {res['table3_seconds']:.3f} s ({res['table3_matches']} match)",
+        f"{res['reproduction']}: {res['table3_seconds']:.3f} s ({res['table3_matches']} match)",
     ])
     emit(res, args.json, summary)
 
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
+    from audits.bench import trials_benchmark
+
     try:
-        from empirical.bench import trials_benchmark
+        res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
+                               dataset=args.dataset)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
-    res = trials_benchmark(n_trials=args.n, device=args.device, dataset=args.dataset)
     keys = ", ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, (dict, list)))
     emit(res, args.json, keys)
 
@@ -252,10 +193,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    def with_json(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--json", action="store_true", help="print one JSON object")
-        return p
-
     def with_conversion(p: argparse.ArgumentParser) -> None:
         p.add_argument("--conversion", choices=CONVERSIONS, default="mironov",
                        help="Rényi to (epsilon, delta) conversion (default: mironov, as the papers)")
@@ -265,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_bounds = sub.add_parser("bounds", help="declared theorems: list, show, evaluate")
     bsub = p_bounds.add_subparsers(dest="bounds_command", required=True)
     p = with_json(bsub.add_parser("list", help="list declared bounds"))
-    p.add_argument("--paper", help="only this paper (e.g. chien2024)")
+    p.add_argument("--paper", help="only this paper (a bound id's prefix)")
     p.set_defaults(func=cmd_bounds_list)
     p = with_json(bsub.add_parser("show", help="formula, assumptions and citation of a bound"))
     p.add_argument("id")
@@ -293,18 +230,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_calibrate)
 
     p = with_json(sub.add_parser("reproduce", help="recompute a published table or figure"))
-    p.add_argument("id", nargs="?", help="e.g. chien2024:table3 (omit to list)")
+    p.add_argument("id", nargs="?", help="a reproduction id (omit to list)")
     p.set_defaults(func=cmd_reproduce)
 
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
     bench = p_bench.add_subparsers(dest="bench_command", required=True)
     p = with_json(bench.add_parser("bounds", help="bound evaluation rates and Table 3 time"))
     p.add_argument("--points", type=int, default=1_000_000)
+    p.add_argument("--algorithm", help="whose bound (default: the default algorithm's)")
     p.set_defaults(func=cmd_bench_bounds)
-    p = with_json(bench.add_parser("trials", help="batched vs per-trial PNSGD trials"))
+    p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
+    p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
     p.add_argument("--n", type=int, default=1000, help="number of trials")
     p.add_argument("--device", default="cpu")
-    p.add_argument("--dataset", default="digits")
+    p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.set_defaults(func=cmd_bench_trials)
 
     try:

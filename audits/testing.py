@@ -4,8 +4,8 @@
 
     from audits.testing import assert_consistent
 
-    def test_my_pnsgd_port_keeps_its_certificate():
-        assert_consistent("audits/pnsgd.toml", trials=400)
+    def test_my_port_keeps_its_certificate():
+        assert_consistent("audits/my_algorithm.toml", trials=400)
 
     def test_my_mechanism():
         assert_consistent(MyMechanism(), certified_epsilon=1.0, delta=1e-3, trials=500)
@@ -17,10 +17,10 @@ evidence at the given confidence, and only as strong as the trials allow: the re
 (``report["empirical"]["max_certifiable_epsilon"]``). :func:`assert_violation` is the reverse,
 for tests that check an audit catches a deliberately broken mechanism.
 
-The bound engine's hypothesis strategies are re-exported here (``strategy_for``,
-``pnsgd_setting``, ``is_valid``, ``as_floats``, ``bound_ids``) so that property tests of
-accountants and audits import from one place; hypothesis itself is only needed when a
-strategy is built.
+The bound engine's hypothesis strategies (every public name of :mod:`bounds.strategies`, e.g.
+``strategy_for``, ``is_valid``, ``as_floats``, ``bound_ids`` and the per-setting strategies)
+are re-exported here on first use, so that property tests of accountants and audits import
+from one place; hypothesis itself is only needed when a strategy is built.
 """
 
 from __future__ import annotations
@@ -33,24 +33,29 @@ from audits.protocols import Certificate, TrialMechanism
 from audits.runner import AuditResult, audit_mechanism, run_audit
 from audits.spec import AuditSpec, load_spec
 
-try:  # the bound engine's strategies (bounds/strategies.py); absent in stripped installs
-    from bounds.strategies import as_floats, bound_ids, is_valid, pnsgd_setting, strategy_for
-except ImportError:  # pragma: no cover
-    as_floats = bound_ids = is_valid = pnsgd_setting = strategy_for = None  # type: ignore[assignment]
-
 __all__ = [
     "DEFAULT_TEST_TRIALS",
-    "as_floats",
     "assert_consistent",
     "assert_violation",
-    "bound_ids",
-    "is_valid",
-    "pnsgd_setting",
     "run_reduced_audit",
-    "strategy_for",
 ]
 
-# Trials of a reduced audit when the caller gives none: a few seconds for the PNSGD demo
+
+def __getattr__(name: str) -> Any:
+    """The bound engine's strategies (bounds/strategies.py), looked up on first use."""
+    if name.startswith("_"):
+        raise AttributeError(name)
+    try:
+        from bounds import strategies
+    except ImportError:  # pragma: no cover - stripped installs without the strategies
+        raise AttributeError(f"audits.testing has no {name!r} (bounds.strategies is absent)") \
+            from None
+    if name not in getattr(strategies, "__all__", ()) and not hasattr(strategies, name):
+        raise AttributeError(f"module 'audits.testing' has no attribute {name!r}")
+    return getattr(strategies, name)
+
+
+# Trials of a reduced audit when the caller gives none: a few seconds for the default demo
 # settings on one CPU core, and enough to refute a certificate a few times too small.
 DEFAULT_TEST_TRIALS = 500
 

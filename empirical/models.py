@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
-from torch.func import functional_call, grad, vmap
+from torch.func import functional_call, grad, hessian, jvp, vmap
 
 __all__ = [
     "FunctionalClassifier",
@@ -34,6 +35,7 @@ __all__ = [
     "TinyMLP",
     "TrialModel",
     "clip_scale",
+    "logistic_constants",
     "elementwise_per_trial",
     "pairwise_dot",
 ]
@@ -95,6 +97,23 @@ class TrialModel(Protocol):
 
     def workspace_elements(self, batch_size: int) -> int:
         """Rough count of tensor elements one trial needs for one step (for chunk sizing)."""
+        ...
+
+    def data_hessian_sum(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
+        weights: torch.Tensor,
+    ) -> torch.Tensor:
+        """Sum_i weights_i * Hessian of the (unclipped) data loss: [N, B, ...] -> [N, P, P].
+
+        What Newton-type removal (e.g. one Newton step on the remaining data) needs.
+        """
+        ...
+
+    def data_hvp_sum(
+        self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
+        labels: torch.Tensor, weights: torch.Tensor,
+    ) -> torch.Tensor:
+        """Sum_i weights_i * Hessian_i @ vectors, per trial: [N, P] -> [N, P] (no [P, P] built)."""
         ...
 
 
@@ -165,6 +184,24 @@ def _check_batched(params: torch.Tensor, features: torch.Tensor, num_params: int
         )
 
 
+# Smoothness of the logistic loss on unit-norm features: sigmoid' <= 1/4 (seed 000, App. N.3).
+LOGISTIC_SMOOTHNESS = Fraction(1, 4)
+
+
+def logistic_constants(l2: float | Fraction) -> tuple[Fraction, Fraction, Fraction]:
+    """(m, L, 1/L) of l2-regularised logistic regression on features of norm <= 1, exactly.
+
+    m = lambda (strong convexity from the l2 term), L = 1/4 + lambda (seed 000, App. N.3: the
+    logistic Hessian sigmoid'(w.x) x x^T has norm <= ||x||^2 / 4), and eta = 1/L is the
+    largest step size Theorem 3.2 allows. ``l2`` is converted exactly (Fraction of the float).
+    """
+    m = Fraction(l2)
+    if not m > 0:
+        raise ValueError(f"l2 must be > 0 for a strongly convex loss, got {l2}")
+    smoothness = LOGISTIC_SMOOTHNESS + m
+    return m, smoothness, 1 / smoothness
+
+
 @dataclass(frozen=True)
 class LogisticRegression:
     """Logistic loss l(w; x, y) = log(1 + exp(-y w.x)) without intercept (seed 000, eq. 88).
@@ -192,7 +229,7 @@ class LogisticRegression:
     @property
     def smoothness(self) -> float:
         # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
-        return 0.25
+        return float(LOGISTIC_SMOOTHNESS)
 
     def data_gradient_sum(
         self,
@@ -213,6 +250,26 @@ class LogisticRegression:
             norms = coefficient.abs() * feature_norms
             coefficient = coefficient * clip_scale(norms, clip)
         return ((coefficient * weights)[..., None] * features).sum(1)
+
+    def _curvature(self, params: torch.Tensor, features: torch.Tensor,
+                   labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        # d^2/dm^2 log(1 + exp(-m)) = sigmoid(m) sigmoid(-m) at the margin m = y w.x (y^2 = 1).
+        _check_batched(params, features, self.dim)
+        margins = (features * params[:, None, :]).sum(-1) * labels
+        return (elementwise_per_trial(torch.sigmoid, margins)
+                * elementwise_per_trial(torch.sigmoid, -margins) * weights)
+
+    def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
+                         labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Sum_i w_i sigmoid'(y_i w.x_i) x_i x_i^T (seed 000 eq. 88 differentiated twice)."""
+        scale = self._curvature(params, features, labels, weights)
+        return torch.einsum("nb,nbi,nbj->nij", scale, features, features)
+
+    def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
+                     labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        scale = self._curvature(params, features, labels, weights)
+        projections = (features * vectors[:, None, :]).sum(-1)
+        return ((scale * projections)[..., None] * features).sum(1)
 
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
@@ -279,6 +336,18 @@ class QuadraticLoss:
         if clip is not None:
             scale = scale * clip_scale(gradients.square().sum(-1).sqrt(), clip)
         return (scale[..., None] * gradients).sum(1)
+
+    def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
+                         labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """m (sum_i w_i) I: every record's Hessian is m I."""
+        _check_batched(params, features, self.dim)
+        eye = torch.eye(self.dim, dtype=params.dtype, device=params.device)
+        return self.curvature * weights.sum(1)[:, None, None] * eye
+
+    def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
+                     labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        _check_batched(params, features, self.dim)
+        return self.curvature * weights.sum(1)[:, None] * vectors
 
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
@@ -368,6 +437,19 @@ class FunctionalClassifier:
 
         per_example = vmap(grad(example_loss), in_dims=(None, 0, 0))
         self._per_trial_gradients = vmap(per_example, in_dims=(0, 0, 0))
+
+        def weighted_loss(flat: torch.Tensor, x: torch.Tensor, label: torch.Tensor,
+                          weight: torch.Tensor) -> torch.Tensor:
+            return (vmap(example_loss, in_dims=(None, 0, 0))(flat, x, label) * weight).sum()
+
+        self._per_trial_hessians = vmap(hessian(weighted_loss), in_dims=(0, 0, 0, 0))
+
+        def hvp_one(flat: torch.Tensor, vector: torch.Tensor, x: torch.Tensor,
+                    label: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+            # Forward-over-reverse: the directional derivative of the gradient along vector.
+            return jvp(lambda w: grad(weighted_loss)(w, x, label, weight), (flat,), (vector,))[1]
+
+        self._per_trial_hvps = vmap(hvp_one, in_dims=(0, 0, 0, 0, 0))
         self._shared_logits = vmap(self._logits_one, in_dims=(0, None))
 
     @property
@@ -411,6 +493,18 @@ class FunctionalClassifier:
         gradients = self._per_trial_gradients(params, features, _labels_to_classes(labels))
         scale = weights * clip_scale(gradients.square().sum(-1).sqrt(), clip)
         return (scale[..., None] * gradients).sum(1)
+
+    def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
+                         labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Hessian of sum_i w_i cross-entropy_i by ``torch.func.hessian``: [N, P, P]."""
+        _check_batched(params, features, self.num_params)
+        return self._per_trial_hessians(params, features, _labels_to_classes(labels), weights)
+
+    def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
+                     labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        _check_batched(params, features, self.num_params)
+        return self._per_trial_hvps(params, vectors, features, _labels_to_classes(labels),
+                                    weights)
 
     def logits(self, params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """Logits of every trial on shared examples: [N, P], [E, ...] -> [N, E, classes]."""

@@ -15,12 +15,13 @@ the reference for equivalence tests and the baseline for the benchmark.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 import torch
+
+from empirical.seeding import hash_seed
 
 __all__ = [
     "DEFAULT_CPU_MEMORY_BUDGET",
@@ -63,8 +64,7 @@ def trial_seed(*, seed: int, trial: int, stream: str) -> int:
     """
     if not isinstance(stream, str) or not stream:
         raise ValueError("stream must be a non-empty string")
-    message = f"{int(seed)}|{int(trial)}|{stream}".encode()
-    return int.from_bytes(hashlib.blake2b(message, digest_size=8).digest(), "little")
+    return hash_seed(int(seed), int(trial), stream)
 
 
 class TrialRandom:

@@ -950,3 +950,72 @@ def algorithm5_least_K(*, epsilon: float, delta: float, bound_id: str = "chien20
     K itself (the printed loop post-increments and returns K + 1, erratum E6).
     """
     return calibrate(bound_id, solve="K", epsilon=epsilon, delta=delta, **params)
+
+
+# ----------------------------------------------------------------------------------------------
+# The last request of a sequence with finite burn-in: Theorem 3.2's argument, Theorem 3.11's
+# recursion (the certificate of sequence audits; formerly built in audits/runner.py)
+# ----------------------------------------------------------------------------------------------
+
+P_Z_START = Parameter("Z", "W_infinity bound between the law at the start of the last request and "
+                      "the stationary law of the final dataset (see sequence_start_distance)",
+                      lower=0)
+
+THM32_SEQUENCE = register(Bound(
+    id="chien2024:thm3.2+thm3.11/sequence",
+    title="Rényi unlearning of the last of a sequence of requests, finite burn-in T: Theorem "
+          "3.2's argument with Theorem 3.11's distance recursion",
+    citation=cite("Theorem 3.2 with Theorem 3.11 and Lemmas 3.3-3.4", "Sections 3.1-3.2"),
+    parameters=(*COMMON_PARAMS, P_T, P_K, P_R, P_Z_START),
+    # Theorem 3.2's weak triangle with its initial distance Z_B replaced by the free bound Z on
+    # W_infinity at the start of the last request; K is that request's number of epochs.
+    expression=weak_triangle(
+        alpha,
+        pabi(2 * alpha, 2 * R, T * P),
+        pabi(2 * alpha, symbols("Z")[0], K * P),
+    ),
+    guarantee=RENYI_RU,
+    preconditions=COMMON_PRE,
+    assumptions=STRONGLY_CONVEX + PNSGD_SETTING + (
+        "Z is computed by sequence_start_distance in interval arithmetic: Lemma 3.4 (burn-in "
+        "from a law on C_R), Lemma 3.3 with T -> infinity per request (S records: S times the "
+        "distance, Corollary J.1) and the contraction c^{K_s n/b} of each request's K_s epochs, "
+        "capped at 2R, i.e. Theorem 3.11's recursion with per-request K_s and a finite burn-in",
+    ),
+    variant="improved",
+    monotone={"sigma": "decreasing", "Z": "increasing"},
+    notes=("With Z = Z_B of Theorem 3.2 (one request) the expression is Theorem 3.2's.",),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1, "Z": "1/100"},
+))
+
+
+def sequence_start_distance(*, eta: Any, m: Any, M: Any, n: int, b: int, T: int, R: Any,
+                            sizes: list[int] | tuple[int, ...],
+                            epochs: list[int] | tuple[int, ...]) -> mpmath.mpf:
+    """Upper end of Z, the W_infinity bound at the start of the last request (Theorem 3.11).
+
+    ``sizes[s]`` records are replaced by request s, which then runs ``epochs[s]`` epochs (the
+    last entry of ``epochs`` is not used: it is the K of the bound). Recursion: Z starts at
+    2R c^{T n/b} (Lemma 3.4 after T learning epochs from a law on C_R); each request adds
+    min(S_s Z_B, 2R) with Z_B = 2 eta M / (b (1 - c^{n/b})) (Lemma 3.3, T -> infinity) and the
+    total is capped at 2R; between requests the K_s epochs contract it by c^{K_s n/b}. For one
+    size and one K this is :data:`Z_SEQUENTIAL` plus the burn-in term. Interval arithmetic with
+    outward rounding: the returned upper end is a rigorous upper bound on the exact value.
+    """
+    if len(sizes) < 1 or len(epochs) != len(sizes):
+        raise BoundError("Theorem 3.11 sequence: give one size and one K per request "
+                         f"(got {len(sizes)} sizes and {len(epochs)} epochs)")
+    if n % b:
+        raise BoundError(f"Theorem 3.11 sequence: n = {n} must be divisible by b = {b}")
+    with iv_precision(40):
+        per_epoch = n // b
+        contraction = 1 - exact_interval(eta) * exact_interval(m)
+        two_r = 2 * exact_interval(R)
+        step = (2 * exact_interval(eta) * exact_interval(M)
+                / (exact_interval(b) * (1 - contraction**per_epoch)))
+        z = two_r * contraction ** (T * per_epoch)
+        for position, size in enumerate(sizes):
+            if position:
+                z = contraction ** (epochs[position - 1] * per_epoch) * z
+            z = interval_min(z + interval_min(size * step, two_r), two_r)
+        return interval_endpoints(z)[1]

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 import bounds
+from audits.adapters.pnsgd import PNSGDMechanism
 from audits.cli import main as cli_main
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report import load_report, validate_report
 from audits.runner import (
-    PNSGDMechanism,
     audit_mechanism,
     audit_scores,
     comparable,
@@ -109,7 +109,7 @@ def test_sequence_certificate_recursion_and_comparison_with_theorem_3_2():
     spec = _spec(request={"requests": 3, "indices": [0, 1, 2]},
                  algorithm={"unlearn_epochs": [1, 2, 1], "batch_size": 32, "l2": 0.05})
     cert = prepare_audit(spec).certificate
-    assert cert.bound == "audits:pnsgd-sequence"
+    assert cert.bound == "chien2024:thm3.2+thm3.11/sequence"
     eta = cert.inputs["eta"]
     c, P = 1 - eta * 0.05, 256 // 32
     zb = 2 * eta * 0.05 / (32 * (1 - c**P))
@@ -122,13 +122,13 @@ def test_sequence_certificate_recursion_and_comparison_with_theorem_3_2():
     single = _spec(request={"requests": 1, "indices": [0]},
                    certificate={"target_epsilon": None},
                    algorithm={"sigma": 0.01, "unlearn_epochs": 1, "batch_size": 32, "l2": 0.05})
-    from audits.runner import _sequence_bound, _sequence_distance
+    from bounds.papers.chien2024 import THM32_SEQUENCE, sequence_start_distance
 
-    z1 = _sequence_distance(eta=eta, m=Fraction(0.05), M=0.05, n=256, b=32, T=12, R=100.0,
-                            sizes=[1], epochs=[1])
+    z1 = sequence_start_distance(eta=eta, m=Fraction(0.05), M=0.05, n=256, b=32, T=12,
+                                 R=100.0, sizes=[1], epochs=[1])
     params = dict(sigma=0.01, eta=eta, m=0.05, L=Fraction(1, 4) + Fraction(0.05), M=0.05,
                   n=256, b=32, T=12, K=1, R=100.0)
-    composed = best_epsilon(_sequence_bound(), delta=1 / 256, Z=z1, **params).epsilon
+    composed = best_epsilon(THM32_SEQUENCE, delta=1 / 256, Z=z1, **params).epsilon
     paper = prepare_audit(single).certificate.epsilon
     assert paper == best_epsilon("chien2024:thm3.2", delta=1 / 256, **params).epsilon
     assert composed >= paper

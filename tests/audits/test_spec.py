@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from audits.adapters.pnsgd import PNSGDParams
 from audits.spec import (
     AuditSpec,
     CertificateSpec,
     DatasetSpec,
-    PNSGDParams,
     RequestSpec,
     SpecError,
     demo_spec,

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import audits.testing as testing
 import bounds
 from audits.protocols import Certificate, ModelOutputs, TrialBatch
-from audits.runner import _sequence_bound, _sequence_distance
 from audits.spec import demo_spec
+from bounds.papers.chien2024 import THM32_SEQUENCE, sequence_start_distance
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,10 +103,10 @@ def test_sequence_composition_against_theorem_3_2(setting, T, K, sigma, alpha):
     diameter of C_R) is at least Theorem 3.2's Z_B capped at 2R; so wherever the theorem's Z_B
     is at most 2R the composed Rényi bound is at least the theorem's at every order.
     """
-    z = float(_sequence_distance(eta=Fraction(setting["eta"]), m=Fraction(setting["m"]),
-                                 M=Fraction(setting["M"]), n=int(setting["n"]),
-                                 b=int(setting["b"]), T=T, R=Fraction(setting["R"]),
-                                 sizes=[1], epochs=[K]))
+    z = float(sequence_start_distance(eta=Fraction(setting["eta"]), m=Fraction(setting["m"]),
+                                       M=Fraction(setting["M"]), n=int(setting["n"]),
+                                       b=int(setting["b"]), T=T, R=Fraction(setting["R"]),
+                                       sizes=[1], epochs=[K]))
     f = testing.as_floats(setting)
     c, per_epoch = 1 - f["eta"] * f["m"], f["n"] / f["b"]
     geometric = (1 - c ** (T * per_epoch)) / (1 - c**per_epoch)
@@ -116,7 +116,7 @@ def test_sequence_composition_against_theorem_3_2(setting, T, K, sigma, alpha):
     assert z <= 2 * f["R"] * (1 + 1e-9)
     if z_paper <= 2 * f["R"]:
         params = {**f, "sigma": sigma, "T": T, "K": K, "alpha": alpha, "Z": z}
-        paper, composed = bounds.get("chien2024:thm3.2"), _sequence_bound()
+        paper, composed = bounds.get("chien2024:thm3.2"), THM32_SEQUENCE
         value_paper = paper.float_function(*[params[p] for p in paper.parameter_names])
         value_composed = composed.float_function(*[params[p] for p in composed.parameter_names])
         assert value_composed >= value_paper * (1 - 1e-9)

@@ -1,0 +1,457 @@
+"""PNSGD (Chien et al. 2024, Algorithm 1) on a linear model: the audit adapter.
+
+Owns everything the generic audit needs about PNSGD: its ``[algorithm]`` parameters
+(:class:`PNSGDParams`) and their cross-field checks, the data and requests of a spec
+(the tail dropped to a multiple of b, flip or random replacements), the certificate (Theorem 3.2
+for one request or a batch request via Corollary J.1; for a sequence, the registered
+``chien2024:thm3.2+thm3.11/sequence`` with its start distance from Theorem 3.11's recursion),
+the trial mechanism (:func:`empirical.mechanisms.chien2024.run_pnsgd`) and the demo spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits.certify import certify
+from audits.datasets import build_requests, load_dataset
+from audits.fields import (
+    SpecError,
+    choice,
+    fail,
+    from_fields,
+    integer,
+    number,
+    plain,
+    positive_int,
+)
+from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.registry import register_adapter
+from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+
+__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams", "demo_spec"]
+
+THM32_PARAMETERS = frozenset({"alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T", "K", "R"})
+SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
+
+
+@dataclass(frozen=True)
+class PNSGDParams:
+    """Hyper-parameters of PNSGD (Chien et al. 2024, Algorithm 1) on a linear model.
+
+    ``sigma`` None: calibrated from the certificate's target. ``unlearn_epochs`` (K) is one
+    integer, or one per request of a sequence; None means 1, or calibrated when
+    ``certificate.calibrate = "K"``. ``batch_size`` is b or ``"full"`` (b = n).
+    ``step_size`` is eta, a number <= 1/L or ``"1/L"`` (the largest float not above 1/L).
+    ``l2`` is lambda = m, ``clip`` is M, ``radius`` is R. The learning initialisation is the
+    point 0 (``init = "zero"``), which lies in C_R as Theorem 3.2 requires.
+    ``noise_multiplier_scale`` multiplies every noise draw without changing the certified
+    sigma: a deliberately broken mechanism for testing audits (1 = the real algorithm).
+    """
+
+    name: ClassVar[str] = "pnsgd"
+
+    sigma: float | None = None
+    unlearn_epochs: int | tuple[int, ...] | None = None
+    learn_epochs: int = 12
+    batch_size: int | str = "full"
+    step_size: float | str = "1/L"
+    l2: float = 1.0
+    clip: float = 0.05
+    radius: float = 100.0
+    partition: str = "per_trial"
+    init: str = "zero"
+    noise_multiplier_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        p = "spec.algorithm"
+        if self.sigma is not None:
+            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
+                   what="a positive number (or left out to calibrate it)")
+        epochs = self.unlearn_epochs
+        if isinstance(epochs, list | tuple):
+            if not epochs:
+                raise fail(f"{p}.unlearn_epochs", "must list at least one K")
+            epochs = tuple(
+                positive_int(k, f"{p}.unlearn_epochs[{i}]") for i, k in enumerate(epochs)
+            )
+            object.__setattr__(self, "unlearn_epochs", epochs)
+        elif epochs is not None:
+            positive_int(epochs, f"{p}.unlearn_epochs")
+        integer(self.learn_epochs, f"{p}.learn_epochs", minimum=0,
+                what="a non-negative integer")
+        if self.batch_size != "full":
+            positive_int(self.batch_size, f"{p}.batch_size")
+        if isinstance(self.step_size, str):
+            if self.step_size != "1/L":
+                raise fail(f"{p}.step_size", f"must be a positive number or '1/L', got "
+                           f"{self.step_size!r}")
+        else:
+            number(self.step_size, f"{p}.step_size", low=0, open_low=True,
+                   what="a positive number or '1/L'")
+        number(self.l2, f"{p}.l2", low=0, open_low=True,
+               what="a positive number (lambda; the theorem needs m = lambda > 0)")
+        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
+        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
+        choice(self.partition, f"{p}.partition", ("per_trial", "fixed"))
+        if self.init != "zero":
+            raise fail(f"{p}.init", "must be 'zero': Theorem 3.2 needs the learning "
+                       f"initialisation supported on C_R, got {self.init!r}")
+        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
+               what="a number >= 0")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> PNSGDParams:
+        return from_fields(cls, data, path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
+                                      for f in dataclasses.fields(self)}}
+
+
+_PARAMETER_HELP = {
+    "sigma": "noise hyper-parameter (per-step variance 2 eta sigma^2); left out: calibrated",
+    "unlearn_epochs": "K, unlearning epochs (one per request of a sequence); default 1",
+    "learn_epochs": "T, burn-in epochs of learning and of retraining",
+    "batch_size": "b, an integer (the tail is dropped to a multiple of b) or 'full'",
+    "step_size": "eta <= 1/L with L = 1/4 + l2, or '1/L'",
+    "l2": "lambda = m, the strong convexity of the regularised loss",
+    "clip": "M, per-example gradient clipping norm",
+    "radius": "R, every step projects onto the ball C_R",
+    "partition": "'per_trial' (fresh mini-batch partition per trial) or 'fixed'",
+    "init": "'zero': learning starts at 0, inside C_R",
+    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
+}
+
+
+# ----------------------------------------------------------------------------------------------
+# Data and requests of a spec.
+
+
+@dataclass(frozen=True)
+class PNSGDData:
+    dataset: Any  # empirical.data.Dataset, tail dropped to a multiple of b
+    request: Any  # UnlearningRequest or RequestSequence
+    batch_size: int
+    indices: tuple[int, ...]
+    max_norm: float
+
+
+def spec_data(spec_json: str) -> PNSGDData:
+    """Dataset and request of a spec (cached on the fields they depend on)."""
+    spec = AuditSpec.from_dict(json.loads(spec_json))
+    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(),
+                      spec.algorithm.batch_size], sort_keys=True)
+    return _spec_data_cached(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_data_cached(key: str) -> PNSGDData:
+    from empirical.data import RequestSequence, drop_to_multiple
+
+    dataset_fields, request_fields, batch_size = json.loads(key)
+    dataset_spec = DatasetSpec(**dataset_fields)
+    request_spec = RequestSpec(**request_fields)
+    dataset = load_dataset(dataset_spec)
+    if batch_size == "full":
+        batch = dataset.n
+    else:
+        batch = int(batch_size)
+        if batch > dataset.n:
+            raise SpecError(f"spec.algorithm.batch_size: {batch} exceeds the {dataset.n} "
+                            "training records")
+        dataset = drop_to_multiple(dataset, batch)
+    indices, requests = build_requests(request_spec, dataset)
+    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
+    norms = [np.linalg.norm(dataset.features, axis=1).max()]
+    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
+              if r.replacement_features is not None]
+    return PNSGDData(dataset, request, batch, indices, float(max(norms)))
+
+
+# ----------------------------------------------------------------------------------------------
+# Certificate.
+
+
+def largest_float_at_most(value: Fraction) -> float:
+    x = float(value)
+    while Fraction(x) > value:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, float, Any]:
+    """Certificate and the (sigma, K) the mechanism runs with (Theorem 3.2 / its sequence form)."""
+    import bounds
+    from bounds.papers.chien2024 import sequence_start_distance
+    from empirical.models import logistic_constants
+
+    params: PNSGDParams = spec.algorithm
+    cert_spec = spec.certificate
+    n, b = data.dataset.n, data.batch_size
+    if data.max_norm > 1.0 + 1e-12:
+        raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
+                        f"found {data.max_norm}")
+    lam, L, max_step = logistic_constants(Fraction(params.l2))
+    if params.step_size == "1/L":
+        eta = largest_float_at_most(max_step)
+    else:
+        eta = float(params.step_size)
+        if Fraction(eta) > max_step:
+            raise SpecError(f"spec.algorithm.step_size: must be at most 1/L = "
+                            f"{float(max_step):.6g} (L = 1/4 + l2; Theorem 3.2 needs eta <= 1/L), "
+                            f"got {eta}")
+    delta = cert_spec.resolve_delta(n)
+    requests = spec.request.requests
+    size = spec.request.size
+    epochs = params.unlearn_epochs
+    epoch_list = (list(epochs) if isinstance(epochs, tuple)
+                  else [1 if epochs is None else int(epochs)] * requests)
+    inputs: dict[str, Any] = {"eta": eta, "m": lam, "L": L, "M": params.clip * size, "n": n,
+                              "b": b, "T": params.learn_epochs, "R": params.radius}
+    derivation: list[str] = []
+    if requests > 1:
+        if cert_spec.bound is not None:
+            raise SpecError("spec.certificate.bound: a sequence of requests is certified by the "
+                            f"composition of Theorems 3.2 and 3.11 ({SEQUENCE_BOUND}); leave "
+                            "bound out")
+        bound = bounds.get(SEQUENCE_BOUND)
+        inputs["M"] = params.clip
+        inputs["Z"] = sequence_start_distance(eta=eta, m=lam, M=params.clip, n=n, b=b,
+                                              T=params.learn_epochs, R=params.radius,
+                                              sizes=[size] * requests, epochs=epoch_list)
+        derivation.append(
+            f"{requests} sequential requests of {size} record(s): certificate of the last "
+            f"request, K = {epoch_list[-1]}; Z = {float(inputs['Z']):.6g} bounds the "
+            f"W_infinity distance at its start (epochs per request {epoch_list})")
+    else:
+        bound = bounds.get(cert_spec.bound or "chien2024:thm3.2")
+        if set(bound.parameter_names) != THM32_PARAMETERS:
+            raise SpecError(f"spec.certificate.bound: {bound.id} does not take Theorem 3.2's "
+                            "parameters (alpha sigma eta m L M n b T K R)")
+        if size > 1:
+            derivation.append(
+                f"batch request of S = {size} records: Corollary J.1's distance S * 2 eta M / b "
+                "in Theorem 3.2, i.e. M replaced by S * M")
+    assumptions = [
+        "m = lambda and L = 1/4 + lambda: the clipped logistic gradient is phi(w.x) x with phi "
+        "non-decreasing and slope <= 1/4 when ||x|| <= 1 (checked: max feature norm "
+        f"{data.max_norm:.6g}), so each per-example loss is convex and 1/4-smooth, plus the "
+        "lambda/2 ||w||^2 term",
+        "M = clip: every clipped data gradient has norm <= M, so two records' gradients differ "
+        "by at most 2M (Remark 3.6); a removal is served as a null record (difference <= M)",
+        f"eta = {eta!r} <= 1/L (checked exactly)",
+        f"R = {params.radius}: every step projects onto C_R (the mechanism's radius)",
+        "the learning initialisation is the point 0, which lies in C_R (init = 'zero')",
+        "the mini-batch partition B is reused for learning and unlearning within a trial; with "
+        f"partition = {params.partition!r} the law of the models is a mixture over B of laws "
+        "each covered by the theorem, and (epsilon, delta) guarantees survive mixtures",
+        "retraining runs T epochs of the same algorithm on the final dataset from the same "
+        "initialisation",
+        "the theorem is stated in exact arithmetic; floating-point rounding of the trial engine "
+        "is not accounted for",
+    ]
+    extra = {}
+    if params.noise_multiplier_scale != 1.0:
+        extra["deliberately_broken"] = (
+            f"noise_multiplier_scale = {params.noise_multiplier_scale}: the mechanism draws "
+            f"{params.noise_multiplier_scale} times the noise this certificate assumes (a test of "
+            "the audit itself)")
+    solve = None if cert_spec.target_epsilon is None else cert_spec.calibrate
+    run = certify(
+        bound, inputs=inputs,
+        free={"sigma": params.sigma, "K": None if solve == "K" else epoch_list[-1]},
+        delta=delta, target_epsilon=cert_spec.target_epsilon, solve=solve,
+        conversion=cert_spec.conversion, cast=int if solve == "K" else float,
+        assumptions=assumptions, derivation=derivation,
+        delta_label="1/n" if cert_spec.delta == "1/n" else "given", extra_provenance=extra)
+    sigma = float(run.values["sigma"])
+    if solve == "K":
+        epoch_list = [int(run.values["K"])]
+    k_value: Any = tuple(epoch_list) if requests > 1 else epoch_list[-1]
+    return run.certificate, sigma, k_value
+
+
+# ----------------------------------------------------------------------------------------------
+# Mechanism.
+
+
+@dataclass(frozen=True)
+class PNSGDMechanism:
+    """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
+
+    Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
+    statistics: ``params`` = the final parameters; accuracy on the test split.
+    """
+
+    spec_json: str
+    config: Any  # empirical.mechanisms.chien2024.PNSGDConfig
+    device: str
+    dtype: str
+
+    @property
+    def description(self) -> str:
+        c = self.config
+        return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
+                f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
+                f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
+
+    def fingerprint(self) -> str:
+        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        import torch
+
+        from empirical.mechanisms.chien2024 import run_pnsgd
+
+        data = spec_data(self.spec_json)
+        result = run_pnsgd(data.dataset, data.request, config=self.config, n_trials=n_trials,
+                           seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
+                           # retain_scores=0 trips an empty-reshape in empirical.models (reported)
+                           first_trial=first_trial, retain_scores=1)
+
+        def side(samples) -> ModelOutputs:
+            return ModelOutputs(scores={"loss": -samples.forget_losses},
+                                statistics={"params": samples.params},
+                                accuracy=samples.test_accuracy)
+
+        return TrialBatch(side(result.unlearned), side(result.retrained))
+
+
+# ----------------------------------------------------------------------------------------------
+# The adapter.
+
+DEMO_TRIALS = 50000
+
+
+def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
+    """PNSGD on digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
+
+    Full batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on
+    every record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the
+    flip replacement makes the two datasets' gradients differ by exactly 2M, so the audit's
+    lower bound can approach the certificate. ``trials`` N (default 50000) and one pilot trial
+    per ten set the power; the full demo takes under a minute to a few minutes on two
+    CPU cores.
+    """
+    n = DEMO_TRIALS if trials is None else trials
+    return AuditSpec(
+        algorithm=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05,
+                              radius=100.0),
+        dataset=DatasetSpec(name="digits"),
+        request=RequestSpec(kind="replace", replacement="flip", indices=(0,)),
+        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma",
+                                    conversion="mironov"),
+        trials=n,
+        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
+        attacks=("loss", "projection"),
+        statistics=("bonferroni-pareto", "sample-split"),
+        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
+        confidence=0.95,
+        seed=0,
+        device="cpu" if device is None else device,
+        chunk_size=2500,
+        name="demo",
+    )
+
+
+class PNSGDAdapter:
+    """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
+
+    name = PNSGDParams.name
+    description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
+                   "Theorem 3.2 (Theorem 3.11 for sequences)")
+    params_type = PNSGDParams
+    models = ("logistic-regression",)
+    calibratable = ("sigma", "K")
+    # ``unlearn bench bounds``: Theorem 3.2 at Table 3's MNIST setting, and Table 3 itself.
+    bench_bound = "chien2024:thm3.2"
+    bench_point: ClassVar[dict[str, Any]] = {
+        "alpha": 10.0, "sigma": 0.05, "eta": 3.8, "m": 0.011264, "L": 0.261264, "M": 1.0,
+        "n": 11264, "b": 128, "T": 20, "K": 1, "R": 100.0,
+    }
+    bench_reproduction = "chien2024:table3"
+
+    def parse_params(self, data: Mapping[str, Any], path: str) -> PNSGDParams:
+        return PNSGDParams.from_dict(data, path)
+
+    def parameters(self) -> tuple[ParameterDoc, ...]:
+        return describe_parameters(PNSGDParams, _PARAMETER_HELP)
+
+    def check_spec(self, spec: AuditSpec) -> None:
+        params, cert = spec.algorithm, spec.certificate
+        p = "spec.algorithm"
+        epochs = params.unlearn_epochs
+        if isinstance(epochs, tuple) and len(epochs) != spec.request.requests:
+            raise fail(f"{p}.unlearn_epochs", f"lists {len(epochs)} values of K for "
+                       f"{spec.request.requests} requests (spec.request.requests)")
+        if cert.target_epsilon is None:
+            if params.sigma is None:
+                raise fail(f"{p}.sigma", "is required when spec.certificate.target_epsilon "
+                           "is not given (nothing to calibrate it from)")
+            return
+        if cert.calibrate == "sigma" and params.sigma is not None:
+            raise fail(f"{p}.sigma", "is calibrated from spec.certificate.target_epsilon: "
+                       "leave it out, or leave out the target")
+        if cert.calibrate == "K":
+            if params.sigma is None:
+                raise fail(f"{p}.sigma", "is required when K is calibrated "
+                           "(spec.certificate.calibrate = 'K')")
+            if epochs is not None:
+                raise fail(f"{p}.unlearn_epochs", "is calibrated (spec.certificate.calibrate "
+                           "= 'K'): leave it out")
+            if spec.request.requests > 1:
+                raise fail("spec.certificate.calibrate", "K calibration is not supported for "
+                           "a sequence of requests; give unlearn_epochs and calibrate sigma")
+
+    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
+        return demo_spec(trials=trials, device=device)
+
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
+                         ) -> dict[str, Any]:
+        """``unlearn bench trials``: batched against looped PNSGD (empirical.bench)."""
+        from empirical.bench import trials_benchmark
+
+        return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
+
+    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        from empirical.mechanisms.chien2024 import PNSGDConfig
+
+        spec_json = spec.canonical_json()
+        data = spec_data(spec_json)
+        certificate, sigma, epochs = pnsgd_certificate(spec, data)
+        params: PNSGDParams = spec.algorithm
+        config = PNSGDConfig(
+            step_size=float(certificate.inputs["eta"]),
+            sigma=sigma,
+            batch_size=data.batch_size,
+            learn_epochs=params.learn_epochs,
+            unlearn_epochs=epochs,
+            l2=params.l2,
+            clip=params.clip,
+            radius=params.radius,
+            init_std=0.0,
+            partition=params.partition,
+            noise_multiplier_scale=params.noise_multiplier_scale,
+        )
+        mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
+        return PreparedAudit(
+            certificate=certificate,
+            mechanism=mechanism,
+            device=device,
+            fingerprint=mechanism.fingerprint(),
+            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
+            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
+        )
+
+
+ADAPTER = register_adapter(PNSGDAdapter(), default=True)

@@ -1,0 +1,95 @@
+"""The one path from a declared Rényi bound to an audit's :class:`Certificate`.
+
+Every adapter computes its certificate here: calibrate the free parameter to the spec's target
+(:func:`bounds.calibration.calibrate`, which returns the safe side and re-checks it), then
+evaluate the bound at the exact numbers the mechanism will run with and convert it to
+(epsilon, delta) at the best Rényi order (:func:`bounds.conversions.best_epsilon`, interval upper
+end). The adapter supplies the bound, its fixed inputs, the value of the free parameters when
+they are given, and the assumptions that tie its mechanism to the theorem; this module knows no
+algorithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from audits.fields import SpecError
+from audits.protocols import Certificate
+
+__all__ = ["CertifiedRun", "certify"]
+
+
+@dataclass(frozen=True)
+class CertifiedRun:
+    """A certificate and the values of its free parameters the mechanism must run with."""
+
+    certificate: Certificate
+    values: Mapping[str, Any]
+
+
+def certify(
+    bound: Any,
+    *,
+    inputs: Mapping[str, Any],
+    free: Mapping[str, Any],
+    delta: float,
+    target_epsilon: float | None,
+    solve: str | None,
+    conversion: str,
+    cast: Callable[[Any], Any] = float,
+    assumptions: Sequence[str] = (),
+    derivation: Sequence[str] = (),
+    delta_label: str = "given",
+    extra_provenance: Mapping[str, Any] | None = None,
+) -> CertifiedRun:
+    """Calibrate (when a target is given), certify, and assemble the :class:`Certificate`.
+
+    ``inputs``: the bound's fixed parameters. ``free``: its remaining parameters in the order
+    the report lists them (e.g. sigma, K), None where ``solve`` names the one to calibrate.
+    ``solve`` None certifies the given values (then ``target_epsilon`` must be None). ``cast``
+    turns the calibrated value into the mechanism's type (float, or int for an epoch count).
+    A bound-engine refusal becomes a :class:`~audits.fields.SpecError` on ``spec.certificate``.
+    """
+    from bounds.calibration import calibrate
+    from bounds.conversions import CONVERSION_CITATIONS, best_epsilon
+    from bounds.engine import BoundError
+
+    values = dict(free)
+    calibration = None
+    try:
+        if target_epsilon is not None and solve is not None:
+            given = {k: v for k, v in values.items() if k != solve}
+            cal = calibrate(bound, solve=solve, epsilon=target_epsilon, delta=delta,
+                            conversion=conversion, **given, **inputs)
+            if cal.value is None:
+                raise SpecError(f"spec.certificate: {solve} cannot be calibrated: "
+                                f"{'; '.join(cal.notes)}")
+            values[solve] = cast(cal.value)
+            calibration = {"parameter": cal.parameter, "value": cal.value,
+                           "target_epsilon": cal.target_epsilon, "neighbour": cal.neighbour,
+                           "neighbour_epsilon": cal.neighbour_epsilon,
+                           "certified_epsilon_at_value": cal.certified_epsilon}
+        # The final certificate is evaluated at the exact numbers the mechanism runs with.
+        conv = best_epsilon(bound, delta=delta, conversion=conversion, **values, **inputs)
+    except BoundError as error:
+        raise SpecError(f"spec.certificate: the bound engine refused the inputs: {error}") \
+            from None
+    provenance = {
+        **conv.provenance,
+        "conversion": CONVERSION_CITATIONS[conversion],
+        "audit_assumptions": list(assumptions),
+        "derivation": list(derivation),
+        "delta": delta_label,
+        **(extra_provenance or {}),
+    }
+    certificate = Certificate(
+        epsilon=conv.epsilon, delta=delta, bound=bound.id, alpha=conv.alpha,
+        conversion=conversion, calibration=calibration,
+        inputs={**inputs, **values, "delta": delta}, provenance=provenance,
+    )
+    if target_epsilon is not None and conv.epsilon > target_epsilon:
+        raise SpecError(f"spec.certificate: the calibrated certificate {conv.epsilon} exceeds "
+                        f"the target {target_epsilon}")  # pragma: no cover
+    return CertifiedRun(certificate, values)
