@@ -159,12 +159,7 @@ def test_the_cycle_finder_finds_cycles() -> None:
     assert "audits.spec" in graph["audits.runner"]  # the graph sees real imports
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param("bounds", marks=pytest.mark.xfail(
-        strict=False, reason="fixed on the engine branch (bounds/engine.py imports the papers)")),
-    "empirical",
-    "audits",
-])
+@pytest.mark.parametrize("package", ["bounds", "empirical", "audits"])
 def test_no_import_circles(package: str) -> None:
     cycle = find_cycle(import_graph(), package)
     assert cycle is None, "import circle: " + " -> ".join(cycle or [])
