@@ -139,9 +139,17 @@ class OuterProducts:
     dim: int
 
 
-def outer_products(X: torch.Tensor) -> OuterProducts:
-    """x_i x_i^T for every row, packed (upper triangle): computed once per dataset."""
+# Largest packed table n * d(d+1)/2 kept (elements): digits (256 x 2080) fits easily; MNIST
+# (11982 x 307720) would need 29 GB, so there the Hessians are formed per trial instead.
+_PACKED_ELEMENTS = 1 << 24
+
+
+def outer_products(X: torch.Tensor) -> OuterProducts | None:
+    """x_i x_i^T for every row, packed (upper triangle): computed once per dataset (None when
+    the table would exceed ``_PACKED_ELEMENTS``)."""
     d = X.shape[1]
+    if X.shape[0] * d * (d + 1) // 2 > _PACKED_ELEMENTS:
+        return None
     rows, cols = torch.triu_indices(d, d, device=X.device)
     position = torch.empty(d, d, dtype=torch.long, device=X.device)
     position[rows, cols] = torch.arange(rows.numel(), device=X.device)
@@ -165,7 +173,11 @@ def hessian(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, lo
     weights = _ones(X) if weights is None else weights
     outer = outer_products(X) if outer is None else outer
     _, second = _derivatives(w @ X.T, y, loss)
-    H = _unpack((second * weights) @ outer.packed, outer)
+    scale = second * weights
+    if outer is None:  # too large to pack: one [d, n] @ [n, d] product per trial
+        H = torch.stack([(X.T * row) @ X for row in scale])
+    else:
+        H = _unpack(scale @ outer.packed, outer)
     eye = torch.eye(X.shape[1], dtype=X.dtype, device=X.device)
     return H + lam * weights.sum() * eye
 
@@ -453,18 +465,27 @@ class GuoResult:
 @dataclass(frozen=True)
 class _Version:
     data: DataVersion
-    outer: OuterProducts
+    outer: OuterProducts | None
     X_norm: float  # exact ||X||_2 of the present rows
     w0: torch.Tensor  # [d] unperturbed minimiser (warm start)
     h0_inverse: torch.Tensor  # [d, d] inverse Hessian at w0 (warm start)
 
 
-def _prepare_version(data: DataVersion, outer: OuterProducts, config: GuoConfig) -> _Version:
+def _prepare_version(data: DataVersion, outer: OuterProducts | None, config: GuoConfig,
+                     previous: _Version | None = None) -> _Version:
     present = data.weights > 0
     X_norm = float(torch.linalg.matrix_norm(data.features[present], ord=2))
     zero = data.features.new_zeros(1, data.features.shape[1])
     kw = {"lam": config.lam, "loss": config.loss, "weights": data.weights, "outer": outer}
-    w0 = train(data.features, data.labels, b=zero, tol=1e-13, **kw).w
+    # The previous version (a few rows more) is a close start for a long removal sequence.
+    start = None if previous is None else previous.w0[None]
+    P = None if previous is None else previous.h0_inverse
+    w0 = train(data.features, data.labels, b=zero, tol=1e-13, start=start, preconditioner=P,
+               **kw).w
+    if previous is not None and outer is None:
+        # Wide data (no packed table): a d x d Hessian costs n d^2; the first version's inverse
+        # stays a valid preconditioner (every solve checks its own residual).
+        return _Version(data, outer, X_norm, w0[0], previous.h0_inverse)
     h0 = hessian(w0, data.features, data.labels, **kw)[0]
     return _Version(data, outer, X_norm, w0[0], torch.linalg.inv(h0))
 
@@ -539,8 +560,11 @@ def run_guo(
     outer = outer_products(datas[0].features)
     # Shared per data version (computed once, outside the trials): exact ||X||_2 and the warm
     # start of Algorithm 1.
+    versions: list[_Version] = []
     with torch.no_grad():
-        versions = [_prepare_version(data, outer, config) for data in datas]
+        for data in datas:
+            versions.append(_prepare_version(data, outer, config,
+                                             versions[-1] if versions else None))
     sets = score_sets(dataset, forget, retained, tensor)
     model = LogisticRegression(dataset.dim)
     d = dataset.dim
@@ -587,8 +611,8 @@ def run_guo(
         return outputs
 
     itemsize = torch.empty((), dtype=dtype).element_size()
-    bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + outer.packed.shape[1]
-                                  + 8 * len(versions))
+    packed = d * d if outer is None else outer.packed.shape[1]
+    bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
     outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
                          mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
                          first_trial=first_trial)
