@@ -52,6 +52,8 @@ class GuoParams:
     is Algorithm 1's tolerance on ||grad L_b|| / (1 + ||b||). The number m of points per batch
     is spec.request.size. ``noise_multiplier_scale`` multiplies every b drawn without changing
     sigma or the budget: a deliberately broken mechanism for testing audits.
+    ``report_figures`` adds the paper's Figure 1 and 2 shapes to the report (about a minute
+    on two CPU cores; they do not change the audit's numbers).
     """
 
     name: ClassVar[str] = "guo2020-newton"
@@ -63,6 +65,7 @@ class GuoParams:
     residual_per_removal: float = 0.01
     tolerance: float = 1e-10
     noise_multiplier_scale: float = 1.0
+    report_figures: bool = True
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
@@ -80,6 +83,9 @@ class GuoParams:
                what="a number in (0, 1e-3]")
         number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
                what="a number >= 0")
+        if not isinstance(self.report_figures, bool):
+            raise fail(f"{p}.report_figures", f"must be true or false, got "
+                       f"{self.report_figures!r}")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> GuoParams:
@@ -98,6 +104,7 @@ _PARAMETER_HELP = {
     "residual_per_removal": "eps' per batch; eps' = removals * residual_per_removal",
     "tolerance": "Algorithm 1's tolerance on ||grad L_b|| / (1 + ||b||)",
     "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
+    "report_figures": "add Figure 1 and 2 shapes (removals vs lambda, sigma; residuals) to the report",
 }
 
 
@@ -264,6 +271,196 @@ class GuoMechanism:
 
 
 # ----------------------------------------------------------------------------------------------
+# The paper's figures: residuals over many removals (Figure 2), removals before retraining
+# against lambda and sigma (Figure 1).
+
+FIGURE_REMOVALS = 120  # the paper's Figure 2 runs 100+ removals
+FIGURE_TRIALS = 4
+FIGURE_LAMBDAS = (1e-3, 1e-2, 1e-1)
+FIGURE_SIGMAS = (0.1, 1.0, 10.0)
+
+
+def _removal_rows(n: int, count: int, seed: int) -> list[int]:
+    if count >= n:
+        raise SpecError(f"spec.request: {count} removals need more than the {n} training records")
+    return [int(i) for i in np.random.default_rng(seed).choice(n, count, replace=False)]
+
+
+def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = FIGURE_REMOVALS,
+                    trials: int = FIGURE_TRIALS, gamma: str = "paper", delta: float = 1e-4,
+                    seed: int = 0) -> dict[str, Any]:
+    """Figure 2's three curves over ``removals`` single removals (no retraining), trial means.
+
+    * true: ||grad L_b(w^-; D')|| of the model after k removals (the residual itself);
+    * data-dependent: beta after k removals (optimiser residual + sum of Corollary 2, ||X||_2
+      exact);
+    * worst case: the sum over the k removals of Theorem 1 as printed (b = 0) and of the
+      erratum-corrected Theorem 1 with ||b|| <= sigma (sqrt d + sqrt(2 log 1/tau)), tau = delta
+      (``guo2020:thm1`` and ``guo2020:thm1/corrected-whp``), C = 1 (|l'| <= 1, ||x|| <= 1).
+    """
+    import torch
+
+    import bounds
+    from empirical.data import removal_request
+    from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+
+    gamma_value = gamma_of("logistic", tight=gamma == "tight")
+    rows = _removal_rows(dataset.n, removals, seed)
+    config = GuoConfig(lam=lam, sigma=sigma, budget=None, gamma=gamma_value)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        result = run_guo(dataset, [removal_request([r]) for r in rows], config=config,
+                         n_trials=trials, seed=seed, retain_scores=1)
+    finally:
+        torch.set_num_threads(previous)
+    n_before = dataset.n - np.arange(removals)  # n before the k-th removal
+    exact_gamma = "1/4" if gamma == "paper" else gamma_value
+    printed = bounds.get("guo2020:thm1").evaluate(
+        precision="float", gamma=exact_gamma, C=1, lam=lam, n=n_before).value
+    corrected = bounds.get("guo2020:thm1/corrected-whp").evaluate(
+        precision="float", gamma=exact_gamma, C=1, lam=lam, n=n_before, sigma=sigma,
+        d=dataset.dim, tau=delta).value
+    return {
+        "removals": np.arange(1, removals + 1),
+        "true": result.residual_history.mean(axis=0),
+        "data_dependent": result.beta_history.mean(axis=0),
+        "worst_case_printed": np.cumsum(np.asarray(printed, dtype=float)),
+        "worst_case_corrected": np.cumsum(np.asarray(corrected, dtype=float)),
+        "true_max_over_trials": result.residual_history.max(axis=0),
+        "data_dependent_min_over_trials": result.beta_history.min(axis=0),
+        "lam": lam, "sigma": sigma, "trials": trials, "rows": rows,
+    }
+
+
+def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGURE_SIGMAS,
+                               epsilon: float = 1.0, delta: float = 1e-4,
+                               removals: int = FIGURE_REMOVALS, trials: int = FIGURE_TRIALS,
+                               gamma: str = "paper", seed: int = 0) -> dict[str, Any]:
+    """Figure 1's shape: mean number of single removals Algorithm 2 serves before its first
+    retrain, for each (lambda, sigma), with budget sigma epsilon / c (lower end of the
+    interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
+    import torch
+
+    import bounds
+    from empirical.data import removal_request
+    from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+
+    budget_bound = bounds.get("guo2020:alg2/budget")
+    rows = _removal_rows(dataset.n, removals, seed)
+    requests = [removal_request([r]) for r in rows]
+    counts = np.zeros((len(lams), len(sigmas)))
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for i, lam in enumerate(lams):
+            for j, sigma in enumerate(sigmas):
+                budget = budget_bound.evaluate(precision="interval", sigma=sigma,
+                                               epsilon=epsilon, delta=delta).lower
+                config = GuoConfig(lam=lam, sigma=sigma, budget=float(budget),
+                                   gamma=gamma_of("logistic", tight=gamma == "tight"))
+                result = run_guo(dataset, requests, config=config, n_trials=trials, seed=seed,
+                                 retain_scores=1)
+                first = [int(np.argmax(r)) if r.any() else removals
+                         for r in result.retrained_at.astype(bool)]
+                counts[i, j] = float(np.mean(first))
+    finally:
+        torch.set_num_threads(previous)
+    return {"lams": list(lams), "sigmas": list(sigmas), "counts": counts,
+            "removals": removals, "trials": trials, "epsilon": epsilon, "delta": delta}
+
+
+def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
+    """The report's Figure 1 and Figure 2 shapes at the spec's lambda and (calibrated) sigma."""
+    data = spec_data(spec.canonical_json())
+    params: GuoParams = spec.algorithm
+    certificate, sigma, _ = guo_certificate(spec, data)
+    delta = certificate.delta
+    curves = residual_curves(data.dataset, lam=params.lam, sigma=sigma, gamma=params.gamma,
+                             delta=delta, seed=spec.seed)
+    x = [int(k) for k in curves["removals"]]
+    fig2 = {
+        "id": "guo2020-residuals", "title": "Gradient residual over removals (Guo et al. Fig. 2)",
+        "caption": (f"{len(x)} single removals without retraining, lambda = {params.lam}, "
+                    f"sigma = {sigma:.4g}, mean of {curves['trials']} trials. Worst case: the "
+                    "sum of Theorem 1 as printed (b = 0) and of its erratum-corrected form "
+                    f"(||b|| bounded with probability 1 - {delta:g}); data-dependent: Algorithm "
+                    "2's beta (Corollary 2, ||X||_2 exact, plus the optimiser's residual); true: "
+                    "the measured ||grad L_b|| of the Newton-updated model."),
+        "x_label": "number of removals", "y_label": "gradient residual norm",
+        "log_x": False, "log_y": True,
+        "series": [
+            {"label": "worst case, Theorem 1 as printed (b = 0)", "x": x,
+             "y": [float(v) for v in curves["worst_case_printed"]]},
+            {"label": "worst case, Theorem 1 corrected for b", "x": x,
+             "y": [float(v) for v in curves["worst_case_corrected"]]},
+            {"label": "data-dependent (Corollary 2 accumulated)", "x": x,
+             "y": [float(v) for v in curves["data_dependent"]]},
+            {"label": "true residual", "x": x, "y": [float(max(v, 1e-300))
+                                                     for v in curves["true"]]},
+        ],
+    }
+    target = spec.certificate.target_epsilon or certificate.epsilon
+    grid = removals_before_retraining(data.dataset, epsilon=min(1.0, target), delta=delta,
+                                      gamma=params.gamma, seed=spec.seed)
+    fig1 = {
+        "id": "guo2020-removals", "title": "Removals before retraining (Guo et al. Fig. 1)",
+        "caption": (f"Mean number of single removals Algorithm 2 serves before its first "
+                    f"retrain (budget sigma epsilon / c, epsilon = {grid['epsilon']:g}, delta = "
+                    f"{delta:g}), capped at {grid['removals']}, over {grid['trials']} trials, "
+                    "for each lambda (one line each) and sigma."),
+        "x_label": "sigma (standard deviation of b)", "y_label": "removals before retraining",
+        "log_x": True, "log_y": False,
+        "series": [{"label": f"lambda = {lam:g}", "x": [float(s) for s in grid["sigmas"]],
+                    "y": [float(c) for c in grid["counts"][i]]}
+                   for i, lam in enumerate(grid["lams"])],
+    }
+    return [fig1, fig2]
+
+
+FIG2_CHECKPOINTS = (1, 10, 25, 50, 100, 120)
+
+
+def reproduce_fig2(*, dataset: str = "digits", path: str | None = None, lam: float = 1e-3,
+                   sigma: float = 1.0, removals: int = FIGURE_REMOVALS) -> dict[str, Any]:
+    """``unlearn reproduce guo2020:fig2``: Figure 2's comparison on digits 3-vs-8 (or MNIST
+    3-vs-8 from ``path``), lambda = 1e-3 as the paper. The paper prints no numbers for this
+    figure; what it shows, and what each row checks, is the ordering true residual <=
+    data-dependent bound <= worst-case bound (the corrected worst case, since b != 0)."""
+    from empirical.data import load_dataset as load
+
+    if dataset == "mnist":
+        if path is None:
+            raise SpecError("guo2020:fig2 --dataset mnist needs --path (nothing is downloaded)")
+        data = load("mnist", path=path, classes=(3, 8))
+    else:
+        if path is not None:
+            raise SpecError(f"dataset {dataset!r} is built in and takes no --path")
+        data = load(dataset)
+    curves = residual_curves(data, lam=lam, sigma=sigma, removals=removals)
+    rows = []
+    for k in FIG2_CHECKPOINTS:
+        if k > removals:
+            continue
+        i = k - 1
+        true_max = float(curves["true_max_over_trials"][i])
+        data_min = float(curves["data_dependent_min_over_trials"][i])
+        worst = float(curves["worst_case_corrected"][i])
+        rows.append({
+            "removals": k, "true": float(curves["true"][i]),
+            "data_dependent": float(curves["data_dependent"][i]),
+            "worst_case_corrected": worst,
+            "worst_case_printed": float(curves["worst_case_printed"][i]),
+            "published": "true <= data-dependent <= worst case",
+            "computed": f"{true_max:.3g} <= {data_min:.3g} <= {worst:.3g}",
+            "match": bool(true_max <= data_min <= worst),
+        })
+    return {"rows": rows, "matches": sum(r["match"] for r in rows), "total": len(rows),
+            "dataset": data.provenance, "lam": lam, "sigma": sigma,
+            "trials": curves["trials"]}
+
+
+# ----------------------------------------------------------------------------------------------
 # The adapter.
 
 DEMO_TRIALS = 20000
@@ -302,6 +499,25 @@ class GuoAdapter:
     models = ("logistic-regression",)
     calibratable = ("sigma",)
     bench_bound = BOUND
+    # ``unlearn reproduce ID``: reproductions that need the mechanism (not only the bounds).
+    reproductions: ClassVar[dict[str, str]] = {
+        "guo2020:fig2": "Guo et al. 2020 Figure 2: worst-case vs data-dependent vs true "
+                        "gradient residual over 100+ removals (digits, or MNIST from --path)",
+    }
+
+    def reproduce(self, reproduction_id: str, *, dataset: str | None = None,
+                  path: str | None = None) -> dict[str, Any]:
+        if reproduction_id != "guo2020:fig2":
+            raise SpecError(f"{self.name} has no reproduction {reproduction_id!r}")
+        return {"title": self.reproductions[reproduction_id],
+                "citation": "Guo et al. 2020, Figure 2 (Section 4.1)",
+                "rule": "each checkpoint: max over trials of the true residual <= min over trials "
+                        "of the data-dependent bound <= the corrected worst case",
+                **reproduce_fig2(dataset=dataset or "digits", path=path)}
+
+    def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
+        """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""
+        return figure_plots(spec) if spec.algorithm.report_figures else []
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> GuoParams:
         return GuoParams.from_dict(data, path)

@@ -98,9 +98,16 @@ def test_given_sigma_is_certified_as_is() -> None:
     assert cert.calibration is None
 
 
+def no_figures(spec: AuditSpec, **changes) -> AuditSpec:
+    data = spec.to_dict()
+    data["algorithm"] = {**data["algorithm"], "report_figures": False}
+    return AuditSpec.from_dict(data).replace(**changes)
+
+
 def test_reduced_audit_is_consistent_at_the_calibrated_sigma() -> None:
-    result = assert_consistent(demo(trials=400, pilot_trials=100, chunk_size=400))
+    result = assert_consistent(no_figures(demo(), trials=400, pilot_trials=100, chunk_size=400))
     assert result.certified_epsilon <= 1.0
+    assert "extra" not in result.report["plots"]
 
 
 def test_audit_catches_noise_below_the_certificate() -> None:
@@ -109,6 +116,7 @@ def test_audit_catches_noise_below_the_certificate() -> None:
     data = demo().to_dict()
     spec = AuditSpec.from_dict({
         **data, "trials": 400, "pilot_trials": 100, "chunk_size": 400,
-        "algorithm": {**data["algorithm"], "noise_multiplier_scale": 1e-6}})
+        "algorithm": {**data["algorithm"], "noise_multiplier_scale": 1e-6,
+                      "report_figures": False}})
     result = assert_violation(spec)
     assert result.max_lower_bound > 2 * result.certified_epsilon
