@@ -120,3 +120,54 @@ def test_audit_catches_noise_below_the_certificate() -> None:
                       "report_figures": False}})
     result = assert_violation(spec)
     assert result.max_lower_bound > 2 * result.certified_epsilon
+
+
+def test_figure_1_shape_more_noise_or_regularisation_serves_more_removals() -> None:
+    from audits.adapters.guo2020_newton import removals_before_retraining
+    from empirical.data import load_dataset
+
+    grid = removals_before_retraining(load_dataset("digits"), lams=(0.01, 0.1),
+                                      sigmas=(0.1, 10.0), removals=15, trials=2)
+    counts = grid["counts"]
+    assert counts.shape == (2, 2) and counts.min() >= 0 and counts.max() <= 15
+    assert counts[1, 1] >= counts[1, 0] and counts[1, 1] >= counts[0, 1]
+    assert counts[1, 1] > counts[0, 0]
+
+
+def test_fig2_reproduction_orders_the_three_residuals() -> None:
+    from audits.adapters.guo2020_newton import reproduce_fig2
+
+    result = reproduce_fig2(removals=10)
+    assert result["total"] == 2 and result["matches"] == 2  # checkpoints 1 and 10
+    for row in result["rows"]:
+        assert row["true"] <= row["data_dependent"] <= row["worst_case_corrected"]
+        # The corrected worst case exceeds the printed one once b != 0 (erratum G3).
+        assert row["worst_case_corrected"] > row["worst_case_printed"]
+    with pytest.raises(SpecError, match="--path"):
+        reproduce_fig2(dataset="mnist")
+
+
+def test_cli_lists_adapter_reproductions_and_rejects_dataset_for_bound_ones(capsys) -> None:
+    from audits.cli import main
+
+    assert main(["reproduce"]) == 0
+    assert "guo2020:fig2" in capsys.readouterr().out
+    assert main(["reproduce", "chien2024:table3", "--dataset", "digits"]) != 0
+
+
+def test_report_hook_validates_and_draws_extra_line_plots(tmp_path) -> None:
+    from audits.report import write_report
+    from audits.report_schema import validate_report
+
+    result = assert_consistent(no_figures(demo(), trials=100, pilot_trials=20, chunk_size=100))
+    report = dict(result.report)
+    plot = {"id": "demo-lines", "title": "t", "caption": "c", "x_label": "x", "y_label": "y",
+            "log_x": False, "log_y": True,
+            "series": [{"label": "a", "x": [1, 2, 3], "y": [1.0, 2.0, 4.0]}]}
+    report["plots"] = {**report["plots"], "extra": [plot]}
+    validate_report(report)
+    paths = write_report(report, tmp_path)
+    assert "fig-extra-demo-lines" in Path(paths.html_path).read_text(encoding="utf-8")
+    broken = {**plot, "series": [{"label": "a", "x": [1, 2], "y": [1.0]}]}
+    with pytest.raises(ValueError, match=r"plots\.extra\[0\]\.series\[0\]"):
+        validate_report({**report, "plots": {**report["plots"], "extra": [broken]}})
