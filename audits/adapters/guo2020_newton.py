@@ -23,6 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
@@ -154,7 +155,12 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
     n = data.dataset.n
     delta = cert_spec.resolve_delta(n)
     removals = spec.request.requests if params.removals is None else params.removals
-    budget = removals * params.residual_per_removal  # eps' in float, as the mechanism uses it
+    # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
+    # the exact removals * residual_per_removal that sigma is calibrated for.
+    exact_budget = removals * Fraction(params.residual_per_removal)
+    budget = float(exact_budget)
+    if Fraction(budget) > exact_budget:
+        budget = math.nextafter(budget, 0.0)
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
