@@ -194,3 +194,16 @@ def test_run_guo_refuses_replacements() -> None:
     with pytest.raises(ValueError, match="removals only"):
         g.run_guo(dataset, replacement_request(dataset, [0], seed=0),
                   config=g.GuoConfig(lam=0.01, sigma=1.0), n_trials=2, seed=0)
+
+
+def test_spectral_norm_is_bounded_from_above_against_50_digits() -> None:
+    import mpmath
+
+    for seed in range(5):
+        X, _ = problem(n=12, d=5, seed=20 + seed)
+        with mpmath.workdps(50):
+            gram = mpmath.matrix(X.numpy().T.tolist()) * mpmath.matrix(X.numpy().tolist())
+            exact = mpmath.sqrt(max(mpmath.eigsy(gram)[0]))
+        upper = g.spectral_norm_upper(X)
+        assert upper >= exact
+        assert upper <= exact * (1 + 1e-12)
