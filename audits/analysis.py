@@ -298,7 +298,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   main: TrialBatch, pilot: TrialBatch | None, attacks: Sequence[str] | None,
                   statistics: Sequence[str], estimators: Sequence[str], confidence: float,
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
-                  chunks: int, chunks_resumed: int, notes: Sequence[str] = ()) -> dict:
+                  chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
+                  extra_plots: Sequence[Mapping[str, Any]] = ()) -> dict:
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:
@@ -308,6 +309,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                                           confidence=confidence, seed=seed)
     estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes)
     plots = _plots(scored, delta=delta, notes=notes)
+    if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
+        plots["extra"] = [dict(plot) for plot in extra_plots]
     verdict = _verdict(certificate, lower_bounds, ceiling, confidence)
     report = {
         "schema": SCHEMA_ID,

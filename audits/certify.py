@@ -1,4 +1,8 @@
-"""The one path from a declared Rényi bound to an audit's :class:`Certificate`.
+"""The one path from a declared bound to an audit's :class:`Certificate`.
+
+A Rényi bound is converted to (epsilon, delta) at its best order; a bound that is already an
+(epsilon, delta) guarantee (``eps_delta_unlearning``, e.g. a Gaussian loss-perturbation theorem)
+is evaluated in interval arithmetic as it stands, with delta among its own parameters.
 
 Every adapter computes its certificate here: calibrate the free parameter to the spec's target
 (:func:`bounds.calibration.calibrate`, which returns the safe side and re-checks it), then
@@ -11,6 +15,7 @@ algorithm.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +48,7 @@ def certify(
     derivation: Sequence[str] = (),
     delta_label: str = "given",
     extra_provenance: Mapping[str, Any] | None = None,
+    calibration: Mapping[str, Any] | None = None,
 ) -> CertifiedRun:
     """Calibrate (when a target is given), certify, and assemble the :class:`Certificate`.
 
@@ -51,13 +57,23 @@ def certify(
     ``solve`` None certifies the given values (then ``target_epsilon`` must be None). ``cast``
     turns the calibrated value into the mechanism's type (float, or int for an epoch count).
     A bound-engine refusal becomes a :class:`~audits.fields.SpecError` on ``spec.certificate``.
+
+    An (epsilon, delta) bound (no Rényi order) takes ``delta`` as its own parameter: pass it in
+    ``inputs`` (it must equal ``delta``); its epsilon is the interval upper end at the given
+    values, no conversion. Such a bound is calibrated by the adapter's own safe-side solver
+    (``solve`` None), whose record is passed as ``calibration``.
     """
     from bounds.calibration import calibrate
     from bounds.conversions import CONVERSION_CITATIONS, best_epsilon
     from bounds.engine import BoundError
 
     values = dict(free)
-    calibration = None
+    renyi = bound.guarantee.renyi_order is not None
+    if not renyi:
+        return _certify_eps_delta(
+            bound, inputs=inputs, values=values, delta=delta, solve=solve,
+            assumptions=assumptions, derivation=derivation, delta_label=delta_label,
+            extra_provenance=extra_provenance, calibration=calibration)
     try:
         if target_epsilon is not None and solve is not None:
             given = {k: v for k, v in values.items() if k != solve}
@@ -93,3 +109,43 @@ def certify(
         raise SpecError(f"spec.certificate: the calibrated certificate {conv.epsilon} exceeds "
                         f"the target {target_epsilon}")  # pragma: no cover
     return CertifiedRun(certificate, values)
+
+
+def _certify_eps_delta(bound: Any, *, inputs: Mapping[str, Any], values: Mapping[str, Any],
+                       delta: float, solve: str | None, assumptions: Sequence[str],
+                       derivation: Sequence[str], delta_label: str,
+                       extra_provenance: Mapping[str, Any] | None,
+                       calibration: Mapping[str, Any] | None) -> CertifiedRun:
+    """An (epsilon, delta) bound: its interval upper end at the exact values, no conversion."""
+    from bounds.engine import BoundError
+
+    if bound.guarantee.kind != "eps_delta_unlearning":
+        raise SpecError(f"spec.certificate.bound: {bound.id} bounds a {bound.guarantee.kind}, "
+                        "not a privacy loss")
+    if solve is not None:
+        raise SpecError(f"spec.certificate: {bound.id} is an (epsilon, delta) bound; calibrate "
+                        "it with the adapter's solver and pass calibration=")
+    if "delta" in bound.parameter_names and float(inputs.get("delta", math.nan)) != delta:
+        raise SpecError(f"spec.certificate: {bound.id} takes delta as a parameter; pass the "
+                        f"certificate's delta {delta} in its inputs")
+    try:
+        evaluation = bound.evaluate(precision="interval", **values, **inputs)
+    except BoundError as error:
+        raise SpecError(f"spec.certificate: the bound engine refused the inputs: {error}") \
+            from None
+    epsilon = float(evaluation.certified_upper)
+    provenance = {
+        **bound.provenance(),
+        "conversion": "none: the bound is an (epsilon, delta) guarantee, evaluated in interval "
+                      "arithmetic (upper end)",
+        "audit_assumptions": list(assumptions),
+        "derivation": list(derivation),
+        "delta": delta_label,
+        **(extra_provenance or {}),
+    }
+    certificate = Certificate(
+        epsilon=epsilon, delta=delta, bound=bound.id, alpha=None, conversion=None,
+        calibration=None if calibration is None else dict(calibration),
+        inputs={**inputs, **values, "delta": delta}, provenance=provenance,
+    )
+    return CertifiedRun(certificate, dict(values))

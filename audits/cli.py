@@ -126,11 +126,43 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
+def _adapter_reproductions() -> dict[str, tuple[object, str]]:
+    """Reproductions that need a mechanism: adapters list them in ``reproductions`` (id ->
+    title) and run them with ``reproduce(id, dataset=, path=)``."""
+    from audits.registry import adapters
+
+    return {rid: (adapter, title) for adapter in adapters().values()
+            for rid, title in getattr(adapter, "reproductions", {}).items()}
+
+
+def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
+    result = adapter.reproduce(args.id, dataset=args.dataset, path=args.path)
+    out = {"reproduction": args.id, **result}
+    lines = [f"{args.id}: {result['title']}", f"rule: {result['rule']}"]
+    for row in result["rows"]:
+        label = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
+                          for k, v in row.items() if k not in ("published", "computed", "match"))
+        lines.append(f"  {label}: published {row['published']}, computed {row['computed']}"
+                     f"  {'ok' if row['match'] else 'MISMATCH'}")
+    lines.append(f"{result['matches']}/{result['total']} match")
+    emit(out, args.json, "\n".join(lines))
+    if result["matches"] != result["total"]:
+        raise SystemExit(1)
+
+
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    from_adapters = _adapter_reproductions()
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
+        rows += [{"id": rid, "title": title} for rid, (_, title) in from_adapters.items()]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
         return
+    if args.id in from_adapters:
+        _cmd_adapter_reproduce(args, from_adapters[args.id][0])
+        return
+    if args.dataset is not None or args.path is not None:
+        raise CommandError(f"{args.id} recomputes published numbers from the bounds alone; "
+                           "--dataset and --path apply to reproductions that run a mechanism")
     repro = get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
@@ -231,6 +263,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_json(sub.add_parser("reproduce", help="recompute a published table or figure"))
     p.add_argument("id", nargs="?", help="a reproduction id (omit to list)")
+    p.add_argument("--dataset", help="data of a reproduction that runs a mechanism (e.g. digits)")
+    p.add_argument("--path", help="file data (e.g. MNIST) for such a reproduction")
     p.set_defaults(func=cmd_reproduce)
 
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")

@@ -340,6 +340,25 @@ def _figure_utility(report: Mapping):
     return figure
 
 
+def _figure_lines(plot: Mapping):
+    """An adapter's line plot (report ``plots.extra``): one line per series."""
+    figure = _new_figure(6.4, 4.4)
+    axes = figure.add_subplot()
+    for line in plot["series"]:
+        axes.plot(line["x"], line["y"], marker="o", markersize=3, linewidth=1.4,
+                  label=_mpl_text(line["label"]))
+    if plot["log_x"]:
+        axes.set_xscale("log")
+    if plot["log_y"]:
+        axes.set_yscale("log")
+    axes.set_xlabel(_mpl_text(plot["x_label"]))
+    axes.set_ylabel(_mpl_text(plot["y_label"]))
+    axes.set_title(_mpl_text(plot["title"]))
+    axes.grid(True, alpha=0.3)
+    axes.legend(fontsize=8)
+    return figure
+
+
 @dataclass(frozen=True)
 class _Figure:
     id: str
@@ -408,6 +427,10 @@ def _figures(report: Mapping) -> tuple[list[_Figure], list[str]]:
             lambda: _figure_utility(report), half=True)
     else:
         notes.append("Utility was not measured (utility is null).")
+    for plot in plots.get("extra", []):
+        add(f"fig-extra-{plot['id']}", plot["title"],
+            f"Line plot: {plot['y_label']} against {plot['x_label']}", plot["caption"],
+            lambda plot=plot: _figure_lines(plot))
     return figures, notes
 
 

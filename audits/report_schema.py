@@ -347,6 +347,29 @@ def _check_plots(report: Mapping) -> None:
         path = "plots.per_example_epsilon"
         _numbers(_get(per_example, "values", path), f"{path}.values", min_length=1)
         _string(_get(per_example, "label", path), f"{path}.label")
+    for index, plot in enumerate(_list(plots.get("extra", []), "plots.extra")):
+        _check_line_plot(plot, f"plots.extra[{index}]")
+
+
+def _check_line_plot(plot: Any, path: str) -> None:
+    """An adapter's line plot: id, title, caption, axis labels, log flags, named series."""
+    plot = _mapping(plot, path)
+    for key in ("id", "title", "caption", "x_label", "y_label"):
+        _string(_get(plot, key, path), f"{path}.{key}")
+    for key in ("log_x", "log_y"):
+        if not isinstance(_get(plot, key, path), bool):
+            raise _invalid(f"{path}.{key}", "must be true or false")
+    series = _list(_get(plot, "series", path), f"{path}.series")
+    if not series:
+        raise _invalid(f"{path}.series", "must list at least one series")
+    for index, line in enumerate(series):
+        where = f"{path}.series[{index}]"
+        line = _mapping(line, where)
+        _string(_get(line, "label", where), f"{where}.label")
+        x = _numbers(_get(line, "x", where), f"{where}.x", min_length=1)
+        y = _numbers(_get(line, "y", where), f"{where}.y", min_length=1)
+        if len(x) != len(y):
+            raise _invalid(where, f"has {len(x)} x values but {len(y)} y values")
 
 
 def _check_run(report: Mapping) -> None:
