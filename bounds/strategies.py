@@ -149,7 +149,8 @@ def _solved_sides(
             if target not in other.free_symbols:
                 readings.append((target, other, is_lower))
             continue
-        if not isinstance(target, sp.Mul):
+        # Products with the step size are caps on eta, which has its own recipe (_step_cap).
+        if not isinstance(target, sp.Mul) or sp.Symbol("eta", real=True) in target.free_symbols:
             continue
         for symbol in sorted(target.free_symbols, key=lambda s: s.name):
             coefficient = target / symbol

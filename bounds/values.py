@@ -88,7 +88,16 @@ _NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 def parse_exact(text: str) -> sp.Expr | None:
     """Parse a decimal or fraction string exactly (``"0.1"`` is 1/10); ``None`` otherwise."""
     s = text.strip()
+    if len(s) > DEFAULT_LIMITS.max_length:
+        raise BoundError(f"value {shorten(s)!r} is longer than {DEFAULT_LIMITS.max_length} "
+                         "characters (max_length)")
     if _NUMBER_RE.match(s):
+        mantissa, _, exponent = s.lower().partition("e")
+        digits = len(mantissa.lstrip("+-").replace(".", "").lstrip("0")) + abs(int(exponent or 0))
+        if digits > DEFAULT_LIMITS.max_digits:
+            # Exactly, 1e99999999 is an integer of 10^8 digits: refuse before building it.
+            raise BoundError(f"value {shorten(s)!r} would have about {digits} digits exactly, more "
+                             f"than the limit of {DEFAULT_LIMITS.max_digits} (max_digits)")
         return sp.Rational(s)
     m = re.fullmatch(r"([+-]?\d+)\s*/\s*(\d+)", s)
     if m:

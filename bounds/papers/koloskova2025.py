@@ -100,6 +100,19 @@ def _log_theta_np(eps: Any, dist: Any, scale: Any) -> Any:
     return out if out.shape else float(out)
 
 
+def _ncdf_mp(x: Any) -> Any:
+    """Phi(x) in mpmath; below -1e100 the Mills-ratio form phi(x)/|x| (relative error < x^-2,
+    far below any working precision), since mpmath's erfc overflows a float there."""
+    if x < -_FAR_TAIL:
+        return mpmath.npdf(x) / -x
+    if x > _FAR_TAIL:
+        return mpmath.mpf(1) - mpmath.npdf(x) / x
+    return mpmath.ncdf(x)
+
+
+_FAR_TAIL = mpmath.mpf(10) ** 100
+
+
 def _log_theta_mp(eps: Any, dist: Any, scale: Any) -> Any:
     """log theta_eps(dist/scale) at the current mp precision (extra digits against cancellation)."""
     if scale == 0:
@@ -112,9 +125,9 @@ def _log_theta_mp(eps: Any, dist: Any, scale: Any) -> Any:
         with mpmath.workdps(target + extra):
             r = mpmath.mpf(dist) / scale
             e = mpmath.mpf(eps)
-            pa = mpmath.ncdf(r / 2 - e / r)
-            pb = mpmath.exp(e) * mpmath.ncdf(-r / 2 - e / r)
-            one_minus = mpmath.ncdf(e / r - r / 2) + pb  # 1 - theta, no cancellation
+            pa = _ncdf_mp(r / 2 - e / r)
+            pb = mpmath.exp(e) * _ncdf_mp(-r / 2 - e / r)
+            one_minus = _ncdf_mp(e / r - r / 2) + pb  # 1 - theta, no cancellation
             if one_minus < mpmath.mpf("0.5"):
                 value = mpmath.log1p(-one_minus)
                 lost = 0

@@ -103,6 +103,15 @@ def thm32(p: Inputs) -> mpmath.mpf:
                          pabi_term(2 * v.alpha, thm32_distance(v), v.K * batches(v), v, var))
 
 
+def thm32_sequence(p: Inputs) -> mpmath.mpf:
+    """Theorem 3.2's weak triangle with a free initial distance Z for the last request."""
+    v = P(p)
+    var = v.eta * v.sigma**2
+    return weak_triangle(v.alpha,
+                         pabi_term(2 * v.alpha, 2 * v.R, v.T * batches(v), v, var),
+                         pabi_term(2 * v.alpha, v.Z, v.K * batches(v), v, var))
+
+
 def thm32_capped(p: Inputs) -> mpmath.mpf:
     v = P(p)
     var = v.eta * v.sigma**2
@@ -366,6 +375,7 @@ def neel_learning(p: Inputs) -> mpmath.mpf:
 
 REFERENCE: dict[str, Callable[[Inputs], mpmath.mpf]] = {
     "chien2024:thm3.2": thm32,
+    "chien2024:thm3.2+thm3.11/sequence": thm32_sequence,
     "chien2024:thm3.2/capped": thm32_capped,
     "chien2024:thm3.2/optimal-shift": thm32_shift,
     "chien2024:lem3.3": lem33,
