@@ -187,6 +187,10 @@ GUARANTEE_KINDS = (
     "noise_scale",  # the noise standard deviation the theorem requires
     "iterations",  # number of iterations the theorem requires
     "exact_divergence",  # exact Rényi divergence of a closed-form model (ground truth)
+    "membership_advantage",  # advantage of any membership-inference test <= value
+    "epsilon_lower_limit",  # no certificate with a privacy loss below value can hold
+    "step_size",  # the step size the theorem prescribes, or its largest admissible value
+    "gradient_complexity",  # per-example gradient computations (a count, or its growth order)
 )
 
 
