@@ -349,10 +349,27 @@ class NoisyGDAdapter:
         """``unlearn bench trials --algorithm noisy-gd``: the demo mechanism batched over
         ``n_trials`` against the same trials one at a time (the first ``loop_trials`` of them,
         whose numbers must be identical), timed side by side."""
-        import time
+
+        import torch
+
+        from empirical.bench import CPU_BENCH_THREADS
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+        previous_threads = torch.get_num_threads()
+        if device == "cpu":  # as the PNSGD benchmark: one intra-op thread, restored afterwards
+            torch.set_num_threads(CPU_BENCH_THREADS)
+        try:
+            return self._benchmark_trials(n_trials=n_trials, device=device, dataset=dataset,
+                                          loop_trials=loop_trials)
+        finally:
+            torch.set_num_threads(previous_threads)
+
+    def _benchmark_trials(self, *, n_trials: int, device: str, dataset: str,
+                          loop_trials: int) -> dict[str, Any]:
+        import time
+
+        import torch
         spec = demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
@@ -371,7 +388,7 @@ class NoisyGDAdapter:
         batched_rate, loop_rate = n_trials / batched_seconds, looped_n / loop_seconds
         return {
             "n_trials": n_trials, "device": device, "dataset": dataset,
-            "mechanism": mechanism.description,
+            "torch_threads": torch.get_num_threads(), "mechanism": mechanism.description,
             "batched_seconds": batched_seconds, "batched_trials_per_s": batched_rate,
             "loop_trials_timed": looped_n, "loop_seconds": loop_seconds,
             "loop_trials_per_s": loop_rate, "speedup": batched_rate / loop_rate,
