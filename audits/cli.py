@@ -122,12 +122,26 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
+def _adapter_reproductions() -> list:
+    """Reproductions that adapters provide (simulated attacks need the trial engine, which the
+    bound engine's registry cannot import); an adapter lists them as ``reproductions``."""
+    from audits.registry import adapters
+
+    return [r for adapter in adapters().values() for r in getattr(adapter, "reproductions", ())]
+
+
 def cmd_reproduce(args: argparse.Namespace) -> None:
     if args.id is None:
-        rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
+        rows = [{"id": r.id, "title": r.title}
+                for r in [*list_reproductions(), *_adapter_reproductions()]]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
         return
-    repro = get_reproduction(args.id)
+    try:
+        repro = get_reproduction(args.id)
+    except BoundError:
+        repro = next((r for r in _adapter_reproductions() if r.id == args.id), None)
+        if repro is None:
+            raise
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
            "rule": repro.rule, **result}
