@@ -11,10 +11,12 @@ Chourasia and Shah, "Forget Unlearning: Towards True Data-Deletion in Machine Le
    (and nothing else of the curator), then the fixed requests of the spec (the target edits);
    after each request the curator deletes by K_Abar more steps on the edited database (eq. 15),
    warm-started from the previous model;
-3. reference: the same curator *and the same requester* run from D_0 with the fixed edits
-   already applied, i.e. a run that never saw the targets' records. For fixed requests only,
-   this is K_A + sum K_Abar steps of Algorithm 2 on the final database from a fresh draw of rho,
-   the law Theorem 5.1's (q, epsilon_dd)-data-deletion compares against (Definition 4.1's pi).
+3. reference (Definition 4.1's pi): K_A + sum K_Abar steps of Algorithm 2 from a fresh draw of
+   rho on a database that never held the targets' records. For fixed requests only, that is
+   the final database D_0 o u. With a requester it is the database D'_0 o U'_{<i} o u_i of the
+   proof of Theorem 4.3 (eq. 56): the same curator and requester first interact from D'_0 (the
+   fixed edits already applied), so the requester's edits U' answer the reference's own
+   releases, and pi then runs on the database they produced.
 
 Noise convention, exactly Algorithm 2 and Theorem 5.1: ``sigma`` is the noise *standard deviation
 parameter*; sigma^2 is what the theorem calls the gradient noise variance
@@ -59,6 +61,7 @@ __all__ = [
     "LinearLoss",
     "NoisyGDConfig",
     "NoisyGDResult",
+    "PublishedDirectionRequester",
     "Requester",
     "linear_loss_law",
     "run_noisy_gd",
@@ -238,6 +241,32 @@ class Requester(Protocol):
                  random: TrialRandom) -> BatchedRequest: ...
 
 
+@dataclass(frozen=True)
+class PublishedDirectionRequester:
+    """A p-adaptive requester in the spirit of Theorem 3.1's re-encoding: request j replaces
+    record ``rows[j]`` by the unit vector along the model published before it, labelled +1.
+
+    What the published model learned from a target record is copied into the database, where
+    it outlives the target's deletion; under Noisy-GD the copy carries only what the releases
+    leak, which Theorem 4.3 charges as p epsilon_dp. Deterministic given the releases.
+    """
+
+    rows: tuple[int, ...]
+
+    def __call__(self, *, position: int, published: torch.Tensor,
+                 random: TrialRandom) -> BatchedRequest:
+        size = published.shape[0]
+        norms = published.square().sum(-1, keepdim=True).sqrt()
+        # a zero release (no information) inserts the first basis vector
+        fallback = torch.zeros_like(published)
+        fallback[:, 0] = 1.0
+        direction = torch.where(norms > 0, published / norms.clamp_min(1e-300), fallback)
+        indices = torch.full((size, 1), self.rows[position], dtype=torch.long,
+                             device=published.device)
+        labels = torch.ones(size, 1, dtype=published.dtype, device=published.device)
+        return BatchedRequest(indices, direction[:, None, :], labels)
+
+
 @dataclass(frozen=True, eq=False)
 class NoisyGDResult:
     """Outputs of ``n_trials`` runs of the curator (learn, then every request's deletion) and of
@@ -313,7 +342,8 @@ def run_noisy_gd(
     ``model`` defaults to logistic regression. With ``requester`` and ``adaptive_requests`` p,
     the requester issues p requests before the fixed ones, each after seeing the model the
     curator published last; the reference runs the same requester against its own published
-    models. On a given device and dtype, trial i's numbers depend only on (seed, i), not on
+    models (and pi then runs on the database it built, eq. 56). On a given device and dtype,
+    trial i's numbers depend only on (seed, i), not on
     ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
     linear models).
     """
@@ -405,6 +435,13 @@ def run_noisy_gd(
                 params = descend(params, data, rows, unlearn_steps[position], random,
                                  f"noise/{prefix}/delete/{position}")
             outputs[f"{prefix}/adaptive_indices"] = torch.stack(chosen, dim=1)
+            if start != 0:
+                # The proof of Theorem 4.3 (eq. 56): pi applied to D'_0 o U'_{<i} o u_i, the
+                # database the requester built against the reference's own releases. pi is
+                # the non-adaptive reference: a fresh Noisy-GD run of all the steps on it.
+                params = random.normal(f"init/{prefix}/pi", (n_params,)) * init_std
+                return descend(params, data, rows, config.learn_steps + sum(unlearn_steps),
+                               random, f"noise/{prefix}/pi")
         for offset in range(len(fixed)):
             position = adaptive_requests + offset
             target = versions[max(start, offset + 1)]
