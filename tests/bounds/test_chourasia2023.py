@@ -55,6 +55,11 @@ EXTREME: dict[str, list[dict[str, Any]]] = {
                                              "K_Abar": 0},
                                             {"q": 10**5, "sigma": 50, "L": "1e-4", "lam": 10,
                                              "beta": "1e-6", "n": 3, "K_Abar": 10**4}],
+    "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi": [
+        {"q": "1.0001", "sigma": "1e-6", "L": 10, "lam": "1e-3", "beta": 100, "n": 10**6,
+         "K_Abar": 0, "p": 0},
+        {"q": 10**5, "sigma": 50, "L": "1e-4", "lam": 10, "beta": "1e-6", "n": 3, "K_Abar": 10**4,
+         "p": 10**6}],
     "chourasia2023:thm5.1/learning-iterations": [{"lam": "1e-4", "beta": 50, "q": 100,
                                                   "epsilon_dp": "0.01", "n": 10**9, "d": 10**7}],
     "chourasia2023:thm5.1/utility-iterations": [{"lam": 1, "beta": "1e-9", "q": "1.5",
