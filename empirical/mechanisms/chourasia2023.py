@@ -11,12 +11,14 @@ Chourasia and Shah, "Forget Unlearning: Towards True Data-Deletion in Machine Le
    (and nothing else of the curator), then the fixed requests of the spec (the target edits);
    after each request the curator deletes by K_Abar more steps on the edited database (eq. 15),
    warm-started from the previous model;
-3. reference (Definition 4.1's pi): K_A + sum K_Abar steps of Algorithm 2 from a fresh draw of
-   rho on a database that never held the targets' records. For fixed requests only, that is
-   the final database D_0 o u. With a requester it is the database D'_0 o U'_{<i} o u_i of the
-   proof of Theorem 4.3 (eq. 56): the same curator and requester first interact from D'_0 (the
-   fixed edits already applied), so the requester's edits U' answer the reference's own
-   releases, and pi then runs on the database they produced.
+3. reference (Definition 4.1's pi_i^Q, a map of D'_0 = D_0 o <ind, y> that knows the requester
+   Q): the same curator *and the same requester* run from D'_0, the fixed edits already
+   applied, so the requester's edits answer the reference's own releases and the run never
+   sees the targets' records. For fixed requests only, this is K_A + sum K_Abar steps of
+   Algorithm 2 on the final database from a fresh draw of rho. (The proof of Theorem 4.3, eq.
+   56, instead restarts a non-adaptive pi on D'_0 o U'_{<i} o u_i; that pi lags behind the
+   requester's late edits, which the curator has seen for only a few steps, so it is a looser
+   reference than this one.)
 
 Noise convention, exactly Algorithm 2 and Theorem 5.1: ``sigma`` is the noise *standard deviation
 parameter*; sigma^2 is what the theorem calls the gradient noise variance
@@ -342,7 +344,7 @@ def run_noisy_gd(
     ``model`` defaults to logistic regression. With ``requester`` and ``adaptive_requests`` p,
     the requester issues p requests before the fixed ones, each after seeing the model the
     curator published last; the reference runs the same requester against its own published
-    models (and pi then runs on the database it built, eq. 56). On a given device and dtype,
+    models. On a given device and dtype,
     trial i's numbers depend only on (seed, i), not on
     ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
     linear models).
@@ -435,13 +437,6 @@ def run_noisy_gd(
                 params = descend(params, data, rows, unlearn_steps[position], random,
                                  f"noise/{prefix}/delete/{position}")
             outputs[f"{prefix}/adaptive_indices"] = torch.stack(chosen, dim=1)
-            if start != 0:
-                # The proof of Theorem 4.3 (eq. 56): pi applied to D'_0 o U'_{<i} o u_i, the
-                # database the requester built against the reference's own releases. pi is
-                # the non-adaptive reference: a fresh Noisy-GD run of all the steps on it.
-                params = random.normal(f"init/{prefix}/pi", (n_params,)) * init_std
-                return descend(params, data, rows, config.learn_steps + sum(unlearn_steps),
-                               random, f"noise/{prefix}/pi")
         for offset in range(len(fixed)):
             position = adaptive_requests + offset
             target = versions[max(start, offset + 1)]

@@ -306,36 +306,40 @@ def test_requester_without_count_is_refused(digits_small):
                      requester=FlipTheSignRequester())
 
 
-def test_reference_under_a_requester_is_pi_on_the_database_it_built():
-    # Noiseless linear-loss runs are deterministic, so eq. (56) can be replayed by hand: the
-    # reference learns on D'_0 (target already replaced), the requester copies the direction of
-    # that release into row 7, and pi runs all K_A + K_Abar_1 + K_Abar_2 steps from rho on
-    # the resulting database.
+def test_reference_under_a_requester_replays_the_interaction_from_the_edited_database():
+    # Noiseless linear-loss runs are deterministic, so both interactions can be replayed by
+    # hand: the reference learns on D'_0 (target already replaced), its requester copies the
+    # direction of *that* release into row 7, and it then runs the 2 + 3 deletion steps.
     from empirical.mechanisms.chourasia2023 import PublishedDirectionRequester, linear_loss_law
 
     dataset = _dataset(n=12, d=3)
     request = _replace(2, -dataset.features[2:3], dataset.labels[2:3])
-    config = NoisyGDConfig(step_size=0.3, sigma=0.0, learn_steps=5, unlearn_steps=(2, 3), l2=0.8,
+    lam, eta = 0.8, 0.3
+    config = NoisyGDConfig(step_size=eta, sigma=0.0, learn_steps=5, unlearn_steps=(2, 3), l2=lam,
                            init_variance=0.0)
     result = run_noisy_gd(dataset, request, config=config, n_trials=2, seed=0,
                           model=LinearLoss(3), requester=PublishedDirectionRequester((7,)),
                           adaptive_requests=1)
     (x0, y0, w0), (x1, y1, w1) = data_versions(dataset, (request,))
-    learned_ref, _ = linear_loss_law(dataset_versions=[(x1, y1, w1)], steps=[5], config=config)
-    x_built, y_built = x1.copy(), y1.copy()
-    x_built[7], y_built[7] = learned_ref / np.linalg.norm(learned_ref), 1.0
-    pi, _ = linear_loss_law(dataset_versions=[(x_built, y_built, w1)], steps=[10], config=config)
-    np.testing.assert_allclose(result.retrained.params, np.stack([pi, pi]), rtol=1e-12)
-    # the curator: learn on D_0, the requester copies *its* release, delete 2 steps, then the
-    # target edit and 3 more steps
-    learned, _ = linear_loss_law(dataset_versions=[(x0, y0, w0)], steps=[5], config=config)
+    c = 1 - eta * lam
+
+    def after(theta: np.ndarray, x: np.ndarray, y: np.ndarray, k: int) -> np.ndarray:
+        return c**k * theta + (1 - c**k) * (y @ x) / 12 / lam
+
+    def replay(x_start: np.ndarray, y_start: np.ndarray, x_target: np.ndarray) -> tuple:
+        learned, _ = linear_loss_law(dataset_versions=[(x_start, y_start, w0)], steps=[5],
+                                     config=config)
+        x_a, y_a = x_start.copy(), y_start.copy()
+        x_a[7], y_a[7] = learned / np.linalg.norm(learned), 1.0
+        theta = after(learned, x_a, y_a, 2)
+        x_b = x_a.copy()
+        x_b[2] = x_target[2]
+        return learned, after(theta, x_b, y_a, 3)
+
+    learned, curator = replay(x0, y0, x1)
+    _, reference = replay(x1, y1, x1)
     np.testing.assert_allclose(result.learned.params[0], learned, rtol=1e-12)
-    x_a, y_a = x0.copy(), y0.copy()
-    x_a[7], y_a[7] = learned / np.linalg.norm(learned), 1.0
-    x_b = x_a.copy()
-    x_b[2] = x1[2]
-    c = 1 - 0.3 * 0.8
-    s_a, s_b = (y_a @ x_a) / 12, (y_a @ x_b) / 12
-    after = c**2 * learned + (1 - c**2) * s_a / 0.8
-    after = c**3 * after + (1 - c**3) * s_b / 0.8
-    np.testing.assert_allclose(result.unlearned.params[0], after, rtol=1e-12)
+    np.testing.assert_allclose(result.unlearned.params, np.stack([curator, curator]), rtol=1e-12)
+    np.testing.assert_allclose(result.retrained.params, np.stack([reference, reference]),
+                               rtol=1e-12)
+    assert not np.allclose(curator, reference)  # the target's trace through the requester
