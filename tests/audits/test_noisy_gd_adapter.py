@@ -214,3 +214,41 @@ def test_sum_example_reproduction_and_the_cli_finds_adapter_reproductions(capsys
     ids = {r["id"] for r in json.loads(capsys.readouterr().out)["reproductions"]}
     assert {"chourasia2023:thm3.1", "chourasia2023:thm3.2", "chourasia2023:sum-example",
             "chien2024:table3"} <= ids
+
+
+# --------------------------------------------------------------------------------------------
+# Adaptive requests (Theorem 4.3 on Theorem 5.1's budgets).
+
+ADAPTIVE_EXAMPLE = ROOT / "examples" / "noisy_gd_adaptive_digits.toml"
+
+
+def test_adaptive_example_is_certified_by_theorem43_on_theorem51():
+    from audits.adapters.noisy_gd import ADAPTIVE_BOUND
+
+    spec = AuditSpec.from_toml(ADAPTIVE_EXAMPLE)
+    assert spec.algorithm.adaptive_requests == 2
+    assert spec.replace(algorithm=dataclasses.replace(spec.algorithm, adaptive_requests=0),
+                        trials=10000, pilot_trials=1000, chunk_size=2500,
+                        name="demo-noisy-gd") == demo_spec()
+    prepared = prepare_audit(spec.replace(trials=100, pilot_trials=10))
+    cert = prepared.certificate
+    assert cert.bound == ADAPTIVE_BOUND and cert.inputs["p"] == 2
+    conv = best_epsilon(ADAPTIVE_BOUND, delta=cert.delta, sigma=cert.inputs["sigma"], L=0.05,
+                        lam=1.0, beta=0.25, n=cert.inputs["n"], K_Abar=1, p=2)
+    assert cert.epsilon == conv.epsilon <= 1.0
+    # p releases cost p epsilon_dp: at the same target the adaptive audit needs more noise, by
+    # sqrt((e^{-1/(4 kappa)} + 2)/e^{-1/(4 kappa)}) for this linear-in-q curve (kappa = 1.25)
+    plain_sigma = prepare_audit(_spec()).mechanism.config.sigma
+    ratio = math.sqrt((math.exp(-1 / 5) + 2) / math.exp(-1 / 5))
+    assert prepared.mechanism.config.sigma == pytest.approx(plain_sigma * ratio, rel=1e-6)
+    batch = prepared.mechanism.run_trials(seed=0, first_trial=0, n_trials=2)
+    assert batch.unlearned.statistics["params"].shape == (2, 64)
+
+
+@pytest.mark.slow
+def test_adaptive_audit_consistent_at_calibrated_noise_and_caught_when_shrunk():
+    spec = _lean(AuditSpec.from_toml(ADAPTIVE_EXAMPLE))
+    assert_consistent(spec, trials=400)
+    broken = spec.replace(algorithm=dataclasses.replace(spec.algorithm,
+                                                        noise_multiplier_scale=0.04))
+    assert_violation(broken, trials=400)
