@@ -126,13 +126,23 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
-def _adapter_reproductions() -> dict[str, tuple[object, str]]:
-    """Reproductions that need a mechanism: adapters list them in ``reproductions`` (id ->
-    title) and run them with ``reproduce(id, dataset=, path=)``."""
+def _adapter_reproductions() -> dict[str, tuple[object, str, object | None]]:
+    """Reproductions that need a mechanism, which the bound engine's registry cannot import.
+
+    An adapter lists them in ``reproductions``: either a mapping id -> title, run by its
+    ``reproduce(id, dataset=, path=)``, or objects with ``id``, ``title`` and ``run()`` like the
+    bound engine's reproductions. Returns id -> (adapter, title, object or None).
+    """
     from audits.registry import adapters
 
-    return {rid: (adapter, title) for adapter in adapters().values()
-            for rid, title in getattr(adapter, "reproductions", {}).items()}
+    found: dict[str, tuple[object, str, object | None]] = {}
+    for adapter in adapters().values():
+        listed = getattr(adapter, "reproductions", {})
+        if isinstance(listed, dict):
+            found.update({rid: (adapter, title, None) for rid, title in listed.items()})
+        else:
+            found.update({r.id: (adapter, r.title, r) for r in listed})
+    return found
 
 
 def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
@@ -154,16 +164,17 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     from_adapters = _adapter_reproductions()
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
-        rows += [{"id": rid, "title": title} for rid, (_, title) in from_adapters.items()]
+        rows += [{"id": rid, "title": title} for rid, (_, title, _) in from_adapters.items()]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
         return
-    if args.id in from_adapters:
-        _cmd_adapter_reproduce(args, from_adapters[args.id][0])
+    adapter, _, listed = from_adapters.get(args.id, (None, None, None))
+    if adapter is not None and listed is None:
+        _cmd_adapter_reproduce(args, adapter)
         return
-    if args.dataset is not None or args.path is not None:
+    if listed is None and (args.dataset is not None or args.path is not None):
         raise CommandError(f"{args.id} recomputes published numbers from the bounds alone; "
                            "--dataset and --path apply to reproductions that run a mechanism")
-    repro = get_reproduction(args.id)
+    repro = listed if listed is not None else get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
            "rule": repro.rule, **result}

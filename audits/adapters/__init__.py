@@ -8,4 +8,5 @@ first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
 from __future__ import annotations
 
 import audits.adapters.guo2020_newton  # noqa: F401  (registers "guo2020-newton")
+import audits.adapters.noisy_gd  # noqa: F401  (registers "noisy-gd")
 from audits.adapters import pnsgd  # noqa: F401  (registers "pnsgd", the default algorithm)

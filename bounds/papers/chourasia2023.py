@@ -384,6 +384,63 @@ THM51_EPSILON = register(Bound(
     example={**_pick(THM51_EXAMPLE, "lam", "beta", "epsilon_dp"), "K_Abar": 19},
 ))
 
+THM51_DELETION_CURVE = register(Bound(
+    id="chourasia2023:thm5.1/deletion-renyi",
+    title="Rényi data-deletion curve of one Noisy-GD run at every order q (Theorem 5.1 at a "
+          "fixed sigma)",
+    citation=cite("Theorem 5.1", "Section 5.1, parts (1)-(2) and eq. (16)"),
+    parameters=(P_Q, P_SIGMA, P_L, P_LAM, P_BETA, P_N, P_K_ABAR),
+    expression=4 * q * L**2 / (lam * sigma**2 * n**2) * sp.exp(-K_Abar / (4 * kappa)),
+    guarantee=Guarantee(
+        "renyi_unlearning",
+        "(q, value)-data-deletion (Definition 4.1) of the pair run with this sigma, for every "
+        "order q > 1 at once: an (epsilon, delta) conversion may optimise q",
+        renyi_order="q",
+    ),
+    assumptions=CONVEX_SETTING + (
+        "one mechanism for every q: eta = 1/(2(lam + beta)) and rho = N(0, sigma^2/(lam (1 - "
+        "eta lam/2)) I_d) do not involve q, so the run with a given sigma is the run Theorem 5.1 "
+        "prescribes for epsilon_dp(q) = 4 q L^2/(lam sigma^2 n^2) at each q simultaneously",
+    ),
+    monotone={"sigma": "decreasing", "K_Abar": "decreasing", "q": "increasing",
+              "L": "increasing", "n": "decreasing", "beta": "increasing"},
+    notes=(
+        "Theorem 5.1 solved for its budgets at a given sigma: sigma^2 = 4 q L^2/(lam epsilon_dp "
+        "n^2) gives epsilon_dp = 4 q L^2/(lam sigma^2 n^2), and eq. (16) at equality gives "
+        "epsilon_dd = epsilon_dp exp(-K_Abar/(4 kappa)) <= epsilon_dp.",
+        "Linear in q: the Rényi curve of a Gaussian mechanism, so the conversion to (epsilon, "
+        "delta) at the best q is that of a Gaussian with the same curve.",
+    ),
+    example={"q": 2, "sigma": "0.01", "L": 1, "lam": 1, "beta": 1, "n": 1000, "K_Abar": 4},
+))
+
+THM43_THM51_ADAPTIVE = register(Bound(
+    id="chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi",
+    title="Rényi data-deletion of Noisy-GD under p-adaptive requesters at every order q "
+          "(Theorem 4.3 applied to Theorem 5.1 at a fixed sigma)",
+    citation=cite("Theorems 4.3 and 5.1", "Sections 4.1 and 5.1"),
+    parameters=(P_Q, P_SIGMA, P_L, P_LAM, P_BETA, P_N, P_K_ABAR, P_P),
+    expression=4 * q * L**2 / (lam * sigma**2 * n**2) * (sp.exp(-K_Abar / (4 * kappa)) + p),
+    guarantee=Guarantee(
+        "renyi_unlearning",
+        "(q, value)-data-deletion (Definition 4.1) under p-adaptive 1-requesters for every "
+        "order q > 1 at once: an (epsilon, delta) conversion may optimise q",
+        renyi_order="q",
+    ),
+    assumptions=CONVEX_SETTING + (
+        "Theorem 4.3: epsilon_dd + p epsilon_dp with both terms taken from Theorem 5.1 at the "
+        "same q: epsilon_dp(q) = 4 q L^2/(lam sigma^2 n^2) (part 1, any K_A, K_Abar) and "
+        "epsilon_dd(q) = epsilon_dp(q) exp(-K_Abar/(4 kappa)) (part 2, eq. 16 at equality)",
+        "the requester sees at most p releases; K_Abar is the count of the deletion that "
+        "serves the target's request",
+    ),
+    monotone={"sigma": "decreasing", "K_Abar": "decreasing", "p": "increasing",
+              "q": "increasing", "L": "increasing", "n": "decreasing"},
+    notes=("p = 0 is chourasia2023:thm5.1/deletion-renyi.",),
+    example={"q": 2, "sigma": "0.01", "L": 1, "lam": 1, "beta": 1, "n": 1000, "K_Abar": 4,
+             "p": 2},
+))
+
 THM51_LEARNING = register(Bound(
     id="chourasia2023:thm5.1/learning-iterations",
     aliases=("chourasia2023:eq17/K_A",),
@@ -716,7 +773,8 @@ register_reproduction(Reproduction(
 
 __all__ = [
     "THM41", "THM41_LIMIT", "THM43", "THM45", "THM45_PRINTED", "THM51_SIGMA", "THM51_ETA",
-    "THM51_RHO", "THM51_DELETION", "THM51_EPSILON", "THM51_LEARNING", "THM51_UTILITY",
+    "THM51_RHO", "THM51_DELETION", "THM51_EPSILON", "THM51_DELETION_CURVE",
+    "THM43_THM51_ADAPTIVE", "THM51_LEARNING", "THM51_UTILITY",
     "THM51_UNLEARNING", "THM51_SAVINGS", "THM51_SAVINGS_ORDER", "TABLE1_NOISY_GD", "THM52_RDP",
     "THM52_SIGMA", "THM52_ETA", "THM52_LEARNING", "THM52_UNLEARNING", "THM52_SAVINGS",
     "ConvexSetting", "convex_setting", "Theorem52Check", "check_theorem52", "footnote5",

@@ -165,6 +165,23 @@ def thm51_deletion_epsilon(*, lam: Mp, beta: Mp, epsilon_dp: Mp, K_Abar: Mp) -> 
 
 
 @_work
+def thm51_deletion_renyi(*, q: Mp, sigma: Mp, L: Mp, lam: Mp, beta: Mp, n: Mp, K_Abar: Mp) -> Mp:
+    # invert sigma^2 = 4 q L^2/(lam eps_dp n^2) for eps_dp, then take the least eps_dd that
+    # eq. (16) allows (the bisection of thm51_deletion_epsilon)
+    epsilon_dp = 4 * q * L**2 / (lam * sigma**2 * n**2)
+    return thm51_deletion_epsilon(lam=lam, beta=beta, epsilon_dp=epsilon_dp, K_Abar=K_Abar)
+
+
+@_work
+def thm43_thm51_adaptive(*, q: Mp, sigma: Mp, L: Mp, lam: Mp, beta: Mp, n: Mp, K_Abar: Mp,
+                         p: Mp) -> Mp:
+    # Theorem 4.3's epsilon_dd + p epsilon_dp with both budgets read off Theorem 5.1 at sigma
+    epsilon_dp = 4 * q * L**2 / (lam * sigma**2 * n**2)
+    epsilon_dd = thm51_deletion_epsilon(lam=lam, beta=beta, epsilon_dp=epsilon_dp, K_Abar=K_Abar)
+    return thm43(q=q, epsilon_dd=epsilon_dd, epsilon_dp=epsilon_dp, p=p)
+
+
+@_work
 def thm51_learning_iterations(*, lam: Mp, beta: Mp, q: Mp, epsilon_dp: Mp, n: Mp, d: Mp) -> Mp:
     return 4 * _kappa(lam, beta) * mpmath.log(epsilon_dp * n**2 / (4 * q * d))
 
@@ -274,6 +291,8 @@ REFERENCE: dict[str, Callable[..., mpmath.mpf]] = {
     "chourasia2023:thm5.1/rho-scale": thm51_rho_scale,
     "chourasia2023:thm5.1/deletion-iterations": thm51_deletion_iterations,
     "chourasia2023:thm5.1/deletion-epsilon": thm51_deletion_epsilon,
+    "chourasia2023:thm5.1/deletion-renyi": thm51_deletion_renyi,
+    "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi": thm43_thm51_adaptive,
     "chourasia2023:thm5.1/learning-iterations": thm51_learning_iterations,
     "chourasia2023:thm5.1/utility-iterations": thm51_utility_iterations,
     "chourasia2023:thm5.1/unlearning-iterations": thm51_unlearning_iterations,

@@ -50,6 +50,16 @@ EXTREME: dict[str, list[dict[str, Any]]] = {
     "chourasia2023:thm5.1/deletion-epsilon": [{"lam": 1, "beta": 1, "epsilon_dp": 1, "K_Abar": 0},
                                               {"lam": "1e-3", "beta": 10, "epsilon_dp": 5,
                                                "K_Abar": 10**7}],
+    "chourasia2023:thm5.1/deletion-renyi": [{"q": "1.0001", "sigma": "1e-6", "L": 10,
+                                             "lam": "1e-3", "beta": 100, "n": 10**6,
+                                             "K_Abar": 0},
+                                            {"q": 10**5, "sigma": 50, "L": "1e-4", "lam": 10,
+                                             "beta": "1e-6", "n": 3, "K_Abar": 10**4}],
+    "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi": [
+        {"q": "1.0001", "sigma": "1e-6", "L": 10, "lam": "1e-3", "beta": 100, "n": 10**6,
+         "K_Abar": 0, "p": 0},
+        {"q": 10**5, "sigma": 50, "L": "1e-4", "lam": 10, "beta": "1e-6", "n": 3, "K_Abar": 10**4,
+         "p": 10**6}],
     "chourasia2023:thm5.1/learning-iterations": [{"lam": "1e-4", "beta": 50, "q": 100,
                                                   "epsilon_dp": "0.01", "n": 10**9, "d": 10**7}],
     "chourasia2023:thm5.1/utility-iterations": [{"lam": 1, "beta": "1e-9", "q": "1.5",
@@ -603,3 +613,31 @@ def test_renyi_is_monotone_in_the_order_thm_b2(shift):
     values = [_laplace_renyi(order, shift) for order in (1.01, 1.5, 2.0, 4.0, 16.0, 256.0)]
     assert all(x <= y + 1e-15 for x, y in zip(values, values[1:], strict=False))
     assert values[-1] <= shift  # and below the max-divergence
+
+
+# --------------------------------------------------------------------------------------------
+# Theorem 5.1 at a fixed sigma: the Rényi curve the audit certificate converts
+# --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("q", [1.01, 2.0, 7.5, 300.0])
+@pytest.mark.parametrize("K_Abar", [0, 3, 25])
+def test_thm51_deletion_curve_is_the_theorem_at_the_budget_sigma_implies(q, K_Abar):
+    sigma, L, lam, beta, n = 0.02, 0.5, 0.7, 0.25, 400
+    curve = paper.THM51_DELETION_CURVE.evaluate(precision="interval", q=q, sigma=sigma, L=L,
+                                                lam=lam, beta=beta, n=n, K_Abar=K_Abar)
+    # epsilon_dp whose prescribed sigma (thm5.1/sigma) is exactly this sigma, solved by hand
+    eps_dp = 4 * q * L**2 / (lam * sigma**2 * n**2)
+    prescribed = float(paper.THM51_SIGMA.evaluate(precision="mp", q=q, L=L, lam=lam,
+                                                  epsilon_dp=eps_dp, n=n).value)
+    assert prescribed == pytest.approx(sigma, rel=1e-12)
+    deletion = float(paper.THM51_EPSILON.evaluate(precision="mp", lam=lam, beta=beta,
+                                                  epsilon_dp=eps_dp, K_Abar=K_Abar).value)
+    assert float(curve.lower) <= deletion * (1 + 1e-12)
+    assert deletion <= float(curve.upper) * (1 + 1e-12)
+    # and it covers the exact divergence of the linear-loss oracle at this order
+    eta = 1 / (2 * (lam + beta))
+    c = 1 - eta * lam
+    v0 = sigma**2 / (lam * (1 - eta * lam / 2))
+    gap = c**K_Abar * 2 * L / (lam * n)  # K_A -> infinity, the worst learning length
+    assert q * gap**2 / (2 * v0) <= float(curve.certified_upper)

@@ -1,0 +1,496 @@
+"""Noisy-GD learning and deletion as batched trials (seed 001, Algorithm 2 and Definition 5.1).
+
+Chourasia and Shah, "Forget Unlearning: Towards True Data-Deletion in Machine Learning"
+(ICML 2023). One trial:
+
+1. learn (eq. 14): Theta ~ rho = N(0, v I_d), then K_A steps of Algorithm 2 on D_0,
+   ``theta <- theta - eta (1/n sum_x clip_L(grad l(theta; x)) + lam theta) + sqrt(2 eta) N(0, sigma^2 I_d)``
+   (full-batch gradients; ``clip_L`` is Remark 5.3's clipping, the identity when ``clip`` is None);
+2. the requests of the interaction (Algorithm 4 with f_pub = identity): first ``adaptive``
+   requests issued by a :class:`Requester` that sees the model published before each of them
+   (and nothing else of the curator), then the fixed requests of the spec (the target edits);
+   after each request the curator deletes by K_Abar more steps on the edited database (eq. 15),
+   warm-started from the previous model;
+3. reference (Definition 4.1's pi_i^Q, a map of D'_0 = D_0 o <ind, y> that knows the requester
+   Q): the same curator *and the same requester* run from D'_0, the fixed edits already
+   applied, so the requester's edits answer the reference's own releases and the run never
+   sees the targets' records. For fixed requests only, this is K_A + sum K_Abar steps of
+   Algorithm 2 on the final database from a fresh draw of rho. (The proof of Theorem 4.3, eq.
+   56, instead restarts a non-adaptive pi on D'_0 o U'_{<i} o u_i; that pi lags behind the
+   requester's late edits, which the curator has seen for only a few steps, so it is a looser
+   reference than this one.)
+
+Noise convention, exactly Algorithm 2 and Theorem 5.1: ``sigma`` is the noise *standard deviation
+parameter*; sigma^2 is what the theorem calls the gradient noise variance
+(sigma^2 = 4 q L^2/(lam epsilon_dp n^2)), and each step adds sqrt(2 eta) sigma times a standard
+normal vector, i.e. variance 2 eta sigma^2 per coordinate. The initialisation rho of Theorem 5.1
+has per-coordinate variance sigma^2/(lam (1 - eta lam/2)), the stationary variance of a step on
+the regulariser alone.
+
+A removal is served as a null record (weight 0, the divisor stays n): a replacement by a record
+whose loss is 0, which is convex, 0-smooth and 0-Lipschitz, so Theorem 5.1's assumptions still
+hold for the edited database.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+import torch
+
+from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.mechanisms.common import (
+    DataVersion,
+    ModelSamples,
+    as_requests,
+    batch_gradient,
+    data_versions,
+    evaluate,
+    model_samples,
+    noisy_step,
+    score_sets,
+    tensor_versions,
+)
+from empirical.models import LogisticRegression, TrialModel, clip_scale, pairwise_dot
+from empirical.trials import TrialRandom, chunk_size_for, resolve_device, run_trials
+
+__all__ = [
+    "BatchedRequest",
+    "LinearLoss",
+    "NoisyGDConfig",
+    "NoisyGDResult",
+    "PublishedDirectionRequester",
+    "Requester",
+    "linear_loss_law",
+    "run_noisy_gd",
+    "stationary_init_variance",
+]
+
+
+# CPU bytes one chunk of full-batch trials may use (see run_noisy_gd).
+CPU_CACHE_BUDGET = 8 * 2**20
+
+
+def _positive(value: float, name: str) -> None:
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be finite and > 0, got {value}")
+
+
+def _non_negative(value: float, name: str) -> None:
+    if not (math.isfinite(value) and value >= 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {value}")
+
+
+def stationary_init_variance(*, sigma: float, step_size: float, l2: float) -> float:
+    """Per-coordinate variance of rho in Theorem 5.1: sigma^2 / (lam (1 - eta lam / 2))."""
+    _positive(l2, "l2 (lambda)")
+    if step_size * l2 >= 2:
+        raise ValueError("Theorem 5.1's rho needs eta * lam < 2 (the variance is then positive)")
+    return sigma**2 / (l2 * (1.0 - step_size * l2 / 2.0))
+
+
+@dataclass(frozen=True, kw_only=True)
+class NoisyGDConfig:
+    """Hyper-parameters of Noisy-GD learning and deletion (seed 001, Algorithm 2, Def. 5.1).
+
+    ``sigma``: Algorithm 2's sigma; each step adds sqrt(2 eta) sigma N(0, I_d), so sigma^2 is the
+    "gradient noise variance" of Theorem 5.1. ``step_size`` is eta, ``learn_steps`` K_A,
+    ``unlearn_steps`` K_Abar (one integer for every request, or one per request, adaptive
+    requests first). ``l2`` is lam of r(theta) = lam/2 ||theta||^2. ``clip`` is L of Remark 5.3
+    (per-example gradients clipped to norm L; None: no clipping). ``init_variance`` is the
+    per-coordinate variance of rho; None means Theorem 5.1's sigma^2/(lam (1 - eta lam/2)).
+    ``noise_multiplier_scale`` multiplies every noise draw (steps and rho when derived from
+    sigma) without changing the declared sigma: a deliberately broken mechanism for testing
+    audits (1 = Algorithm 2).
+    """
+
+    step_size: float
+    sigma: float
+    learn_steps: int
+    unlearn_steps: int | tuple[int, ...]
+    l2: float
+    clip: float | None = None
+    init_variance: float | None = None
+    noise_multiplier_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        _positive(self.step_size, "step_size")
+        _non_negative(self.sigma, "sigma")
+        if int(self.learn_steps) != self.learn_steps or self.learn_steps < 0:
+            raise ValueError(f"learn_steps must be an integer >= 0, got {self.learn_steps}")
+        steps = self.unlearn_steps
+        if isinstance(steps, (list, tuple)):
+            steps = tuple(int(k) for k in steps)
+            if not steps:
+                raise ValueError("unlearn_steps must list at least one K_Abar")
+            object.__setattr__(self, "unlearn_steps", steps)
+        checked = steps if isinstance(steps, tuple) else (steps,)
+        if any(int(k) != k or k < 0 for k in checked):
+            raise ValueError(f"unlearn_steps must be integers >= 0, got {self.unlearn_steps}")
+        _non_negative(self.l2, "l2")
+        if self.clip is not None:
+            _positive(self.clip, "clip")
+        if self.init_variance is not None:
+            _non_negative(self.init_variance, "init_variance")
+        _non_negative(self.noise_multiplier_scale, "noise_multiplier_scale")
+
+    @property
+    def step_noise_std(self) -> float:
+        """Declared per-step noise standard deviation sqrt(2 eta) sigma (Algorithm 2, line 4)."""
+        return math.sqrt(2.0 * self.step_size) * self.sigma
+
+    def rho_variance(self) -> float:
+        """Declared per-coordinate variance of the initialisation rho (Theorem 5.1 by default)."""
+        if self.init_variance is not None:
+            return self.init_variance
+        return stationary_init_variance(sigma=self.sigma, step_size=self.step_size, l2=self.l2)
+
+    def unlearn_steps_for(self, n_requests: int) -> tuple[int, ...]:
+        """K_Abar for each of ``n_requests`` requests (adaptive ones first)."""
+        if isinstance(self.unlearn_steps, tuple):
+            if len(self.unlearn_steps) != n_requests:
+                raise ValueError(f"unlearn_steps lists {len(self.unlearn_steps)} values for "
+                                 f"{n_requests} requests")
+            return self.unlearn_steps
+        return (int(self.unlearn_steps),) * n_requests
+
+
+@dataclass(frozen=True)
+class LinearLoss:
+    """l(theta; x, y) = -y <theta, x>: convex, ||x||-Lipschitz and 0-smooth (so beta-smooth for
+    every beta > 0), the loss under which Noisy-GD's iterates are exactly Gaussian.
+
+    The gradient -y x does not depend on theta; clipping scales it to norm <= clip. Accuracy
+    is sign agreement, as for a linear classifier.
+    """
+
+    dim: int
+    name: str = "linear"
+
+    def __post_init__(self) -> None:
+        if self.dim < 1:
+            raise ValueError(f"dim must be >= 1, got {self.dim}")
+
+    @property
+    def num_params(self) -> int:
+        return self.dim
+
+    @property
+    def strong_convexity(self) -> float:
+        return 0.0
+
+    @property
+    def smoothness(self) -> float:
+        return 0.0
+
+    def data_gradient_sum(self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
+                          weights: torch.Tensor, *, clip: float | None,
+                          feature_norms: torch.Tensor | None = None) -> torch.Tensor:
+        coefficient = -labels * weights
+        if clip is not None:
+            if feature_norms is None:
+                feature_norms = features.square().sum(-1).sqrt()
+            coefficient = coefficient * clip_scale(feature_norms, clip)
+        return (coefficient[..., None] * features).sum(1)
+
+    def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
+                         labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        return params.new_zeros((params.shape[0], self.dim, self.dim))
+
+    def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
+                     labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        return torch.zeros_like(vectors)
+
+    def losses(self, params: torch.Tensor, features: torch.Tensor,
+               labels: torch.Tensor) -> torch.Tensor:
+        return -labels[None, :] * pairwise_dot(params, features)
+
+    def accuracy(self, params: torch.Tensor, features: torch.Tensor,
+                 labels: torch.Tensor) -> torch.Tensor:
+        if features.shape[0] == 0:
+            return params.new_full((params.shape[0],), math.nan)
+        correct = (pairwise_dot(params, features) * labels[None, :]) > 0
+        return correct.to(params.dtype).mean(dim=1)
+
+    def workspace_elements(self, batch_size: int) -> int:
+        return 3 * batch_size * self.dim + 4 * self.dim
+
+
+@dataclass(frozen=True)
+class BatchedRequest:
+    """One edit request per trial: ``indices`` [N, r] (int64) and, for a replacement, the new
+    records ``features`` [N, r, d] and ``labels`` [N, r]; ``features`` None is a removal."""
+
+    indices: torch.Tensor
+    features: torch.Tensor | None = None
+    labels: torch.Tensor | None = None
+
+
+class Requester(Protocol):
+    """An adaptive requester (Algorithm 4): it sees the published model and its own randomness.
+
+    ``published`` [N, P] is the model released before request ``position`` (the learned model
+    for position 0). ``random`` gives per-trial streams (name them ``requester/...``), so the
+    requests of trial i depend only on (seed, i) and on what trial i published: the requester
+    is part of the trial, batched and reproducible like the rest.
+    """
+
+    def __call__(self, *, position: int, published: torch.Tensor,
+                 random: TrialRandom) -> BatchedRequest: ...
+
+
+@dataclass(frozen=True)
+class PublishedDirectionRequester:
+    """A p-adaptive requester in the spirit of Theorem 3.1's re-encoding: request j replaces
+    record ``rows[j]`` by the unit vector along the model published before it, labelled +1.
+
+    What the published model learned from a target record is copied into the database, where
+    it outlives the target's deletion; under Noisy-GD the copy carries only what the releases
+    leak, which Theorem 4.3 charges as p epsilon_dp. Deterministic given the releases.
+    """
+
+    rows: tuple[int, ...]
+
+    def __call__(self, *, position: int, published: torch.Tensor,
+                 random: TrialRandom) -> BatchedRequest:
+        size = published.shape[0]
+        norms = published.square().sum(-1, keepdim=True).sqrt()
+        # a zero release (no information) inserts the first basis vector
+        fallback = torch.zeros_like(published)
+        fallback[:, 0] = 1.0
+        direction = torch.where(norms > 0, published / norms.clamp_min(1e-300), fallback)
+        indices = torch.full((size, 1), self.rows[position], dtype=torch.long,
+                             device=published.device)
+        labels = torch.ones(size, 1, dtype=published.dtype, device=published.device)
+        return BatchedRequest(indices, direction[:, None, :], labels)
+
+
+@dataclass(frozen=True, eq=False)
+class NoisyGDResult:
+    """Outputs of ``n_trials`` runs of the curator (learn, then every request's deletion) and of
+    the reference run that never saw the fixed requests' original records.
+
+    ``unlearned`` and ``retrained`` (the reference) are the two samples an audit compares;
+    ``learned`` is the model published before the first request. ``adaptive_indices`` [N, p, r]
+    holds the indices the requester edited (empty when there is no requester).
+    """
+
+    config: NoisyGDConfig
+    model_name: str
+    learned: ModelSamples
+    unlearned: ModelSamples
+    retrained: ModelSamples
+    forget_indices: tuple[int, ...]
+    retain_indices: np.ndarray
+    adaptive_indices: np.ndarray
+    trial_indices: np.ndarray
+    seed: int
+    n: int
+    num_params: int
+    device: str
+    dtype: str
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.trial_indices.shape[0])
+
+
+def linear_loss_law(*, dataset_versions: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                    steps: Sequence[int], config: NoisyGDConfig) -> tuple[np.ndarray, float]:
+    """Exact law of Noisy-GD under :class:`LinearLoss` (no clipping): N(mean, var I).
+
+    ``dataset_versions`` (features, labels, weights) and ``steps`` pair each phase's database
+    with its number of steps, starting from rho. Each step is theta <- c theta + eta s_D + noise
+    with c = 1 - eta lam and s_D = (1/n) sum_i w_i y_i x_i, so after k steps the mean moves to
+    c^k mean + (1 - c^k) s_D / lam and the variance to c^(2k) var + 2 eta sigma^2 (1 - c^(2k))/(1 - c^2).
+    """
+    eta, lam = config.step_size, config.l2
+    c = 1.0 - eta * lam
+    scale = config.noise_multiplier_scale
+    mean = np.zeros(dataset_versions[0][0].shape[1])
+    var = config.rho_variance() * scale**2
+    step_var = 2.0 * eta * config.sigma**2 * scale**2
+    for (features, labels, weights), k in zip(dataset_versions, steps, strict=True):
+        s = (weights * labels) @ features / features.shape[0]
+        mean = c**k * mean + (1.0 - c**k) * s / lam
+        var = c ** (2 * k) * var + step_var * (1.0 - c ** (2 * k)) / (1.0 - c**2)
+    return mean, float(var)
+
+
+def run_noisy_gd(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    config: NoisyGDConfig,
+    n_trials: int,
+    seed: int,
+    model: TrialModel | None = None,
+    requester: Requester | None = None,
+    adaptive_requests: int = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype = torch.float64,
+    mode: Literal["batched", "loop"] = "batched",
+    chunk_size: int | None = None,
+    first_trial: int = 0,
+    retain_scores: int = 64,
+    score_seed: int = 0,
+) -> NoisyGDResult:
+    """Noisy-GD learn -> (adaptive requests, then ``request``) -> deletion, and the reference.
+
+    ``model`` defaults to logistic regression. With ``requester`` and ``adaptive_requests`` p,
+    the requester issues p requests before the fixed ones, each after seeing the model the
+    curator published last; the reference runs the same requester against its own published
+    models. On a given device and dtype,
+    trial i's numbers depend only on (seed, i), not on
+    ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
+    linear models).
+    """
+    model = LogisticRegression(dataset.dim) if model is None else model
+    fixed = as_requests(request)
+    if adaptive_requests < 0 or (adaptive_requests > 0) != (requester is not None):
+        raise ValueError("give a requester exactly when adaptive_requests > 0")
+    unlearn_steps = config.unlearn_steps_for(adaptive_requests + len(fixed))
+    if retain_scores < 0:
+        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
+    n, n_params = dataset.n, model.num_params
+    init_std = math.sqrt(config.rho_variance())
+    if config.init_variance is None:
+        init_std *= config.noise_multiplier_scale
+    step_noise_std = config.step_noise_std * config.noise_multiplier_scale
+
+    versions_np = data_versions(dataset, fixed)
+    forget = tuple(i for r in fixed for i in r.indices)
+    retained = np.setdiff1d(np.arange(n), np.array(forget))
+    if retain_scores < retained.size:
+        rng = np.random.default_rng(score_seed)
+        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
+
+    resolved = resolve_device(device)
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
+
+    versions = tensor_versions(versions_np, tensor)
+    sets = score_sets(dataset, forget, retained, tensor)
+    all_rows = torch.arange(n, device=resolved)
+
+    def descend(params: torch.Tensor, data: DataVersion, rows: torch.Tensor, steps: int,
+                random: TrialRandom, stream: str) -> torch.Tensor:
+        """K steps of Algorithm 2 (full batch: the rows of every trial's database)."""
+        if steps == 0:
+            return params
+        noise = None
+        if step_noise_std > 0:
+            noise = random.normal(stream, (steps, n_params)) * step_noise_std
+        for k in range(steps):
+            gradient = batch_gradient(model, params, data, rows, batch_size=n, clip=config.clip,
+                                      l2=config.l2)
+            params = noisy_step(params, gradient, step_size=config.step_size,
+                                noise=None if noise is None else noise[:, k], radius=None)
+        return params
+
+    def per_trial(data: DataVersion, size: int) -> tuple[DataVersion, torch.Tensor]:
+        """The shared database as one editable copy per trial (flat [N n, ...]) and its rows."""
+        flat = DataVersion(*(t.repeat(size, *([1] * (t.dim() - 1))) for t in (
+            data.features, data.labels, data.weights, data.norms)))
+        rows = torch.arange(size, device=resolved)[:, None] * n + all_rows[None, :]
+        return flat, rows
+
+    def apply_batched(data: DataVersion, edit: BatchedRequest, size: int) -> DataVersion:
+        flat_rows = (torch.arange(size, device=resolved)[:, None] * n + edit.indices).reshape(-1)
+        features, labels, weights = data.features.clone(), data.labels.clone(), data.weights.clone()
+        norms = data.norms.clone()
+        if edit.features is None:
+            weights[flat_rows] = 0.0
+        else:
+            new = edit.features.reshape(-1, features.shape[1]).to(features)
+            features[flat_rows] = new
+            labels[flat_rows] = edit.labels.reshape(-1).to(labels)
+            norms[flat_rows] = new.square().sum(-1).sqrt()
+        return DataVersion(features, labels, weights, norms)
+
+    def interaction(random: TrialRandom, start: int, prefix: str,
+                    outputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """rho -> K_A steps on D_start -> the requests' deletions; returns the final model.
+
+        ``start`` 0 is the curator on D_0; ``start`` = len(fixed) the reference, whose
+        database already carries every fixed edit (so the fixed requests change nothing)."""
+        size = random.size
+        params = random.normal(f"init/{prefix}", (n_params,)) * init_std
+        shared_rows = all_rows.expand(size, n)
+        data, rows = versions[start], shared_rows
+        params = descend(params, data, rows, config.learn_steps, random, f"noise/{prefix}/learn")
+        if prefix == "curator":
+            outputs.update(evaluate(model, "learned", params, sets))
+        position = 0
+        if adaptive_requests:
+            data, rows = per_trial(data, size)
+            chosen = []
+            for position in range(adaptive_requests):
+                edit = requester(position=position, published=params, random=random)
+                chosen.append(edit.indices)
+                data = apply_batched(data, edit, size)
+                params = descend(params, data, rows, unlearn_steps[position], random,
+                                 f"noise/{prefix}/delete/{position}")
+            outputs[f"{prefix}/adaptive_indices"] = torch.stack(chosen, dim=1)
+        for offset in range(len(fixed)):
+            position = adaptive_requests + offset
+            target = versions[max(start, offset + 1)]
+            if adaptive_requests:
+                edited = fixed[offset]
+                indices = torch.as_tensor(edited.indices, device=resolved).expand(size, -1)
+                if start == 0:
+                    edit = BatchedRequest(indices) if edited.is_removal else BatchedRequest(
+                        indices, tensor(edited.replacement_features).expand(size, -1, -1),
+                        tensor(edited.replacement_labels).expand(size, -1))
+                    data = apply_batched(data, edit, size)
+            else:
+                data = target
+            params = descend(params, data, rows, unlearn_steps[position], random,
+                             f"noise/{prefix}/delete/{position}")
+        return params
+
+    def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
+        outputs: dict[str, torch.Tensor] = {}
+        outputs.update(evaluate(model, "unlearned", interaction(random, 0, "curator", outputs),
+                                sets))
+        outputs.update(evaluate(model, "retrained",
+                                interaction(random, len(fixed), "reference", outputs), sets))
+        return outputs
+
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    total_steps = config.learn_steps + sum(unlearn_steps)
+    per_trial_data = (dataset.dim + 4) * n if adaptive_requests else 0
+    bytes_per_trial = 2 * itemsize * (
+        total_steps * n_params + model.workspace_elements(n) + 12 * n_params + 2 * per_trial_data
+        + 4 * n * dataset.dim)  # the gathered full batch and its elementwise temporaries
+    if chunk_size is None and mode == "batched" and resolved.type == "cpu":
+        # Full-batch steps build [chunk, n, d] temporaries; on CPU they are fastest while they
+        # stay near the caches (measured on digits: ~8-16 trials per chunk beat both 1 and 256).
+        chunk_size = chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
+                                    device=resolved, memory_budget=CPU_CACHE_BUDGET)
+    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
+                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
+                         first_trial=first_trial)
+    adaptive = outputs.get("curator/adaptive_indices",
+                           np.zeros((n_trials, 0, 0), dtype=np.int64))
+    return NoisyGDResult(
+        config=config,
+        model_name=model.name,
+        learned=model_samples(outputs, "learned"),
+        unlearned=model_samples(outputs, "unlearned"),
+        retrained=model_samples(outputs, "retrained"),
+        forget_indices=forget,
+        retain_indices=retained,
+        adaptive_indices=adaptive,
+        trial_indices=np.arange(first_trial, first_trial + n_trials),
+        seed=int(seed),
+        n=n,
+        num_params=n_params,
+        device=str(resolved),
+        dtype=str(dtype).replace("torch.", ""),
+    )
