@@ -1,4 +1,8 @@
-"""The ``unlearn`` command line: JSON output, exit codes, one-line errors, no tracebacks."""
+"""The ``unlearn`` command line: JSON output, exit codes, one-line errors, no tracebacks.
+
+The error contract across every subcommand (hostile argv, --json errors) is in
+tests/test_cli_contract.py.
+"""
 
 from __future__ import annotations
 
@@ -69,9 +73,9 @@ def test_reproduce_table3_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_input_gives_one_line_error(
     capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
 ) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("unlearn: error:")
+    assert err.startswith("error:")
     assert "\n" not in err and "Traceback" not in err
     assert fragment in err
 
@@ -101,7 +105,7 @@ def test_audit_algorithms_lists_pnsgd_with_its_parameters(capsys: pytest.Capture
                                   ["bench", "trials", "--algorithm", "nope", "--n", "2"]])
 def test_unknown_algorithm_is_a_one_line_error(capsys: pytest.CaptureFixture[str],
                                                argv: list[str]) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("unlearn: error:") and "unknown algorithm 'nope'" in err
+    assert err.startswith("error:") and "unknown algorithm 'nope'" in err
     assert "pnsgd" in err  # names the known ones
