@@ -300,6 +300,18 @@ def test_write_and_load_round_trip(tmp_path):
     assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == ["report.html", "report.json"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_report_files_follow_the_umask(tmp_path, umask):
+    # Issue 10: report files used to be created 0600 whatever the umask (mkstemp's mode).
+    old = os.umask(umask)
+    try:
+        paths = write_report(make_report(), tmp_path / "audit")
+    finally:
+        os.umask(old)
+    for path in (paths.json_path, paths.html_path):
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_numpy_values_are_converted(tmp_path):
     report = make_report()
     expected = copy.deepcopy(report)
