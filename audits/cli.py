@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sqlite3
 import sys
 import traceback
@@ -38,6 +39,9 @@ from audits.cli_common import (
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.engine import BoundError, get_reproduction, list_reproductions
+from bounds.expressions import shorten
+
+_ECHO_CHARS = 60  # how much of a long argument an error message quotes
 
 # ------------------------------------------------------------------------------------------
 # bounds
@@ -350,10 +354,23 @@ def _error_message(error: BaseException) -> str:
     return one_line(message)
 
 
-def _fail(error: BaseException, *, as_json: bool, debug: bool) -> int:
+def _shorten_inputs(message: str, argv: Sequence[str]) -> str:
+    """Replace every long command-line argument quoted in ``message`` by its first characters,
+    so that an error line does not grow with the input that caused it."""
+    for token in sorted({t for t in argv if len(t) > _ECHO_CHARS}, key=len, reverse=True):
+        for form in (token, repr(token)[1:-1]):
+            message = message.replace(form, shorten(form, _ECHO_CHARS))
+    # An argument the command transformed before quoting it (stripped, lower-cased) is not
+    # found above; no word of a message is that long otherwise.
+    return re.sub(rf"\S{{{2 * _ECHO_CHARS},}}",
+                  lambda m: m.group()[: _ECHO_CHARS - 3] + "...", message)
+
+
+def _fail(error: BaseException, *, argv: Sequence[str], as_json: bool, debug: bool) -> int:
     if debug:
         traceback.print_exception(error, file=sys.stderr)
-    kind, message = _error_kind(error), _error_message(error)
+    kind = _error_kind(error)
+    message = one_line(_shorten_inputs(_error_message(error), argv))
     print(f"error: {message}", file=sys.stderr)
     if as_json:
         emit(error_payload(kind, message), True, "")
@@ -391,4 +408,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return 0
     except (Exception, MemoryError, RecursionError) as error:
-        return _fail(error, as_json=as_json, debug=debug)
+        return _fail(error, argv=argv, as_json=as_json, debug=debug)
