@@ -549,3 +549,29 @@ def test_browser_renders_every_figure(tmp_path):
     assert len([i for i in parsed.images if i["src"].startswith("data:image/png;base64,")]) \
         == len(ALL_FIGURES)
     assert "VIOLATION" in dom.stdout
+
+
+def _split_level(report: dict, family: int) -> dict:
+    """The analysis's Bonferroni split: each of ``family`` bounds at 1 - 0.05 / family."""
+    for entry in report["empirical"]["lower_bounds"]:
+        entry["details"].update(family_size=family, confidence_each=1 - 0.05 / family)
+    return report
+
+
+def test_split_confidence_is_printed_per_bound():
+    # Issue 10: labels said 95% for bounds that each hold at 1 - 0.05 / family.
+    report = _split_level(make_report(), 4)
+    page = render_html(report)
+    assert "98.75% confidence each (95% jointly over 4 bounds)" in page
+    assert "confidence of each lower bound (level split, Bonferroni)" in page
+    assert "each on its own at 98.75%" in page
+    single = render_html(_split_level(make_report(), 1))
+    assert "confidence each" not in single and "level split" not in single
+
+
+def test_subsampled_histograms_say_so():
+    report = make_report(n_trials=200)
+    assert "Subsampled" not in render_html(report)
+    report["empirical"]["n_trials"] = 5000  # plots.scores keeps only the first 200 trials
+    page = render_html(report)
+    assert "Subsampled: the histograms show the first 200 of the 5000 trials" in page

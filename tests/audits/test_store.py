@@ -155,3 +155,17 @@ def test_other_specs_and_replacing_them(tmp_path):
         b.drop_other_audits()
         assert b.other_specs() == [] and b.audit_keys() == ["b"]
     assert count_stored_chunks(tmp_path / STORE_NAME) == 0
+
+
+def test_a_locked_store_is_one_clear_error(tmp_path):
+    with _store(tmp_path):
+        pass
+    holder = sqlite3.connect(tmp_path / STORE_NAME, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(StoreError, match="locked"):
+            ChunkStore(tmp_path / STORE_NAME, audit_key="k1", spec_json="{}", code_version="v",
+                       timeout=0.1)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
