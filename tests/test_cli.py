@@ -7,6 +7,7 @@ tests/test_cli_contract.py.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -109,3 +110,20 @@ def test_unknown_algorithm_is_a_one_line_error(capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "unknown algorithm 'nope'" in err
     assert "pnsgd" in err  # names the known ones
+
+
+def test_calibration_prints_the_neighbour_epsilon_exactly(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 10: the neighbour's epsilon printed with 10 digits could read as the target itself.
+    argv = ["calibrate", "chien2024:thm3.2", "--solve", "sigma", "--epsilon", "1", "--delta",
+            "8.8778e-5", "eta=1/L", "m=0.011264", "L=0.261264", "M=1", "n=11264", "b=128", "T=20",
+            "K=1", "R=100"]
+    record = run_json(capsys, *argv)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    certified = re.search(r"certified epsilon (\S+) <= (\S+)", text)
+    neighbour = re.search(r"gives epsilon (\S+) > target (\S+)", text)
+    assert certified and neighbour, text
+    # The printed numbers are the computed floats exactly, and show the sides of the target.
+    assert float(certified.group(1)) == record["certified_epsilon"] <= float(certified.group(2))
+    assert float(neighbour.group(1)) == record["neighbour_epsilon"] > float(neighbour.group(2))
+    assert float(neighbour.group(2)) == record["target_epsilon"] == 1.0
