@@ -84,6 +84,14 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+_EXACT_CALIBRATION_KEYS = ("certified_epsilon", "neighbour", "neighbour_epsilon", "value")
+
+
+def _exact(x: Any) -> str:
+    """A float as the shortest text that reads back as the same float."""
+    return repr(float(x)) if isinstance(x, float) else _fmt(x)
+
+
 def _percent(x: float) -> str:
     return f"{float(x) * 100:.4g}%"
 
@@ -650,9 +658,12 @@ def _certificate_section(report: Mapping) -> str:
     else:
         rows.append(("calibrated parameter",
                      f"<code>{_e(calibration['parameter'])}</code> = "
-                     f"{_e(_fmt(calibration['value'], 8))} for target ε = "
-                     f"{_e(_fmt(calibration['target_epsilon'], 6))}"))
-        extra = {k: v for k, v in calibration.items()
+                     f"{_e(_exact(calibration['value']))} for target ε = "
+                     f"{_e(_exact(calibration['target_epsilon']))}"))
+        # Calibrated values and their epsilons in full (repr): at 6 digits the neighbour's
+        # epsilon, just above the target, printed as the target itself.
+        extra = {k: repr(v) if isinstance(v, float) and k in _EXACT_CALIBRATION_KEYS else v
+                 for k, v in calibration.items()
                  if k not in ("parameter", "value", "target_epsilon")}
         if extra:
             rows.append(("calibration details", _render_value(extra)))

@@ -575,3 +575,14 @@ def test_subsampled_histograms_say_so():
     report["empirical"]["n_trials"] = 5000  # plots.scores keeps only the first 200 trials
     page = render_html(report)
     assert "Subsampled: the histograms show the first 200 of the 5000 trials" in page
+
+
+def test_calibration_neighbour_epsilon_is_printed_in_full():
+    # Issue 10: 1.0000000010384307 (the neighbour's epsilon, just above target 1) printed as "1".
+    report = make_report()
+    report["certificate"]["calibration"].update(
+        value=0.0041000668588213685, target_epsilon=1.0, neighbour=0.004100066850621234,
+        neighbour_epsilon=1.0000000010384307, certified_epsilon=0.9999999989614534)
+    page = render_html(report)
+    assert "1.0000000010384307" in page and "0.9999999989614534" in page
+    assert "0.0041000668588213685" in page
