@@ -133,13 +133,13 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
         label = "certified" if cal.certified else "NOT certified"
-        # repr: the shortest text that round-trips, so a value just above or below the target
-        # never prints as the target itself.
-        summary = (f"{cal.parameter} = {cal.value!r}  ({label} epsilon {cal.certified_epsilon!r}"
-                   f" <= {cal.target_epsilon!r}"
+        summary = (f"{cal.parameter} = {cal.value!r}  ({label} epsilon {cal.certified_epsilon:.10g}"
+                   f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
             summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
+                        # repr, the shortest text that reads back as the same float: at 10
+                        # digits an epsilon just above the target printed as the target.
                         f"{cal.neighbour_epsilon!r} > target {cal.target_epsilon!r}")
         summary += "".join(f"\n  note: {note}" for note in cal.notes)
     emit(cal.to_dict(), args.json, summary)
