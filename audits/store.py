@@ -293,10 +293,12 @@ class ChunkStore:
                         (self.audit_key, phase, chunk))
 
     def other_specs(self) -> list[str]:
-        """Keys of audits in this file whose spec differs from this one's (same spec under other
-        code versions is not "other": the key already keeps their chunks apart)."""
+        """Keys of audits in this file whose spec differs from this one's and that computed
+        something (same spec under other code versions is not "other": the key already keeps
+        their chunks apart; an audit refused before computing anything leaves nothing to lose)."""
         rows = self._conn.execute(
-            "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? ORDER BY created",
+            "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? "
+            "AND audit_key IN (SELECT audit_key FROM compute_log) ORDER BY created",
             (self.audit_key, self.spec_json),
         )
         return [k for (k,) in rows]

@@ -92,6 +92,8 @@ def test_rerun_reads_everything_back_and_another_spec_is_refused_unless_replaced
         run_audit(spec.replace(seed=3), out_dir=tmp_path)
     assert (tmp_path / "report.json").read_bytes() == report_before
     assert count_stored_chunks(tmp_path / STORE_NAME) == 4
+    # The refused attempt left nothing that blocks the folder's own spec.
+    assert run_audit(spec, out_dir=tmp_path).report["timing"]["chunks_resumed"] == 4
 
     other = run_audit(spec.replace(seed=3), out_dir=tmp_path, replace=True)
     assert other.report["spec_hash"] != first.report["spec_hash"]

@@ -149,6 +149,11 @@ def test_other_specs_and_replacing_them(tmp_path):
     with ChunkStore(tmp_path / STORE_NAME, audit_key="a2", spec_json='{"seed": 1}',
                     code_version="v2") as same:
         assert same.other_specs() == []
+        same.put(phase="audit", chunk=0, first_trial=0, n_trials=2, seed=0, arrays=arrays)
+    # An audit that computed nothing (e.g. refused) does not make its spec's folder "other".
+    with ChunkStore(tmp_path / STORE_NAME, audit_key="c", spec_json='{"seed": 3}',
+                    code_version="v1"):
+        pass
     with ChunkStore(tmp_path / STORE_NAME, audit_key="b", spec_json='{"seed": 2}',
                     code_version="v1") as b:
         assert b.other_specs() == ["a", "a2"]
