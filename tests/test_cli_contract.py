@@ -44,7 +44,8 @@ def check_contract(argv: list[str], code: int, out: str, err: str) -> None:
         lines = err.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), (argv, err)
         assert len(lines[0]) <= len("error: ") + MESSAGE_CHARS, (argv, len(lines[0]))
-    if "--json" in argv and "--help" not in argv and "-h" not in argv:
+    options = argv[: argv.index("--")] if "--" in argv else argv  # after "--", only operands
+    if "--json" in options and "--help" not in options and "-h" not in options:
         payload = json.loads(out)
         if code != 0:
             assert set(payload) == {"error"}, (argv, out)
