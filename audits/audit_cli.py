@@ -7,7 +7,12 @@ Registered by :func:`audits.cli.build_parser` through :func:`add_audit_commands`
   :func:`audits.spec.demo_spec` and each adapter's ``demo_spec``.
 * ``unlearn audit algorithms``: the registered algorithms, one-line descriptions, parameters.
 * ``unlearn audit run SPEC [--out DIR] [--device D] [--backend local|ray]``: a TOML spec.
-  Rerunning with the same ``--out`` resumes from the chunk store.
+  Rerunning with the same ``--out`` resumes from the chunk store. A folder holding another
+  spec's audit is refused unless ``--replace``; stored chunks failing their checksum are
+  refused unless ``--resume``, which recomputes them.
+
+Default folders: ``audit-out/demo-<algorithm>`` for a demo, ``audit-out/<spec file stem>`` for a
+spec (:func:`default_out_dir`), so the demo of each algorithm and each example have their own.
 * ``unlearn audit report DIR``: re-render ``report.html`` and print the summary.
 """
 
@@ -17,11 +22,23 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from audits.cli_common import CommandError, emit
+from audits.cli_common import CommandError, emit, integer_in
 
-__all__ = ["add_audit_commands"]
+__all__ = ["add_audit_commands", "default_out_dir"]
 
 _DEFAULT_OUT = Path("audit-out")
+
+
+def default_out_dir(*, algorithm: str | None = None, spec_path: str | Path | None = None) -> Path:
+    """Where an audit writes without ``--out``: the demo of an algorithm (the default one when
+    None) in ``audit-out/demo-<name>``, a spec file in ``audit-out/<its stem>``."""
+    if spec_path is not None:
+        return _DEFAULT_OUT / Path(spec_path).stem
+    if algorithm is None:
+        from audits.registry import default_adapter
+
+        algorithm = default_adapter().name
+    return _DEFAULT_OUT / f"demo-{algorithm}"
 
 
 def _error(message: str) -> Exception:
@@ -54,7 +71,8 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
         spec = spec.replace(device=args.device)
     result = run_audit(spec, out_dir=out_dir, backend=args.backend,
                        progress=not args.json and not args.quiet,
-                       ray_address=getattr(args, "ray_address", None))
+                       ray_address=getattr(args, "ray_address", None),
+                       replace=args.replace, resume=args.resume)
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
@@ -66,8 +84,7 @@ def cmd_audit_demo(args: argparse.Namespace) -> None:
     from audits.spec import demo_spec
 
     spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
-    default_out = _DEFAULT_OUT / ("demo" if args.algorithm is None else f"demo-{args.algorithm}")
-    _run(spec, args, Path(args.out) if args.out else default_out)
+    _run(spec, args, Path(args.out) if args.out else default_out_dir(algorithm=args.algorithm))
 
 
 def cmd_audit_algorithms(args: argparse.Namespace) -> None:
@@ -103,7 +120,7 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
     spec = AuditSpec.from_toml(spec_path)
     if args.trials is not None:
         spec = spec.replace(trials=args.trials)
-    _run(spec, args, Path(args.out) if args.out else _DEFAULT_OUT / spec_path.stem)
+    _run(spec, args, Path(args.out) if args.out else default_out_dir(spec_path=spec_path))
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
@@ -130,16 +147,23 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
     def common(p: argparse.ArgumentParser, default_out: str) -> None:
         p.add_argument("--out", help=f"output directory (default: {default_out})")
         p.add_argument("--device", help="cpu, cuda, cuda:N or auto (default: the spec's)")
-        p.add_argument("--trials", type=int, help="number of trials N (default: the spec's)")
+        p.add_argument("--trials", type=integer_in(2, 10_000_000),
+                       help="number of trials N (default: the spec's)")
         p.add_argument("--backend", choices=("local", "ray"), default="local",
                        help="where chunks run (ray: a local instance or RAY_ADDRESS)")
         p.add_argument("--ray-address", help="address of a running Ray cluster")
         p.add_argument("--quiet", action="store_true", help="no progress line")
+        p.add_argument("--replace", action="store_true",
+                       help="the --out folder holds another spec's audit: delete it and start "
+                            "afresh (without this flag such a folder is refused)")
+        p.add_argument("--resume", action="store_true",
+                       help="recompute stored chunks that fail their checksum (without this flag "
+                            "they are named and the run stops)")
 
     p = with_json(sub.add_parser(
         "demo", help="an algorithm's embedded demo audit (see 'unlearn audit algorithms')"))
     p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
-    common(p, "audit-out/demo")
+    common(p, "audit-out/demo-<algorithm>")
     p.set_defaults(func=cmd_audit_demo)
 
     p = with_json(sub.add_parser(

@@ -1,14 +1,21 @@
 """The ``unlearn`` command line (also ``python -m audits``).
 
-Every command prints a short human summary, or one JSON object with ``--json``. Bad input
-gives a one-line error on stderr and exit status 2, never a traceback.
+Every command prints a short human summary, or one JSON object with ``--json``.
+
+The error contract: every failure prints one line ``error: ...`` on stderr (the offending input
+shortened), exits with status 1, or 2 for a malformed command line, and never shows a traceback
+unless ``--debug`` is given. With ``--json`` the same error is also printed on stdout as
+``{"error": {"type": ..., "message": ...}}``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import sqlite3
 import sys
+import traceback
 from collections.abc import Sequence
 
 import mpmath
@@ -16,15 +23,25 @@ import mpmath
 import bounds
 from audits.cli_common import (
     CommandError,
+    Parser,
+    UsageError,
+    add_descriptions,
     emit,
+    error_payload,
+    integer_in,
+    one_line,
     parse_assignments,
     positive_number,
     probability,
+    toolkit_version,
     with_json,
 )
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.engine import BoundError, get_reproduction, list_reproductions
+from bounds.expressions import shorten
+
+_ECHO_CHARS = 60  # how much of a long argument an error message quotes
 
 # ------------------------------------------------------------------------------------------
 # bounds
@@ -121,7 +138,9 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
             summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
-                        f"{cal.neighbour_epsilon:.10g} > target")
+                        # repr, the shortest text that reads back as the same float: at 10
+                        # digits an epsilon just above the target printed as the target.
+                        f"{cal.neighbour_epsilon!r} > target {cal.target_epsilon!r}")
         summary += "".join(f"\n  note: {note}" for note in cal.notes)
     emit(cal.to_dict(), args.json, summary)
 
@@ -230,11 +249,16 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="unlearn",
         description="Certified machine unlearning: bounds, calibration, reproduction and audits.",
+        epilog="Errors: one line 'error: ...' on stderr, exit 1 (2 for a malformed command line); "
+               "with --json also {\"error\": {\"type\", \"message\"}} on stdout.",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"unlearn {toolkit_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (may be given anywhere)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def with_conversion(p: argparse.ArgumentParser) -> None:
         p.add_argument("--conversion", choices=CONVERSIONS, default="mironov",
@@ -254,7 +278,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("params", nargs="*", metavar="key=value")
     p.add_argument("--precision", choices=["float", "mp", "interval"], default="float")
-    p.add_argument("--digits", type=int, default=50)
+    p.add_argument("--digits", type=integer_in(5, 10_000), default=50,
+                   help="significant digits of mp and interval evaluation (default 50)")
     p.set_defaults(func=cmd_bounds_eval)
     p = with_json(bsub.add_parser("epsilon", help="certified (epsilon, delta) at the best order"))
     p.add_argument("id")
@@ -281,12 +306,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
     bench = p_bench.add_subparsers(dest="bench_command", required=True)
     p = with_json(bench.add_parser("bounds", help="bound evaluation rates and Table 3 time"))
-    p.add_argument("--points", type=int, default=1_000_000)
+    # At least the benchmark's scalar-loop sample (audits.bench: loop_points = 20000), which is
+    # compared point by point with the vectorised values; at most what fits in memory easily.
+    p.add_argument("--points", type=integer_in(20_000, 10_000_000), default=1_000_000,
+                   help="random parameter points evaluated (20000 to 10^7, default 10^6)")
     p.add_argument("--algorithm", help="whose bound (default: the default algorithm's)")
     p.set_defaults(func=cmd_bench_bounds)
     p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
     p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
-    p.add_argument("--n", type=int, default=1000, help="number of trials")
+    p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.set_defaults(func=cmd_bench_trials)
@@ -297,26 +325,98 @@ def build_parser() -> argparse.ArgumentParser:
         pass
     else:
         add_audit_commands(sub, with_json)
+    add_descriptions(parser)
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _error_kind(error: BaseException) -> str:
+    """The ``type`` of a JSON error: what went wrong, in words a script can branch on."""
+    from audits.store import StoreError
+
+    if isinstance(error, UsageError):
+        return "usage"
+    if isinstance(error, StoreError | sqlite3.Error):
+        return "store"
+    if isinstance(error, OSError):
+        return "io"
+    if isinstance(error, MemoryError | RecursionError):
+        return "resource"
+    if isinstance(error, CommandError | BoundError | ValueError | KeyError | OverflowError
+                  | ZeroDivisionError):
+        return "input"
+    return "internal"
+
+
+def _error_message(error: BaseException) -> str:
+    if isinstance(error, KeyError) and error.args:
+        message = str(error.args[0])
+    elif isinstance(error, OSError) and error.strerror:
+        where = f": {error.filename}" if error.filename else ""
+        message = f"{error.strerror}{where}"
+    elif isinstance(error, MemoryError):
+        message = "out of memory (the input asks for more work than this machine can hold)"
+    elif isinstance(error, RecursionError):
+        message = "input nested too deeply (recursion limit)"
+    else:
+        message = str(error) or type(error).__name__
+    if _error_kind(error) == "internal":
+        message = (f"{type(error).__name__}: {message} (unexpected; rerun with --debug for the "
+                   "traceback)")
+    return one_line(message)
+
+
+def _shorten_inputs(message: str, argv: Sequence[str]) -> str:
+    """Replace every long command-line argument quoted in ``message`` by its first characters,
+    so that an error line does not grow with the input that caused it."""
+    for token in sorted({t for t in argv if len(t) > _ECHO_CHARS}, key=len, reverse=True):
+        for form in (token, repr(token)[1:-1]):
+            message = message.replace(form, shorten(form, _ECHO_CHARS))
+    # An argument the command transformed before quoting it (stripped, lower-cased) is not
+    # found above; no word of a message is that long otherwise.
+    return re.sub(rf"\S{{{2 * _ECHO_CHARS},}}",
+                  lambda m: m.group()[: _ECHO_CHARS - 3] + "...", message)
+
+
+def _fail(error: BaseException, *, argv: Sequence[str], as_json: bool, debug: bool) -> int:
+    if debug:
+        traceback.print_exception(error, file=sys.stderr)
+    kind = _error_kind(error)
+    message = one_line(_shorten_inputs(_error_message(error), argv))
+    print(f"error: {message}", file=sys.stderr)
+    if as_json:
+        emit(error_payload(kind, message), True, "")
+    return 2 if kind == "usage" else 1
+
+
+def _run(argv: list[str]) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # key=value pairs may follow options; anything else is an error
         if not hasattr(args, "params") or any("=" not in e or e.startswith("-") for e in extra):
-            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+            parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}")
         args.params = [*args.params, *extra]
+    args.func(args)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``unlearn`` command line; returns the exit status (see the module docstring)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --json and --debug are read before parsing, so that a malformed command line is still
+    # reported in the requested form (they are real options too, listed in --help).
+    head = argv[: argv.index("--")] if "--" in argv else argv
+    as_json, debug = "--json" in head, "--debug" in head
+    argv = [a for i, a in enumerate(argv) if not (a == "--debug" and i < len(head))]
     try:
-        args.func(args)
-    except (CommandError, BoundError, ValueError, KeyError, OverflowError, ZeroDivisionError) as exc:
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-        print(f"unlearn: error: {message}", file=sys.stderr)
-        return 2
+        return _run(argv)
+    except SystemExit as done:  # --help, --version, or a command's own status (VIOLATION)
+        code = done.code
+        return code if isinstance(code, int) else 0 if code is None else 1
     except KeyboardInterrupt:
-        print("unlearn: interrupted", file=sys.stderr)
+        print("error: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into e.g. head
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115
         return 0
-    return 0
+    except (Exception, MemoryError, RecursionError) as error:
+        return _fail(error, argv=argv, as_json=as_json, debug=debug)

@@ -22,7 +22,7 @@ import numpy as np
 from audits.fields import SpecError
 from audits.protocols import TrialBatch, TrialMechanism
 from audits.seeds import derived_seed
-from audits.store import STORE_NAME, ChunkStore
+from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError
 
 __all__ = ["MAIN", "PILOT", "code_version", "resolve_device", "run_chunks", "toolkit_version"]
 
@@ -195,8 +195,14 @@ def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
             from None
     started = False
     if not ray.is_initialized():
-        ray.init(address=address, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False,
+                     configure_logging=False)
+        except Exception as error:  # Ray raises many types; the user needs one line
+            first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+            raise RuntimeError(f"Ray could not start ({type(error).__name__}: {first[:200]}); "
+                               "check --ray-address / RAY_ADDRESS or use --backend local") \
+                from None
         started = True
     try:
         resources = ray.cluster_resources()
@@ -289,10 +295,39 @@ def resolve_device(device: str, backend: str) -> str:
     return device
 
 
+def _check_store(store: ChunkStore, *, replace: bool, resume: bool,
+                 notes: list[str] | None) -> None:
+    """Refuse a folder of another spec (unless ``replace``) and tampered chunks (unless
+    ``resume``, which drops them so that they are recomputed)."""
+    if store.other_specs():
+        if not replace:
+            raise StoreError(f"{store.path.parent} holds the audit of a different spec; use "
+                             "another --out folder, or --replace to delete it and start afresh")
+        store.drop_other_audits()
+    bad = store.verify()
+    if bad and not resume:
+        raise CorruptChunkError(store.path, bad)
+    if bad:
+        chunks = {(phase, chunk) for phase, chunk, _ in bad}
+        store.drop(chunks)
+        named = ", ".join(f"{phase}/{chunk}" for phase, chunk in sorted(chunks))
+        message = (f"chunks {named} failed their SHA-256 checksum in {store.path} and were "
+                   "recomputed (--resume)")
+        print(f"warning: {message}", file=sys.stderr)
+        if notes is not None:
+            notes.append(message)
+
+
 def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chunk_size: int,
                seed: int, out_dir: str | Path | None, audit_key: str, spec_json: str,
-               backend: str, progress: bool, label: str, ray_address: str | None):
-    """Pilot and main trials of an audit, computed or read back from the chunk store."""
+               backend: str, progress: bool, label: str, ray_address: str | None,
+               replace: bool = False, resume: bool = False, notes: list[str] | None = None):
+    """Pilot and main trials of an audit, computed or read back from the chunk store.
+
+    A store holding another spec's audit is refused unless ``replace`` (which deletes it).
+    Stored chunks failing their checksum are refused, or with ``resume`` dropped and
+    recomputed; either way they are named, and with ``notes`` the recomputation is recorded.
+    """
     pilot_seed = derived_seed(seed, "pilot")
     plans = _plan(PILOT, pilot_trials, chunk_size, pilot_seed) if pilot_trials else []
     plans += _plan(MAIN, trials, chunk_size, seed)
@@ -300,6 +335,11 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     if out_dir is not None:
         store = ChunkStore(Path(out_dir) / STORE_NAME, audit_key=audit_key, spec_json=spec_json,
                            code_version=code_version())
+        try:
+            _check_store(store, replace=replace, resume=resume, notes=notes)
+        except BaseException:
+            store.close()
+            raise
         sink: Any = _StoreSink(store)
     else:
         sink = _MemorySink()

@@ -84,13 +84,41 @@ def _fmt(x: Any, digits: int = 4) -> str:
     return f"{value:.{digits}g}"
 
 
+_EXACT_CALIBRATION_KEYS = ("certified_epsilon", "neighbour", "neighbour_epsilon", "value")
+
+
+def _exact(x: Any) -> str:
+    """A float as the shortest text that reads back as the same float."""
+    return repr(float(x)) if isinstance(x, float) else _fmt(x)
+
+
 def _percent(x: float) -> str:
     return f"{float(x) * 100:.4g}%"
 
 
+def _bound_confidence(entry: Mapping) -> str:
+    """The confidence of one lower bound: where the level was split over a family of bounds
+    (Bonferroni), each holds at the per-bound level and all of them jointly at the stated one."""
+    details = entry.get("details") or {}
+    each = details.get("confidence_each")
+    family = details.get("family_size")
+    if each is None or not family or int(family) <= 1:
+        return f"{_percent(entry['confidence'])} confidence"
+    return (f"{_percent(each)} confidence each ({_percent(entry['confidence'])} jointly over "
+            f"{int(family)} bounds)")
+
+
+def _each_level(report: Mapping) -> float | None:
+    """The per-bound confidence when the level was split over several bounds, else None."""
+    levels = {float(e["details"]["confidence_each"]) for e in _lower_bounds(report)
+              if (e.get("details") or {}).get("confidence_each") is not None
+              and int(e["details"].get("family_size", 1)) > 1}
+    return min(levels) if levels else None
+
+
 def _describe_bound(entry: Mapping) -> str:
     return (f"attack {entry['attack']}, statistic {entry['statistic']}; {entry['method']}; "
-            f"{_percent(entry['confidence'])} confidence")
+            f"{_bound_confidence(entry)}")
 
 
 def _lower_bounds(report: Mapping) -> list[Mapping]:
@@ -369,6 +397,17 @@ class _Figure:
     half: bool = False
 
 
+def _subsample_note(scores: Mapping, n_trials: int) -> str:
+    """Say so when the histograms show fewer trials than the audit ran (plots.scores keeps a
+    prefix of the trials, which are independent; bounds and estimates use all of them)."""
+    shown = max((len(pair["unlearned"]) for pair in scores.values()), default=0)
+    if not 0 < shown < n_trials:
+        return ""
+    return (f" Subsampled: the histograms show the first {shown} of the {n_trials} trials (a "
+            "random sample, as trials are independent); every bound and estimate uses all "
+            f"{n_trials}.")
+
+
 def _figures(report: Mapping) -> tuple[list[_Figure], list[str]]:
     """The figures the report has data for, and a note for each one it has not."""
     figures: list[_Figure] = []
@@ -407,7 +446,8 @@ def _figures(report: Mapping) -> tuple[list[_Figure], list[str]]:
             f"Histograms of the attack score for unlearned and retrained models, attacks "
             f"{', '.join(plots['scores'])}",
             "If unlearning works, the two histograms of each attack overlap; the more they "
-            "separate, the more the unlearned model leaks about the deleted data.",
+            "separate, the more the unlearned model leaks about the deleted data."
+            + _subsample_note(plots["scores"], n_trials),
             lambda: _figure_scores(report))
     else:
         notes.append("No attack scores in this report (plots.scores is empty).")
@@ -528,7 +568,9 @@ def _plain_explanation(report: Mapping) -> list[str]:
              f"statistically almost indistinguishable from a model retrained without the deleted "
              f"data: privacy loss at most ε = {eps} with δ = {delta}. The audit ran {n} trials "
              f"and attacked the resulting models; each attack gives a lower bound on the true "
-             f"ε that holds with the stated confidence ({confidence}).")
+             f"ε, and all of them hold together with confidence {confidence}"
+             + (f" (each on its own at {_percent(each)})" if (each := _each_level(report))
+                else "") + ".")
     best = verdict["best_lower_bound"]
     best_text = ("No attack produced a lower bound." if best is None else
                  f"The strongest attack shows ε ≥ {_fmt(best['epsilon'])} "
@@ -616,9 +658,12 @@ def _certificate_section(report: Mapping) -> str:
     else:
         rows.append(("calibrated parameter",
                      f"<code>{_e(calibration['parameter'])}</code> = "
-                     f"{_e(_fmt(calibration['value'], 8))} for target ε = "
-                     f"{_e(_fmt(calibration['target_epsilon'], 6))}"))
-        extra = {k: v for k, v in calibration.items()
+                     f"{_e(_exact(calibration['value']))} for target ε = "
+                     f"{_e(_exact(calibration['target_epsilon']))}"))
+        # Calibrated values and their epsilons in full (repr): at 6 digits the neighbour's
+        # epsilon, just above the target, printed as the target itself.
+        extra = {k: repr(v) if isinstance(v, float) and k in _EXACT_CALIBRATION_KEYS else v
+                 for k, v in calibration.items()
                  if k not in ("parameter", "value", "target_epsilon")}
         if extra:
             rows.append(("calibration details", _render_value(extra)))
@@ -647,7 +692,7 @@ def _lower_bound_rows(entries: Sequence[Mapping], certified: float) -> str:
         rows.append(
             f"<tr{klass}><td>{_e(entry['attack'])}</td><td>{_e(entry['statistic'])}</td>"
             f"<td>{_e(entry['method'])}{details}</td>"
-            f'<td class="num">{_e(_percent(entry["confidence"]))}</td>'
+            f'<td class="num">{_e(_bound_confidence(entry))}</td>'
             f'<td class="num"><strong>{_e(_fmt(eps, 6))}</strong>{_e(flag)}</td></tr>'
         )
     return "".join(rows)
@@ -686,7 +731,9 @@ def _empirical_section(report: Mapping) -> str:
     )
     facts = _kv_table([
         ("trials N", _e(emp["n_trials"])),
-        ("confidence of each lower bound", _e(_percent(emp["confidence"]))),
+        ("joint confidence of all lower bounds", _e(_percent(emp["confidence"]))),
+        *([("confidence of each lower bound (level split, Bonferroni)",
+            _e(_percent(each)))] if (each := _each_level(report)) else []),
         ("device", _e(emp["device"])),
         ("largest lower bound N trials could show", _e(_fmt(emp["max_certifiable_epsilon"], 6))),
     ])

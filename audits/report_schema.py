@@ -405,12 +405,20 @@ def validate_report(report: Mapping) -> dict[str, Any]:
 # -- files -------------------------------------------------------------------------------------
 
 
+def _current_umask() -> int:
+    mask = os.umask(0o022)  # reading the umask means setting it; put it straight back
+    os.umask(mask)
+    return mask
+
+
 def _atomic_write(path: Path, text: str) -> None:
     # A killed audit must never leave a half-written report next to a complete store.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+        # mkstemp creates 0600 files; a report is an ordinary file, so it follows the umask.
+        os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -124,8 +124,14 @@ def run_audit(
     backend: str = "local",
     progress: bool = False,
     ray_address: str | None = None,
+    replace: bool = False,
+    resume: bool = False,
 ) -> AuditResult:
     """Run a spec-driven audit; with ``out_dir``, store chunks there and write the report.
+
+    An ``out_dir`` holding another spec's audit is refused unless ``replace``; stored chunks
+    failing their checksum are refused unless ``resume`` (they are then recomputed and the
+    report says so).
 
     Rerunning with the same spec and ``out_dir`` resumes: finished chunks are read back, not
     recomputed, and the report is identical (apart from its creation time and timing).
@@ -137,11 +143,12 @@ def run_audit(
     spec_json = spec.canonical_json()
     audit_key = hashlib.sha256(
         f"{spec.digest(code_version())}|{prepared.fingerprint}".encode()).hexdigest()
+    store_notes: list[str] = []
     main, pilot, chunks, resumed, pilot_seed, cluster = run_chunks(
         prepared.mechanism, trials=spec.trials, pilot_trials=spec.pilot_trials,
         chunk_size=spec.chunk_size, seed=spec.seed, out_dir=out_dir, audit_key=audit_key,
         spec_json=spec_json, backend=backend, progress=progress, label=f"audit {spec.name}",
-        ray_address=ray_address)
+        ray_address=ray_address, replace=replace, resume=resume, notes=store_notes)
     del cluster  # where chunks ran does not change the numbers, so it stays out of the report
     report = build_report(
         spec_dict=spec.to_dict(), spec_hash=audit_key, certificate=prepared.certificate,
@@ -151,7 +158,7 @@ def run_audit(
                "per_trial": "torch generators seeded with BLAKE2b(seed | trial | stream) "
                             "(empirical.trials.trial_seed)"},
         device=prepared.device, wall_seconds=time.perf_counter() - start, chunks=chunks,
-        chunks_resumed=resumed, notes=prepared.notes, extra_plots=_extra_plots(spec))
+        chunks_resumed=resumed, notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec))
     return _finish(report, out_dir)
 
 

@@ -3,7 +3,10 @@
 Every finished chunk of trials is written in one transaction: its arrays (scores, statistics,
 accuracies, trial indices; NumPy ``np.save`` bytes, no pickle), its trial range and seed, and a
 line in the compute log. A killed audit therefore leaves only whole chunks, and a rerun reads
-them back instead of recomputing them. Rows are keyed by the audit key (a hash of the
+them back instead of recomputing them. Every array blob is stored with its SHA-256 and checked on
+every read (:class:`CorruptChunkError` names a chunk whose bytes changed; :meth:`ChunkStore.verify`
+lists them and :meth:`ChunkStore.drop` removes them so that they are recomputed, never used).
+Rows are keyed by the audit key (a hash of the
 canonical spec and the code version, :meth:`audits.spec.AuditSpec.digest`), so results of a
 different spec or different code in the same file are never mixed in.
 
@@ -13,6 +16,7 @@ and stored; resumption tests use it to show that nothing finished was recomputed
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import sqlite3
@@ -27,13 +31,15 @@ __all__ = [
     "STORE_NAME",
     "ChunkRecord",
     "ChunkStore",
+    "CorruptChunkError",
+    "StoreError",
     "array_from_bytes",
     "array_to_bytes",
     "count_stored_chunks",
 ]
 
 STORE_NAME = "audit.sqlite"
-_SCHEMA_VERSION = 1
+_SCHEMA_VERSION = 2  # 2: a SHA-256 per array blob
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -62,6 +68,7 @@ CREATE TABLE IF NOT EXISTS arrays (
     chunk INTEGER NOT NULL,
     name TEXT NOT NULL,
     data BLOB NOT NULL,
+    sha256 TEXT NOT NULL,
     PRIMARY KEY (audit_key, phase, chunk, name)
 );
 CREATE TABLE IF NOT EXISTS compute_log (
@@ -74,6 +81,26 @@ CREATE TABLE IF NOT EXISTS compute_log (
     finished REAL NOT NULL
 );
 """
+
+
+class StoreError(ValueError):
+    """The chunk store cannot be used: unreadable, not a database, locked, another schema."""
+
+
+class CorruptChunkError(StoreError):
+    """A stored chunk's bytes no longer match the checksum written with them."""
+
+    def __init__(self, path: Path, bad: list[tuple[str, int, str]]) -> None:
+        self.bad = bad
+        names = ", ".join(f"{phase}/{chunk} (array {name!r})" for phase, chunk, name in bad[:5])
+        more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
+        super().__init__(f"{path}: stored chunk {names}{more} fails its SHA-256 checksum (the file "
+                         "was changed after it was written); rerun with --resume to recompute "
+                         "the bad chunks, or --replace to start the folder afresh")
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def array_to_bytes(array: np.ndarray) -> bytes:
@@ -107,15 +134,28 @@ class ChunkStore:
     """
 
     def __init__(self, path: str | Path, *, audit_key: str, spec_json: str,
-                 code_version: str) -> None:
+                 code_version: str, timeout: float = 60.0) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.audit_key = audit_key
-        self._conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=NORMAL")
         try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise StoreError(f"cannot create the output folder {self.path.parent}: "
+                             f"{error.strerror or error}") from None
+        self.audit_key = audit_key
+        self.spec_json = spec_json
+        try:
+            self._conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open the chunk store {self.path}: {error}") from None
+        try:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
             self._initialise(spec_json, code_version)
+        except sqlite3.Error as error:
+            self._conn.close()
+            raise StoreError(f"cannot use the chunk store {self.path}: {error} (a corrupted or "
+                             "locked file, or not a chunk store; use another --out folder or "
+                             "--replace)") from None
         except BaseException:
             self._conn.close()
             raise
@@ -129,7 +169,7 @@ class ChunkStore:
                 self._conn.execute("INSERT INTO meta VALUES ('schema_version', ?)",
                                    (str(_SCHEMA_VERSION),))
             elif int(found[0]) != _SCHEMA_VERSION:
-                raise ValueError(f"{self.path} has chunk-store schema {found[0]}; this code reads "
+                raise StoreError(f"{self.path} has chunk-store schema {found[0]}; this code reads "
                                  f"version {_SCHEMA_VERSION} (use another output directory)")
             self._conn.execute(
                 "INSERT OR IGNORE INTO audits VALUES (?, ?, ?, ?)",
@@ -179,10 +219,10 @@ class ChunkStore:
                 "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (self.audit_key, phase, chunk, first_trial, n_trials, seed, now),
             )
+            blobs = [(name, array_to_bytes(array)) for name, array in sorted(arrays.items())]
             self._conn.executemany(
-                "INSERT INTO arrays VALUES (?, ?, ?, ?, ?)",
-                [(self.audit_key, phase, chunk, name, array_to_bytes(array))
-                 for name, array in sorted(arrays.items())],
+                "INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)",
+                [(self.audit_key, phase, chunk, name, data, _sha256(data)) for name, data in blobs],
             )
             self._conn.execute(
                 "INSERT INTO compute_log (audit_key, phase, chunk, seconds, worker, finished) "
@@ -216,14 +256,16 @@ class ChunkStore:
         ).fetchone()
         if row is None:
             raise KeyError(f"chunk {phase}/{chunk} is not stored")
-        arrays = {
-            name: array_from_bytes(data)
-            for name, data in self._conn.execute(
-                "SELECT name, data FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ? "
-                "ORDER BY name",
-                (self.audit_key, phase, chunk),
-            )
-        }
+        rows = self._conn.execute(
+            "SELECT name, data, sha256 FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ? "
+            "ORDER BY name",
+            (self.audit_key, phase, chunk),
+        ).fetchall()
+        # Checked before any byte is parsed: a changed blob is never used.
+        bad = [(phase, chunk, name) for name, data, digest in rows if _sha256(data) != digest]
+        if bad:
+            raise CorruptChunkError(self.path, bad)
+        arrays = {name: array_from_bytes(data) for name, data, _ in rows}
         return ChunkRecord(phase, chunk, int(row[0]), int(row[1]), int(row[2]), arrays)
 
     def records(self, phase: str) -> Iterator[ChunkRecord]:
@@ -231,6 +273,41 @@ class ChunkStore:
         chunks = sorted(c for p, c in self.finished(phase))
         for chunk in chunks:
             yield self.get(phase, chunk)
+
+    def verify(self) -> list[tuple[str, int, str]]:
+        """(phase, chunk, array name) of every stored blob of this audit whose SHA-256 differs."""
+        rows = self._conn.execute(
+            "SELECT phase, chunk, name, data, sha256 FROM arrays WHERE audit_key = ? "
+            "ORDER BY phase, chunk, name",
+            (self.audit_key,),
+        )
+        return [(p, int(c), n) for p, c, n, data, digest in rows if _sha256(data) != digest]
+
+    def drop(self, chunks: set[tuple[str, int]]) -> None:
+        """Remove chunks (e.g. those failing :meth:`verify`) so that they are computed again."""
+        with self._transaction():
+            for phase, chunk in sorted(chunks):
+                for table in ("chunks", "arrays"):
+                    self._conn.execute(
+                        f"DELETE FROM {table} WHERE audit_key = ? AND phase = ? AND chunk = ?",
+                        (self.audit_key, phase, chunk))
+
+    def other_specs(self) -> list[str]:
+        """Keys of audits in this file whose spec differs from this one's and that computed
+        something (same spec under other code versions is not "other": the key already keeps
+        their chunks apart; an audit refused before computing anything leaves nothing to lose)."""
+        rows = self._conn.execute(
+            "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? "
+            "AND audit_key IN (SELECT audit_key FROM compute_log) ORDER BY created",
+            (self.audit_key, self.spec_json),
+        )
+        return [k for (k,) in rows]
+
+    def drop_other_audits(self) -> None:
+        """Delete every audit but this one (``--replace``)."""
+        with self._transaction():
+            for table in ("chunks", "arrays", "compute_log", "audits"):
+                self._conn.execute(f"DELETE FROM {table} WHERE audit_key != ?", (self.audit_key,))
 
     def compute_counts(self) -> dict[tuple[str, int], int]:
         """How many times each chunk of this audit was computed and stored."""

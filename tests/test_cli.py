@@ -1,8 +1,13 @@
-"""The ``unlearn`` command line: JSON output, exit codes, one-line errors, no tracebacks."""
+"""The ``unlearn`` command line: JSON output, exit codes, one-line errors, no tracebacks.
+
+The error contract across every subcommand (hostile argv, --json errors) is in
+tests/test_cli_contract.py.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -69,9 +74,9 @@ def test_reproduce_table3_json(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_input_gives_one_line_error(
     capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str
 ) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("unlearn: error:")
+    assert err.startswith("error:")
     assert "\n" not in err and "Traceback" not in err
     assert fragment in err
 
@@ -101,7 +106,25 @@ def test_audit_algorithms_lists_pnsgd_with_its_parameters(capsys: pytest.Capture
                                   ["bench", "trials", "--algorithm", "nope", "--n", "2"]])
 def test_unknown_algorithm_is_a_one_line_error(capsys: pytest.CaptureFixture[str],
                                                argv: list[str]) -> None:
-    assert main(argv) == 2
+    assert main(argv) == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("unlearn: error:") and "unknown algorithm 'nope'" in err
+    assert err.startswith("error:") and "unknown algorithm 'nope'" in err
     assert "pnsgd" in err  # names the known ones
+
+
+def test_calibration_prints_the_neighbour_epsilon_exactly(capsys: pytest.CaptureFixture[str]) -> None:
+    # Issue 10: the neighbour's epsilon printed with 10 digits could read as the target itself.
+    argv = ["calibrate", "chien2024:thm3.2", "--solve", "sigma", "--epsilon", "1", "--delta",
+            "8.8778e-5", "eta=1/L", "m=0.011264", "L=0.261264", "M=1", "n=11264", "b=128", "T=20",
+            "K=1", "R=100"]
+    record = run_json(capsys, *argv)
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    certified = re.search(r"certified epsilon (\S+) <= (\S+)", text)
+    neighbour = re.search(r"gives epsilon (\S+) > target (\S+)", text)
+    assert certified and neighbour, text
+    # The neighbour's epsilon is printed exactly, so it visibly fails the target.
+    assert float(certified.group(1)) <= float(certified.group(2))
+    assert record["certified_epsilon"] <= 1.0
+    assert float(neighbour.group(1)) == record["neighbour_epsilon"] > float(neighbour.group(2))
+    assert float(neighbour.group(2)) == record["target_epsilon"] == 1.0

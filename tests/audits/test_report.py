@@ -300,6 +300,18 @@ def test_write_and_load_round_trip(tmp_path):
     assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == ["report.html", "report.json"]
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
+def test_report_files_follow_the_umask(tmp_path, umask):
+    # Issue 10: report files used to be created 0600 whatever the umask (mkstemp's mode).
+    old = os.umask(umask)
+    try:
+        paths = write_report(make_report(), tmp_path / "audit")
+    finally:
+        os.umask(old)
+    for path in (paths.json_path, paths.html_path):
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
 def test_numpy_values_are_converted(tmp_path):
     report = make_report()
     expected = copy.deepcopy(report)
@@ -537,3 +549,40 @@ def test_browser_renders_every_figure(tmp_path):
     assert len([i for i in parsed.images if i["src"].startswith("data:image/png;base64,")]) \
         == len(ALL_FIGURES)
     assert "VIOLATION" in dom.stdout
+
+
+def _split_level(report: dict, family: int) -> dict:
+    """The analysis's Bonferroni split: each of ``family`` bounds at 1 - 0.05 / family."""
+    for entry in report["empirical"]["lower_bounds"]:
+        entry["details"].update(family_size=family, confidence_each=1 - 0.05 / family)
+    return report
+
+
+def test_split_confidence_is_printed_per_bound():
+    # Issue 10: labels said 95% for bounds that each hold at 1 - 0.05 / family.
+    report = _split_level(make_report(), 4)
+    page = render_html(report)
+    assert "98.75% confidence each (95% jointly over 4 bounds)" in page
+    assert "confidence of each lower bound (level split, Bonferroni)" in page
+    assert "each on its own at 98.75%" in page
+    single = render_html(_split_level(make_report(), 1))
+    assert "confidence each" not in single and "level split" not in single
+
+
+def test_subsampled_histograms_say_so():
+    report = make_report(n_trials=200)
+    assert "Subsampled" not in render_html(report)
+    report["empirical"]["n_trials"] = 5000  # plots.scores keeps only the first 200 trials
+    page = render_html(report)
+    assert "Subsampled: the histograms show the first 200 of the 5000 trials" in page
+
+
+def test_calibration_neighbour_epsilon_is_printed_in_full():
+    # Issue 10: 1.0000000010384307 (the neighbour's epsilon, just above target 1) printed as "1".
+    report = make_report()
+    report["certificate"]["calibration"].update(
+        value=0.0041000668588213685, target_epsilon=1.0, neighbour=0.004100066850621234,
+        neighbour_epsilon=1.0000000010384307, certified_epsilon=0.9999999989614534)
+    page = render_html(report)
+    assert "1.0000000010384307" in page and "0.9999999989614534" in page
+    assert "0.0041000668588213685" in page

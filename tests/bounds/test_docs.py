@@ -242,7 +242,7 @@ def test_documented_command_prints_what_the_page_quotes(
     example: Example, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, output = run_example(example, capsys)
-    expect_error = bool(example.expected) and example.expected[0].startswith("unlearn: error:")
+    expect_error = bool(example.expected) and example.expected[0].startswith("error:")
     assert (status != 0) == expect_error, (
         f"`{example.command}` exited {status}:\n" + "\n".join(output)
     )
