@@ -100,8 +100,10 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
     params = parse_assignments(args.params)
     conv = best_epsilon(args.id, delta=args.delta, conversion=args.conversion,
                         alpha_min=args.alpha_min, alpha_max=args.alpha_max, **params)
+    label = "certified" if conv.certified else "NOT certified"
     summary = (f"{args.id}: ({conv.epsilon:.6g}, {conv.delta:.3g})-unlearning at alpha = "
-               f"{conv.alpha:.6g} ({conv.conversion} conversion; certified)")
+               f"{conv.alpha:.6g} ({conv.conversion} conversion; {label})")
+    summary += "".join(f"\n  note: {note}" for note in conv.notes)
     emit(conv.to_dict(), args.json, summary)
 
 
@@ -113,12 +115,14 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     if cal.value is None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
-        summary = (f"{cal.parameter} = {cal.value!r}  (certified epsilon {cal.certified_epsilon:.10g}"
+        label = "certified" if cal.certified else "NOT certified"
+        summary = (f"{cal.parameter} = {cal.value!r}  ({label} epsilon {cal.certified_epsilon:.10g}"
                    f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
             summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
                         f"{cal.neighbour_epsilon:.10g} > target")
+        summary += "".join(f"\n  note: {note}" for note in cal.notes)
     emit(cal.to_dict(), args.json, summary)
 
 

@@ -5,6 +5,9 @@ Data path: a theorem (``bounds.papers.<paper>``) is a :class:`Bound`; its value 
 never imports torch, :mod:`empirical` or :mod:`audits`.
 """
 
+# Discovery of the papers happens here, once: each paper module registers its declarations on
+# import. The engine never imports the papers, so the package has no import circle.
+import bounds.papers  # noqa: E402,F401,I001
 from bounds.engine import (
     Bound,
     BoundError,

@@ -25,7 +25,10 @@ from bounds.conversions import (
     CONVERSION_CITATIONS,
     CONVERSIONS,
     best_epsilon,
+    check_alpha_range,
     dp_epsilon_float,
+    renyi_to_dp,
+    require_fixed_order,
 )
 from bounds.engine import Bound, BoundError, SolverError, get
 
@@ -44,6 +47,8 @@ class Calibration:
       alpha: the Rényi order used for the certificate (``None`` for direct (ε, δ) bounds).
       neighbour / neighbour_epsilon: the adjacent value on the unsafe side and its float ε,
         which exceeds the target (``None`` when ``value`` is at the edge of the domain).
+      certified: false for a literal printed variant or a bound outside its certificate
+        conditions (``notes`` says why): the arithmetic is the same, the guarantee is not.
     """
 
     bound_id: str
@@ -59,6 +64,7 @@ class Calibration:
     inputs: Mapping[str, Any]
     notes: tuple[str, ...]
     provenance: Mapping[str, Any]
+    certified: bool = True
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -70,6 +76,7 @@ class Calibration:
             "conversion": self.conversion,
             "conversion_citation": CONVERSION_CITATIONS.get(self.conversion or "", None),
             "certified_epsilon": self.certified_epsilon,
+            "certified": self.certified,
             "alpha": self.alpha,
             "neighbour": self.neighbour,
             "neighbour_epsilon": self.neighbour_epsilon,
@@ -107,24 +114,36 @@ class _Objective:
         self.alpha_min = alpha_min
         self.alpha_max = alpha_max
         self.renyi = bound.guarantee.renyi_order is not None
+        self.limit_alpha: float | None = None
         if self.renyi and delta is None:
             raise BoundError(f"{bound.id} is a Rényi bound: give --delta for the conversion")
         order = bound.guarantee.renyi_order
-        placeholder = {parameter: 1}
+        self.fixed_order = self.renyi and order in self.params
         if self.renyi:
+            require_fixed_order(bound, self.params)
+        placeholder = {parameter: 1}
+        if self.renyi and not self.fixed_order:
             placeholder[order] = 2
         values = bound.resolve({**self.params, **placeholder})
         self.float_params = {k: float(v) for k, v in values.items()}
 
     def float_epsilon(self, x: float) -> float:
         params = {**self.float_params, self.parameter: float(x)}
+        if self.fixed_order:
+            order = self.bound.guarantee.renyi_order
+            args = [np.float64(params[n]) for n in self.bound.parameter_names]
+            with np.errstate(all="ignore"):
+                rdp = float(self.bound.float_function(*args))
+                eps = float(renyi_to_dp(renyi_epsilon=rdp, alpha=params[order], delta=self.delta,
+                                        conversion=self.conversion))
+            return eps if math.isfinite(eps) else math.inf
         if self.renyi:
             eps, _ = dp_epsilon_float(
                 self.bound, delta=self.delta, conversion=self.conversion, params=params,
                 alpha_min=self.alpha_min, alpha_max=self.alpha_max,
             )
             return eps
-        args = [params[n] for n in self.bound.parameter_names]
+        args = [np.float64(params[n]) for n in self.bound.parameter_names]
         with np.errstate(all="ignore"):
             value = float(self.bound.float_function(*args))
         return value if math.isfinite(value) else math.inf
@@ -180,7 +199,12 @@ def calibrate(
                          f"{', '.join(bound.parameter_names)}")
     direction = bound.monotone.get(name)
     if direction not in ("increasing", "decreasing"):
-        raise BoundError(f"{bound.id} declares no monotonicity in {name}; cannot calibrate it")
+        raise BoundError(
+            f"{bound.id} is not known to be monotone in {name} over its whole domain, so no "
+            f"value of {name} can be guaranteed to hold for every larger (or smaller) one; "
+            "cannot calibrate it" + _monotone_alternatives(bound, name)
+        )
+    alpha_min, alpha_max = check_alpha_range(alpha_min, alpha_max)
     if name in params:
         raise BoundError(f"do not pass {name}: it is the unknown")
     if not (isinstance(epsilon, (int, float)) and 0 < epsilon and math.isfinite(epsilon)):
@@ -213,6 +237,14 @@ def calibrate(
             certified_eps, alpha = objective.certified(value)
         else:  # pragma: no cover - would mean the float and interval values disagree wildly
             raise SolverError(f"{bound.id}: could not certify a value of {name} for the target")
+    if value is None and objective.renyi:
+        alpha = objective.limit_alpha
+    status_values = {**params, name: value if value is not None else 1}
+    if objective.renyi and bound.guarantee.renyi_order not in params:
+        status_values[bound.guarantee.renyi_order] = alpha if alpha is not None else 2
+    is_certificate, why = bound.certificate_status(bound.resolve(status_values))
+    if not is_certificate:
+        notes.append(why)
     neighbour_eps = None
     if neighbour is not None:
         neighbour_eps = objective.float_epsilon(neighbour)
@@ -235,7 +267,16 @@ def calibrate(
         inputs=dict(params),
         notes=tuple(notes),
         provenance={**bound.provenance(), "solver": f"least/greatest {name} ({direction} bound)"},
+        certified=is_certificate,
     )
+
+
+def _monotone_alternatives(bound: Bound, name: str) -> str:
+    from bounds.registry import list_bounds
+
+    others = [b.id for b in list_bounds(bound.paper)
+              if b.id.startswith(bound.id + "/") and name in b.monotone]
+    return f"; variants proved monotone in {name}: {', '.join(others)}" if others else ""
 
 
 def _step_safe(param: Any, direction: str, value: Any, rtol: float) -> Any:
@@ -344,18 +385,28 @@ def _solve_integer(
         raise SolverError(
             f"{objective.bound.id}: even {param.name}={lo} exceeds epsilon={target}"
         )
-    if _limit_ok(objective, target):
-        notes.append(
-            f"the bound stays below the target for every {param.name}: its limit as "
-            f"{param.name} -> infinity meets the target (float check, relative margin 1e-6), so "
-            "no finite maximum exists"
-        )
+    proved, why = _limit_meets_target(objective, target)
+    if proved:
+        notes.append(why)
         return None, None
+    if why:
+        notes.append(why)
     good, bad = lo, lo + 1
     while ok(bad):
         good, bad = bad, 2 * bad
         if bad > _INTEGER_LIMIT:
-            notes.append(f"every {param.name} up to 2^53 meets the target")
+            top = _INTEGER_LIMIT
+            eps, _ = objective.certified(sp.Integer(top))
+            if eps > target:
+                raise SolverError(
+                    f"{objective.bound.id}: the float search found every {param.name} up to 2^53 "
+                    f"below the target but the certified epsilon at 2^53 is {eps}; refusing"
+                )
+            notes.append(
+                f"every {param.name} up to 2^53 meets the target (certified at {param.name} = 2^53, "
+                f"epsilon {eps:.6g}; the bound is increasing in {param.name}); no maximum is "
+                "claimed beyond that"
+            )
             return None, None
     while bad - good > 1:
         mid = (good + bad) // 2
@@ -366,39 +417,124 @@ def _solve_integer(
     return good, good + 1
 
 
-def _limit_ok(objective: _Objective, target: float) -> bool:
-    """Whether the float bound, in the limit of the free parameter -> infinity, meets the target."""
+def limit_at_infinity(
+    expr: sp.Expr, symbol: sp.Symbol, values: Mapping[sp.Symbol, Any]
+) -> sp.Expr | None:
+    """The exact limit of ``expr`` as ``symbol`` -> infinity at the exact inputs ``values``, or
+    ``None`` when it is not proved here.
+
+    Proved only for the shape of the sequential bounds: ``symbol`` may appear solely in
+    exponents ``base**(k*symbol + r)`` whose base lies in [0, 1] and whose k > 0 at the inputs
+    (decided exactly on the substituted base and k), or in ``exp(k*symbol + r)`` with k < 0. Such
+    a power tends to 0 (base < 1) or 1 (base = 1); the rest of the expression is a composition
+    of continuous functions, so the limit is the expression with those powers replaced, wherever
+    that value is finite (the caller checks it in interval arithmetic). The result keeps the
+    other parameters symbolic, so no huge exact power is ever expanded, and no floating-point
+    limit is taken.
+    """
+
+    def linear_coefficient(exponent: sp.Expr) -> Any:
+        poly = sp.Poly(sp.expand(exponent), symbol) if exponent.is_polynomial(symbol) else None
+        if poly is None or poly.degree() != 1:
+            return None
+        k = sp.sympify(poly.coeffs()[0]).subs(values)
+        return k if k.is_number and k.is_real else None
+
+    def rewrite(e: sp.Expr) -> sp.Expr | None:
+        if not e.has(symbol):
+            return e
+        if e == symbol:
+            return None
+        if isinstance(e, sp.Pow) and not e.base.has(symbol):
+            base = sp.sympify(e.base).subs(values)
+            k = linear_coefficient(e.exp)
+            if k is None or not base.is_number or not base.is_real or not bool(k > 0):
+                return None
+            if bool(base < 0) or bool(base > 1):
+                return None
+            return sp.S.One if bool(base == 1) else sp.S.Zero
+        if isinstance(e, sp.exp):
+            k = linear_coefficient(e.args[0])
+            if k is None or not bool(k < 0):
+                return None
+            return sp.S.Zero
+        args = [rewrite(x) for x in e.args]
+        if any(x is None for x in args):
+            return None
+        return e.func(*args)
+
+    return rewrite(expr)
+
+
+def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str]:
+    """Prove that the bound stays below ``target`` for every value of the free parameter.
+
+    The bound is increasing in that parameter, so it suffices that its exact limit (see
+    :func:`limit_at_infinity`) meets the target, at one Rényi order, in interval arithmetic.
+    Returns (proved, note); an unproved limit is never claimed.
+    """
+    from bounds.backends import _IV_FUNCS, _MP_FUNCS
+    from bounds.numerics import float_up, interval_endpoints, interval_ready, iv_precision, stabilise
+    from bounds.values import _to_iv, _to_mp
+
     bound = objective.bound
     sym = bound.parameter(objective.parameter).symbol
     order = bound.guarantee.renyi_order
-    values = bound.resolve({**objective.params, objective.parameter: 1, **({order: 2} if order else {})})
-    # 30-digit floats keep the symbolic limit fast; the answer is used with a relative margin.
-    subs = {
-        bound.parameter(k).symbol: sp.Float(v, 30)
-        for k, v in values.items()
-        if k not in (objective.parameter, order)
-    }
-    expr = bound.expression.subs(subs)
+    fixed = objective.fixed_order
+    placeholder = {objective.parameter: 1}
+    if order and not fixed:
+        placeholder[order] = 2
+    values = bound.resolve({**objective.params, **placeholder})
+    known = {k: v for k, v in values.items() if k != objective.parameter and (k != order or fixed)}
+    symbols_ = [bound.parameter(k).symbol for k in known]
+    limit = limit_at_infinity(bound.expression, sym, dict(zip(symbols_, known.values(), strict=True)))
+    if limit is None:
+        return False, ""
+    free = [bound.parameter(order).symbol] if order and not fixed else []
+    iv_fn = sp.lambdify([*symbols_, *free], interval_ready(stabilise(limit)), modules=[_IV_FUNCS])
+    mp_fn = sp.lambdify([*symbols_, *free], stabilise(limit), modules=[_MP_FUNCS, "mpmath"])
+
+    def certified_limit(alpha: float | None) -> float:
+        with iv_precision(40):
+            args = [_to_iv(v) for v in known.values()] + ([mpmath.iv.mpf(alpha)] if free else [])
+            value = mpmath.iv.mpf(iv_fn(*args))
+            if order:
+                a = alpha if free else float(values[order])
+                value = renyi_to_dp(renyi_epsilon=value, alpha=mpmath.iv.mpf(a),
+                                    delta=objective.delta, conversion=objective.conversion)
+            upper = interval_endpoints(value)[1]
+        return float_up(upper) if mpmath.isfinite(upper) else math.inf
+
     try:
-        limit = sp.limit(expr, sym, sp.oo)
-    except (NotImplementedError, ValueError):  # pragma: no cover
-        return False
-    if limit.has(sp.oo, sp.zoo, sp.nan):
-        return False
-    if order is None:
-        return float(limit) <= target
-    f = sp.lambdify([bound.parameter(order).symbol], limit, modules=["mpmath"])
-    best = min(
-        float(f(mpmath.mpf(a))) + _conversion_term(objective, a) for a in np.geomspace(1.001, 1e6, 600)
+        alpha = None
+        if free:
+            with mpmath.workdps(30):
+                base_args = [_to_mp(v) for v in known.values()]
+                lo = max(objective.alpha_min, 1 + 1e-6) - 1
+                grid = np.geomspace(lo, objective.alpha_max - 1, 400) + 1
+                scores = []
+                for a in grid:
+                    try:
+                        v = float(mp_fn(*base_args, mpmath.mpf(a)))
+                    except (ValueError, OverflowError, ZeroDivisionError, TypeError):
+                        v = math.inf
+                    conv = float(renyi_to_dp(renyi_epsilon=0.0, alpha=float(a),
+                                             delta=objective.delta, conversion=objective.conversion))
+                    scores.append(v + conv if math.isfinite(v) else math.inf)
+            alpha = float(grid[int(np.argmin(scores))])
+        upper = certified_limit(alpha)
+    except (ValueError, OverflowError, ZeroDivisionError, TypeError, BoundError):
+        return False, ""
+    if not upper <= target:
+        return False, ""
+    objective.limit_alpha = alpha
+    where = f" at alpha = {alpha:.6g}" if alpha is not None else ""
+    return True, (
+        f"the bound stays below the target for every {objective.parameter}: it increases in "
+        f"{objective.parameter} and its exact limit as {objective.parameter} -> infinity gives a "
+        f"certified epsilon of at most {upper:.6g}{where} (interval arithmetic), so no finite "
+        "maximum exists"
     )
-    return best <= target * (1 - 1e-6)
-
-
-def _conversion_term(objective: _Objective, alpha: float) -> float:
-    from bounds.conversions import renyi_to_dp
-
-    return float(renyi_to_dp(renyi_epsilon=0.0, alpha=float(alpha), delta=objective.delta,
-                             conversion=objective.conversion))
 
 
 def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT) -> int:

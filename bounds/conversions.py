@@ -19,10 +19,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 import mpmath
 import numpy as np
+import sympy as sp
 from scipy import optimize, special
 
 from bounds.engine import (
@@ -50,7 +52,16 @@ def _check_delta(delta: float) -> None:
 
 
 def renyi_to_dp(*, renyi_epsilon: Any, alpha: Any, delta: float, conversion: str = "mironov") -> Any:
-    """(α, ε)-Rényi → ε' at δ. Vectorised over numpy arrays; exact for mpmath inputs."""
+    """(α, ε)-Rényi → ε' at δ. Vectorised over numpy arrays; exact for mpmath inputs.
+
+    The result is clamped at 0: the privacy profile δ(ε) is non-increasing in ε, so (ε', δ) with
+    ε' < 0 implies (0, δ), and no ε below 0 is meaningful (dp_accounting and the exact Gaussian
+    curve answer 0 there too). Balle et al.'s conversion goes negative for large δ.
+    """
+    return _clamp_at_zero(_renyi_to_dp_raw(renyi_epsilon, alpha, delta, conversion))
+
+
+def _renyi_to_dp_raw(renyi_epsilon: Any, alpha: Any, delta: float, conversion: str) -> Any:
     _check_delta(delta)
     if conversion == "mironov":
         if isinstance(alpha, np.ndarray) or isinstance(renyi_epsilon, np.ndarray):
@@ -66,6 +77,30 @@ def renyi_to_dp(*, renyi_epsilon: Any, alpha: Any, delta: float, conversion: str
         d = _num(delta, alpha)
         return renyi_epsilon + _log(1 - 1 / alpha) - (_log(d) + _log(alpha)) / (alpha - 1)
     raise BoundError(f"unknown conversion {conversion!r}; choose one of {CONVERSIONS}")
+
+
+def _clamp_at_zero(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return np.maximum(value, 0.0)
+    if type(value).__name__ == "ivmpf":
+        lo, hi = interval_endpoints(value)
+        return mpmath.iv.mpf([max(lo, 0), max(hi, 0)])
+    return value if value >= 0 else type(value)(0)
+
+
+def check_alpha_range(alpha_min: Any, alpha_max: Any) -> tuple[float, float]:
+    """Validate a search range of Rényi orders: finite numbers with 1 <= alpha_min < alpha_max."""
+    try:
+        lo, hi = float(alpha_min), float(alpha_max)
+    except (TypeError, ValueError):
+        raise BoundError(f"alpha range must be numbers, got {alpha_min!r}, {alpha_max!r}") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise BoundError(f"alpha range must be finite, got [{alpha_min}, {alpha_max}]")
+    if lo < 1:
+        raise BoundError(f"alpha_min must be >= 1 (Rényi orders are > 1), got {alpha_min}")
+    if not hi > lo or not hi > 1:
+        raise BoundError(f"alpha_max must exceed alpha_min and 1, got [{alpha_min}, {alpha_max}]")
+    return lo, hi
 
 
 def renyi_difference(forward: Any, backward: Any) -> Any:
@@ -110,10 +145,41 @@ def gaussian_delta(*, epsilon: float, mu: float) -> float:
     return float(math.exp(log_a) * -math.expm1(log_b - log_a))
 
 
+def _gaussian_delta_exceeds(epsilon: float, mu: float, delta: float) -> bool:
+    """Whether δ(ε) > ``delta`` for N(0,1) vs N(μ,1), decided in high precision with a margin.
+
+    Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ) is evaluated with mpmath at 60 digits (more when the two
+    terms cancel); the answer "not exceeded" is given only when the value plus a bound on the
+    rounding error of the difference is still <= delta.
+    """
+    dps = 60
+    while True:
+        with mpmath.workdps(dps):
+            e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+            first = mpmath.ncdf(m / 2 - e / m)
+            second = mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+            value = first - second
+            error = (first + second) * mpmath.ldexp(1, 20 - mpmath.mp.prec)
+            if value - error > delta:
+                return True
+            if value + error <= delta:
+                return False
+        if dps > 2000:  # the difference is within 1e-1900 of delta: call it exceeded (safe side)
+            return True
+        dps *= 2
+
+
 def gaussian_epsilon(*, delta: float, mu: float) -> float:
-    """Smallest ε >= 0 with δ(ε) <= ``delta`` for N(0,1) vs N(μ,1) (rounded up)."""
+    """Smallest float ε >= 0 with δ(ε) <= ``delta`` for N(0,1) vs N(μ,1), rounded up.
+
+    A float bisection brackets the answer; the returned ε is then checked in high precision
+    (:func:`_gaussian_delta_exceeds`) and moved up one float at a time until δ(ε) <= delta holds,
+    so the answer is never below the exact one (the float curve alone can be ~1e-11 low).
+    """
     _check_delta(delta)
-    if gaussian_delta(epsilon=0.0, mu=mu) <= delta:
+    if not (mu > 0 and math.isfinite(mu)):
+        raise PreconditionError(f"gaussian_epsilon requires mu > 0, got {mu!r}")
+    if not _gaussian_delta_exceeds(0.0, mu, delta):
         return 0.0
     hi = 1.0
     while gaussian_delta(epsilon=hi, mu=mu) > delta:
@@ -129,6 +195,10 @@ def gaussian_epsilon(*, delta: float, mu: float) -> float:
             lo = mid
         else:
             hi = mid
+    step = max(hi * 2.0**-52, 5e-324)
+    while _gaussian_delta_exceeds(hi, mu, delta):
+        hi += step
+        step *= 2.0
     return hi
 
 
@@ -141,9 +211,11 @@ def gaussian_epsilon(*, delta: float, mu: float) -> float:
 class DPConversion:
     """An (ε, δ) guarantee obtained from a Rényi bound at an optimised order.
 
-    ``epsilon`` is certified: it is the upper end of an interval evaluation at ``alpha`` of
-    the Rényi bound plus the conversion term. ``epsilon_float`` is the float value at the same
-    order, for reference.
+    ``epsilon`` is the upper end of an interval evaluation at ``alpha`` of the Rényi bound plus
+    the conversion term, clamped at 0. It is a certificate only when ``certified`` is true: a
+    literal printed variant, or a bound outside its certificate conditions, is evaluated the
+    same way but ``certified`` is false and ``notes`` says why. ``alpha_fixed`` orders (given
+    by the caller) are not optimised. ``epsilon_float`` is the float value at the same order.
     """
 
     epsilon: float
@@ -154,6 +226,8 @@ class DPConversion:
     epsilon_float: float
     bound_id: str
     provenance: Mapping[str, Any]
+    certified: bool = True
+    notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,7 +238,8 @@ class DPConversion:
             "conversion": self.conversion,
             "conversion_citation": CONVERSION_CITATIONS[self.conversion],
             "epsilon_float": self.epsilon_float,
-            "certified": True,
+            "certified": self.certified,
+            "notes": list(self.notes),
             "provenance": dict(self.provenance),
         }
 
@@ -195,7 +270,8 @@ def dp_epsilon_float(
     """
     order = _order_parameter(bound)
     names = bound.parameter_names
-    base = [float(params[n]) if n != order else None for n in names]
+    # numpy scalars: an overflow gives inf (then rejected), not Python's OverflowError.
+    base = [np.float64(params[n]) if n != order else None for n in names]
     idx = names.index(order)
     lo_exp = math.log10(max(alpha_min - 1.0, 1e-6)) if alpha_min > 1.0 else -6.0
     hi_exp = math.log10(alpha_max - 1.0)
@@ -242,27 +318,50 @@ def best_epsilon(
     The optimiser works in float; the reported ``epsilon`` is re-evaluated at the optimal order
     with interval arithmetic (theorem preconditions checked), so it is a certified upper bound
     whatever the optimiser did. ``alpha_min``/``alpha_max`` restrict the search (some papers
-    search a fixed range, e.g. [2, 1e4]).
+    search a fixed range, e.g. [2, 1e4]). Passing the order itself fixes it (required when an
+    input such as ``eps0`` holds at one order only).
     """
     bound = bound_id if isinstance(bound_id, Bound) else get(bound_id)
     if conversion not in CONVERSIONS:
         raise BoundError(f"unknown conversion {conversion!r}; choose one of {CONVERSIONS}")
     _check_delta(delta)
+    alpha_min, alpha_max = check_alpha_range(alpha_min, alpha_max)
     order = _order_parameter(bound)
-    if order in params:
-        raise BoundError(f"do not pass {order}: it is optimised")
-    values = bound.resolve({**params, order: 2})
+    notes: list[str] = []
+    fixed = order in params
+    require_fixed_order(bound, params)
+    values = bound.resolve({**params, order: params.get(order, 2)})
     for name, v in values.items():
         if isinstance(v, np.ndarray):
             raise BoundError(f"best_epsilon takes scalar parameters; {name} is an array")
-    float_params = {k: float(v) for k, v in values.items() if k != order}
-    eps_float, alpha = dp_epsilon_float(
-        bound, delta=delta, conversion=conversion, params=float_params,
-        alpha_max=alpha_max, alpha_min=alpha_min,
-    )
+    if fixed:
+        # A given order is used as is: its Rényi inputs hold there only (e.g. eps0).
+        alpha = float(values[order])
+        if sp.Rational(Fraction(alpha)) != values[order]:
+            raise BoundError(f"{order} must be a float-representable order, got {params[order]}")
+        notes.append(f"order {order} = {alpha:g} fixed by the caller (not optimised)")
+        rest = {k: v for k, v in params.items() if k != order}
+        eps_float = float(renyi_to_dp(
+            renyi_epsilon=bound.evaluate(**params).value, alpha=alpha, delta=delta,
+            conversion=conversion))
+    else:
+        rest = dict(params)
+        float_params = {k: float(v) for k, v in values.items() if k != order}
+        eps_float, alpha = dp_epsilon_float(
+            bound, delta=delta, conversion=conversion, params=float_params,
+            alpha_max=alpha_max, alpha_min=alpha_min,
+        )
     certified, rdp_upper = certify_at_order(
-        bound, delta=delta, conversion=conversion, alpha=alpha, params=params, digits=digits
+        bound, delta=delta, conversion=conversion, alpha=alpha, params=rest, digits=digits
     )
+    with iv_precision(digits):
+        raw = _renyi_to_dp_raw(mpmath.iv.mpf(rdp_upper), mpmath.iv.mpf(alpha), delta, conversion)
+    if interval_endpoints(raw)[1] < 0:
+        notes.append("the conversion gave a negative epsilon; clamped at 0 (the privacy profile "
+                     "is non-increasing in epsilon, so (0, delta) holds)")
+    is_certificate, why = bound.certificate_status(bound.resolve({**rest, order: alpha}))
+    if not is_certificate:
+        notes.append(why)
     return DPConversion(
         epsilon=certified,
         delta=float(delta),
@@ -272,7 +371,22 @@ def best_epsilon(
         epsilon_float=eps_float,
         bound_id=bound.id,
         provenance={**bound.provenance(), "conversion": CONVERSION_CITATIONS[conversion]},
+        certified=is_certificate,
+        notes=tuple(notes),
     )
+
+
+def require_fixed_order(bound: Bound, params: Mapping[str, Any]) -> None:
+    """Refuse to optimise the order of a bound whose inputs hold at one order only."""
+    order = _order_parameter(bound)
+    inputs = bound.guarantee.fixed_order_inputs
+    if inputs and order not in params:
+        raise BoundError(
+            f"{bound.id}: {', '.join(inputs)} is a Rényi level valid at one order only, so the "
+            f"order cannot be optimised; pass {order}=<the order at which "
+            f"{', '.join(inputs)} holds> (or use a bound that carries its order, e.g. "
+            "chien2024lu:eq98)"
+        )
 
 
 def certify_at_order(

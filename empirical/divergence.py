@@ -12,12 +12,15 @@ with a stated confidence, the other estimators are estimates of the projected di
 
 Public API
 ----------
-``gaussian_renyi_divergence(samples_p, samples_q, *, order, n_bootstrap, interval_level, seed)``
+``gaussian_renyi_divergence(samples_p, samples_q, *, order, covariance, interval, n_bootstrap, ...)``
 ``gaussian_kl_divergence(samples_p, samples_q, *, ...)``
 ``gaussian_hockey_stick_divergence(samples_p, samples_q, *, epsilon, ...)``
-    closed forms for Gaussians fitted to each sample, with percentile-bootstrap intervals of the
-    estimate (kind "estimate": the interval describes the estimator's spread, it is not a
-    confidence bound on the truth when the samples are not Gaussian).
+    closed forms for Gaussians fitted to each sample (full, isotropic, shared or shared-
+    isotropic covariances). Intervals: exact noncentral-F for "shared-isotropic"; otherwise the
+    bootstrap bias-corrected estimate with a basic bootstrap interval (or BCa). Kind "estimate":
+    an interval covers the truth only when the samples follow the fitted model. Measured
+    coverage of nominal 95% on N(e_1, I) vs N(0, I), n = 1000 per side: see
+    :func:`empirical.power_bench.estimator_coverage`.
 ``knn_kl_divergence(samples_p, samples_q, *, k, jitter, seed)``
     Wang, Kulkarni, Verdu (2009) k-nearest-neighbour KL estimator.
 ``knn_renyi_divergence(samples_p, samples_q, *, order, k, jitter, seed)``
@@ -46,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special
+from scipy import integrate, optimize, special, stats
 from scipy.spatial import cKDTree
 
 from empirical.statistics import _cp_lower, _cp_upper, gaussian_delta
@@ -67,9 +70,9 @@ __all__ = [
 class DivergenceEstimate:
     """Estimate of D(P || Q) from samples (never a bound).
 
-    ``interval`` is a percentile-bootstrap interval of the estimator at ``interval_level``
-    (None when not computed). ``order`` is the Renyi order, ``epsilon`` the hockey-stick
-    parameter, when relevant.
+    ``interval`` is a confidence interval at ``interval_level`` of the fitted-model divergence
+    (exact or bootstrap, named in ``method``; None when not computed). ``order`` is the Renyi
+    order, ``epsilon`` the hockey-stick parameter, when relevant.
     """
 
     value: float
@@ -135,11 +138,40 @@ def _check_level(level: float, name: str) -> float:
 # ----------------------------------------------------------------------------------------------
 # Gaussian fits.
 
+COVARIANCES = ("full", "isotropic", "shared", "shared-isotropic")
+
+
+def _check_covariance(covariance: str) -> str:
+    if covariance not in COVARIANCES:
+        raise ValueError(f"covariance must be one of {COVARIANCES}, got {covariance!r}")
+    return covariance
+
 
 def _fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     mean = x.mean(axis=0)
     cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
     return mean, cov
+
+
+def _fits(p: np.ndarray, q: np.ndarray, covariance: str):
+    """Means and covariances of both samples under the covariance structure.
+
+    "full": separate unbiased covariances; "isotropic": separate s^2 I (s^2 = trace / d);
+    "shared": one pooled covariance; "shared-isotropic": one pooled s^2 I. The structured forms
+    are for mechanisms whose noise is known to be isotropic (and, for "shared", the same in
+    both worlds, as for Gaussian output perturbation): they need far fewer samples per
+    dimension and keep alpha Sigma_q - (alpha - 1) Sigma_p positive definite.
+    """
+    mp, cp = _fit(p)
+    mq, cq = _fit(q)
+    d = p.shape[1]
+    if covariance in ("shared", "shared-isotropic"):
+        n_p, n_q = p.shape[0], q.shape[0]
+        cp = cq = ((n_p - 1) * cp + (n_q - 1) * cq) / (n_p + n_q - 2)
+    if covariance in ("isotropic", "shared-isotropic"):
+        cp = np.trace(cp) / d * np.eye(d)
+        cq = np.trace(cq) / d * np.eye(d)
+    return mp, cp, mq, cq
 
 
 def _logdet(cov: np.ndarray) -> float | None:
@@ -156,21 +188,19 @@ def _require_logdet(cov: np.ndarray, name: str) -> float:
     if value is None:
         raise ValueError(
             f"the fitted covariance of {name} is singular; a Gaussian fit needs more samples "
-            "than dimensions and non-constant coordinates"
+            "than dimensions and non-constant coordinates (or a structured covariance)"
         )
     return value
 
 
-def _gaussian_renyi(p: np.ndarray, q: np.ndarray, order: float) -> float:
-    """D_order(N_p || N_q) for the fitted Gaussians (Gil, Alajaji, Linder 2013, Table 2)."""
-    mp, cp = _fit(p)
-    mq, cq = _fit(q)
+def _renyi_closed_form(mp, cp, mq, cq, order: float) -> float:
+    """D_order(N(mp, cp) || N(mq, cq)) (Gil, Alajaji, Linder 2013, Table 2); +inf when
+    order * cq + (1 - order) * cp is not positive definite (the integral diverges)."""
     logdet_p = _require_logdet(cp, "samples_p")
     logdet_q = _require_logdet(cq, "samples_q")
     mixed = order * cq + (1.0 - order) * cp
     logdet_mixed = _logdet(mixed)
     if logdet_mixed is None:
-        # order * Sigma_q - (order - 1) * Sigma_p not positive definite: the integral diverges.
         return math.inf
     diff = mp - mq
     quad = float(diff @ np.linalg.solve(mixed, diff))
@@ -178,9 +208,12 @@ def _gaussian_renyi(p: np.ndarray, q: np.ndarray, order: float) -> float:
     return max(0.0, 0.5 * order * quad - log_term / (2.0 * (order - 1.0)))
 
 
-def _gaussian_kl(p: np.ndarray, q: np.ndarray) -> float:
-    mp, cp = _fit(p)
-    mq, cq = _fit(q)
+def _gaussian_renyi(p: np.ndarray, q: np.ndarray, order: float, covariance: str = "full") -> float:
+    return _renyi_closed_form(*_fits(p, q, covariance), order)
+
+
+def _gaussian_kl(p: np.ndarray, q: np.ndarray, covariance: str = "full") -> float:
+    mp, cp, mq, cq = _fits(p, q, covariance)
     logdet_p = _require_logdet(cp, "samples_p")
     logdet_q = _require_logdet(cq, "samples_q")
     d = p.shape[1]
@@ -227,46 +260,207 @@ def _hockey_stick_1d(mp: float, sp: float, mq: float, sq: float, epsilon: float)
     return max(0.0, p_mass - math.exp(epsilon) * q_mass)
 
 
-def _gaussian_hockey_stick(p: np.ndarray, q: np.ndarray, epsilon: float) -> float:
-    if p.shape[1] == 1:
-        sp, sq = float(p[:, 0].std(ddof=1)), float(q[:, 0].std(ddof=1))
-        if sp == 0 or sq == 0:
-            raise ValueError("a fitted standard deviation is zero; the samples are constant")
-        return _hockey_stick_1d(float(p[:, 0].mean()), sp, float(q[:, 0].mean()), sq, epsilon)
-    # d > 1: a shared (pooled) covariance, so the divergence is that of a Gaussian shift by the
-    # Mahalanobis distance.
-    mp, cp = _fit(p)
-    mq, cq = _fit(q)
-    n_p, n_q = p.shape[0], q.shape[0]
-    pooled = ((n_p - 1) * cp + (n_q - 1) * cq) / (n_p + n_q - 2)
-    _require_logdet(pooled, "the pooled samples")
-    diff = mp - mq
-    mu = math.sqrt(max(0.0, float(diff @ np.linalg.solve(pooled, diff))))
-    return gaussian_delta(mu=mu, epsilon=epsilon)
+def _privacy_loss_exceeds(mw, cw, mp, cp, mq, cq, epsilon: float) -> float:
+    """P_W(L > eps), L(x) = log N(x; mp, cp) - log N(x; mq, cq), X ~ N(mw, cw).
+
+    L is a quadratic form of a Gaussian (a generalised chi-square): with X = mw + C z and the
+    eigen-decomposition of C^T (Pq - Pp) C / 2, L = sum_i lam_i y_i^2 + beta_i y_i + c0 for
+    independent standard normal y_i. Its characteristic function is
+    phi(t) = e^{i t c0} prod_i (1 - 2 i lam_i t)^{-1/2} exp(-beta_i^2 t^2 / (2 (1 - 2 i lam_i t)))
+    and Gil-Pelaez inversion gives P(L > eps) = 1/2 + (1/pi) int_0^inf Im(e^{-i t eps} phi(t))/t
+    dt, integrated numerically (QUADPACK; absolute error about 1e-9 on the test cases: an
+    estimate's evaluation, not a certified bound).
+    """
+    prec_p, prec_q = np.linalg.inv(cp), np.linalg.inv(cq)
+    chol = np.linalg.cholesky(cw)
+    a_mat = 0.5 * chol.T @ (prec_q - prec_p) @ chol
+    b_vec = chol.T @ (prec_q @ (mw - mq) - prec_p @ (mw - mp))
+    c0 = (-0.5 * (mw - mp) @ prec_p @ (mw - mp) + 0.5 * (mw - mq) @ prec_q @ (mw - mq)
+          + 0.5 * (_require_logdet(cq, "samples_q") - _require_logdet(cp, "samples_p")))
+    lam, vecs = np.linalg.eigh(0.5 * (a_mat + a_mat.T))
+    beta = vecs.T @ b_vec
+    scale = math.sqrt(float(np.sum(2 * lam**2 + beta**2))) or 1.0
+    quadratic = np.abs(lam) > 1e-12 * scale
+    if not np.any(quadratic):
+        # Linear in y: L ~ N(c0, |beta|^2) exactly.
+        return float(special.ndtr((c0 - epsilon) / math.sqrt(float(beta @ beta))))
+    # Completing the squares moves the linear phase of phi into the cut-off: with
+    # shift = sum beta_i^2 / (4 lam_i) over quadratic terms, g(t) = phi(t) e^{-it(c0 - shift)}
+    # no longer oscillates, and Im(e^{-it eps} phi(t)) = Im(g) cos(x t) - Re(g) sin(x t) with
+    # x = eps - c0 + shift. The tails are then Fourier integrals of smooth decaying functions
+    # (QUADPACK QAWF), the head an ordinary integral.
+    shift = float(np.sum(beta[quadratic] ** 2 / (4 * lam[quadratic])))
+    x = (epsilon - c0 + shift) / scale
+
+    def g(u: float) -> complex:
+        t = u / scale
+        one = 1.0 - 2j * lam * t
+        return complex(np.exp(np.sum(-0.5 * np.log(one) - beta**2 * t**2 / (2 * one))
+                              + 1j * t * shift))
+
+    def head(u: float) -> float:
+        return float((np.exp(-1j * u * x) * g(u)).imag) / u if u > 0 else 0.0
+
+    cut = 20.0
+    value, _ = integrate.quad(head, 0.0, cut, limit=500, epsabs=1e-12, epsrel=1e-10)
+    if abs(x) > 1e-12:
+        value += integrate.quad(lambda u: g(u).imag / u, cut, np.inf, weight="cos", wvar=x,
+                                epsabs=1e-12)[0]
+        value -= integrate.quad(lambda u: g(u).real / u, cut, np.inf, weight="sin", wvar=x,
+                                epsabs=1e-12)[0]
+    else:
+        value += integrate.quad(lambda u: g(u).imag / u, cut, np.inf, epsabs=1e-12)[0]
+    return float(min(1.0, max(0.0, 0.5 + value / math.pi)))
 
 
-def _bootstrap_interval(
+def _hockey_stick_closed_form(mp, cp, mq, cq, epsilon: float) -> float:
+    """sup_S N(mp, cp)(S) - e^eps N(mq, cq)(S), on S = {L > eps} (Neyman-Pearson)."""
+    d = mp.size
+    if d == 1:
+        return _hockey_stick_1d(float(mp[0]), math.sqrt(float(cp[0, 0])), float(mq[0]),
+                                math.sqrt(float(cq[0, 0])), epsilon)
+    if np.array_equal(cp, cq):
+        # Equal covariances: the loss is linear, a Gaussian shift by the Mahalanobis distance.
+        diff = mp - mq
+        mu = math.sqrt(max(0.0, float(diff @ np.linalg.solve(cp, diff))))
+        return gaussian_delta(mu=mu, epsilon=epsilon)
+    p_mass = _privacy_loss_exceeds(mp, cp, mp, cp, mq, cq, epsilon)
+    q_mass = _privacy_loss_exceeds(mq, cq, mp, cp, mq, cq, epsilon)
+    return max(0.0, p_mass - math.exp(epsilon) * q_mass)
+
+
+def _gaussian_hockey_stick(p: np.ndarray, q: np.ndarray, epsilon: float,
+                           covariance: str = "full") -> float:
+    mp, cp, mq, cq = _fits(p, q, covariance)
+    for cov, name in ((cp, "samples_p"), (cq, "samples_q")):
+        if np.any(np.diag(cov) <= 0):
+            raise ValueError(f"a fitted variance of {name} is zero; the samples are constant")
+        _require_logdet(cov, name)
+    return _hockey_stick_closed_form(mp, cp, mq, cq, epsilon)
+
+
+# Intervals.
+
+
+def _replicates(p, q, estimator, *, n_bootstrap: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    reps = np.empty(n_bootstrap)
+    for b in range(n_bootstrap):
+        reps[b] = estimator(
+            p[rng.integers(0, p.shape[0], p.shape[0])],
+            q[rng.integers(0, q.shape[0], q.shape[0])],
+        )
+    return reps
+
+
+def _bias_corrected(value: float, reps: np.ndarray, level: float) -> tuple[float, tuple[float, float]]:
+    """Bootstrap bias-corrected estimate 2 theta - mean(theta*) and the basic bootstrap interval
+    (2 theta - q_hi, 2 theta - q_lo) (Davison and Hinkley 1997, Sec. 2.4 and eq. 5.6).
+
+    The plug-in Gaussian-fit divergences are biased up by O(d^2 / n) (the fitted covariances
+    are noisy); the bootstrap sees the same bias one level down and removes it to first order.
+    Unlike BCa this still works when the bias exceeds the standard error (BCa then asks for
+    quantile levels beyond the replicates: measured coverage 45% in 10-D, n = 1000).
+    """
+    tail = (1.0 - level) / 2
+    if not np.all(np.isfinite(reps)) or not math.isfinite(value):
+        # Infinite replicates (the fitted Renyi integral diverges): no bias correction, the
+        # percentile interval without interpolation, so infinite ends stay infinite.
+        lo, hi = np.quantile(reps, [tail, 1.0 - tail], method="inverted_cdf")
+        return value, (float(lo), float(hi))
+    lo, hi = np.quantile(reps, [tail, 1.0 - tail])
+    corrected = max(0.0, 2.0 * value - float(np.mean(reps)))
+    return corrected, (max(0.0, 2.0 * value - float(hi)), max(0.0, 2.0 * value - float(lo)))
+
+
+def _bca_interval(
     p: np.ndarray,
     q: np.ndarray,
     estimator: Callable[[np.ndarray, np.ndarray], float],
     *,
+    value: float,
     n_bootstrap: int,
     level: float,
     seed: int,
+    groups: int = 25,
 ) -> tuple[float, float] | None:
+    """Bias-corrected and accelerated bootstrap interval (Efron 1987; Efron and Tibshirani 1993,
+    Sec. 14.3), two-sample: resample each sample separately.
+
+    The bias correction z0 comes from the share of replicates below the estimate, the
+    acceleration from a grouped (delete-one-group, ``groups`` per sample) jackknife. Unlike the
+    percentile interval it corrects the plug-in bias of Gaussian-fit divergences, so it does not
+    exclude its own centre; but it fails when the bias is several standard errors (high
+    dimension), where :func:`_bias_corrected` is the default.
+    """
     if n_bootstrap == 0:
         return None
-    rng = np.random.default_rng(seed)
-    values = np.empty(n_bootstrap)
-    for b in range(n_bootstrap):
-        values[b] = estimator(
-            p[rng.integers(0, p.shape[0], p.shape[0])],
-            q[rng.integers(0, q.shape[0], q.shape[0])],
-        )
-    # inverted_cdf never interpolates, so infinite replicates stay infinite instead of NaN.
+    reps = _replicates(p, q, estimator, n_bootstrap=n_bootstrap, seed=seed)
+    below = np.mean(reps < value) + 0.5 * np.mean(reps == value)
+    below = min(max(below, 0.5 / n_bootstrap), 1.0 - 0.5 / n_bootstrap)
+    z0 = float(special.ndtri(below))
+    jack = []
+    for sample, other, first in ((p, q, True), (q, p, False)):
+        folds = np.array_split(np.arange(sample.shape[0]), min(groups, sample.shape[0] // 2))
+        for fold in folds:
+            kept = np.delete(sample, fold, axis=0)
+            jack.append(estimator(kept, other) if first else estimator(other, kept))
+    jack_arr = np.asarray(jack)
+    if np.all(np.isfinite(jack_arr)):
+        dev = jack_arr.mean() - jack_arr
+        denom = 6.0 * float(np.sum(dev**2)) ** 1.5
+        accel = float(np.sum(dev**3)) / denom if denom > 0 else 0.0
+    else:
+        accel = 0.0
     tail = (1.0 - level) / 2
-    lo, hi = np.quantile(values, [tail, 1.0 - tail], method="inverted_cdf")
+    levels = []
+    for z in (special.ndtri(tail), special.ndtri(1.0 - tail)):
+        shifted = z0 + z
+        levels.append(float(special.ndtr(z0 + shifted / (1.0 - accel * shifted))))
+    # inverted_cdf never interpolates, so infinite replicates stay infinite instead of NaN.
+    lo, hi = np.quantile(reps, levels, method="inverted_cdf")
     return float(lo), float(hi)
+
+
+def _shift_statistic(p: np.ndarray, q: np.ndarray) -> tuple[float, float, int, int, float]:
+    """(F, scale c, d, nu, lam_hat) of the shared-isotropic model X ~ N(m, sigma^2 I).
+
+    F = |mean_p - mean_q|^2 / (d s^2 c), c = 1/n_p + 1/n_q, s^2 the pooled variance with
+    nu = d (n_p + n_q - 2) degrees of freedom, follows a noncentral F(d, nu) law with
+    noncentrality lam = |m_p - m_q|^2 / (sigma^2 c) (Johnson, Kotz, Balakrishnan 1995, ch. 30).
+    lam_hat = max(0, F d (nu - 2) / nu - d) is its moment estimate (E F = nu (d + lam) / (d (nu - 2))).
+    """
+    n_p, d = p.shape
+    n_q = q.shape[0]
+    ss = float(np.sum((p - p.mean(axis=0)) ** 2) + np.sum((q - q.mean(axis=0)) ** 2))
+    nu = d * (n_p + n_q - 2)
+    s2 = ss / nu
+    if not s2 > 0:
+        raise ValueError("the pooled variance is zero; the samples are constant")
+    c = 1.0 / n_p + 1.0 / n_q
+    diff = p.mean(axis=0) - q.mean(axis=0)
+    f_stat = float(diff @ diff) / (d * s2 * c)
+    lam_hat = max(0.0, f_stat * d * (nu - 2) / nu - d)
+    return f_stat, c, d, nu, lam_hat
+
+
+def _noncentrality_interval(f_stat: float, d: int, nu: int, level: float) -> tuple[float, float]:
+    """Exact equal-tailed confidence interval for the noncentrality of a noncentral F(d, nu)
+    observation, by inverting its CDF (decreasing in the noncentrality)."""
+    tail = (1.0 - level) / 2
+
+    def cdf(lam: float) -> float:
+        return float(stats.ncf.cdf(f_stat, d, nu, lam)) if lam > 0 else float(stats.f.cdf(f_stat, d, nu))
+
+    def root(target: float) -> float:
+        if cdf(0.0) <= target:
+            return 0.0
+        hi = max(1.0, 2.0 * f_stat * d)
+        while cdf(hi) > target:
+            hi *= 2.0
+        return float(optimize.brentq(lambda lam: cdf(lam) - target, 0.0, hi, xtol=1e-10, rtol=1e-10))
+
+    return root(1.0 - tail), root(tail)
 
 
 def _check_bootstrap(n_bootstrap: int) -> int:
@@ -276,14 +470,35 @@ def _check_bootstrap(n_bootstrap: int) -> int:
 
 
 def _gaussian_estimate(
-    p, q, estimator, *, divergence, order, epsilon, n_bootstrap, interval_level, seed, method
+    p, q, estimator, *, divergence, order, epsilon, covariance, from_squared_distance,
+    n_bootstrap, interval_level, seed, name, interval_method,
 ) -> DivergenceEstimate:
     n_bootstrap = _check_bootstrap(n_bootstrap)
+    if interval_method not in ("bias-corrected", "bca"):
+        raise ValueError(f"interval must be 'bias-corrected' or 'bca', got {interval_method!r}")
     interval_level = _check_level(interval_level, "interval_level")
-    value = estimator(p, q)
-    interval = _bootstrap_interval(
-        p, q, estimator, n_bootstrap=n_bootstrap, level=interval_level, seed=seed
-    )
+    covariance = _check_covariance(covariance)
+    if covariance == "shared-isotropic":
+        # Exact: the divergence is an increasing function of |m_p - m_q|^2 / sigma^2 = lam c.
+        f_stat, c, d, nu, lam_hat = _shift_statistic(p, q)
+        lam_lo, lam_hi = _noncentrality_interval(f_stat, d, nu, interval_level)
+        value = from_squared_distance(lam_hat * c)
+        interval = (from_squared_distance(lam_lo * c), from_squared_distance(lam_hi * c))
+        method = (f"Gaussian fit (shared isotropic covariance), closed-form {name}, moment "
+                  "estimate of the squared shift, exact noncentral-F interval")
+    else:
+        plug_in = estimator(p, q)
+        value, interval = plug_in, None
+        if n_bootstrap and interval_method == "bca":
+            interval = _bca_interval(p, q, estimator, value=plug_in, n_bootstrap=n_bootstrap,
+                                     level=interval_level, seed=seed)
+        elif n_bootstrap:
+            reps = _replicates(p, q, estimator, n_bootstrap=n_bootstrap, seed=seed)
+            value, interval = _bias_corrected(plug_in, reps, interval_level)
+        shown = {"bca": "BCa bootstrap interval",
+                 "bias-corrected": "bootstrap bias-corrected estimate, basic bootstrap interval"}
+        method = f"Gaussian fit ({covariance} covariance), closed-form {name}" + (
+            f", {shown[interval_method]}" if n_bootstrap else ", plug-in")
     return DivergenceEstimate(
         value=value,
         interval=interval,
@@ -304,29 +519,46 @@ def gaussian_renyi_divergence(
     samples_q,
     *,
     order: float,
+    covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
 ) -> DivergenceEstimate:
-    """Renyi divergence of order ``order`` between Gaussians fitted to the two samples.
+    """Estimate of D_order between Gaussians fitted to the two samples (Gil, Alajaji, Linder 2013,
+    Table 2).
 
-    Closed form with means and unbiased covariances; +inf when
-    order * Sigma_q - (order - 1) * Sigma_p is not positive definite. For N(mu, 1) vs N(0, 1)
-    it equals order * mu^2 / 2.
+    ``covariance="full"``: means and unbiased covariances; +inf when
+    order * Sigma_q - (order - 1) * Sigma_p is not positive definite, which in d dimensions
+    happens by sampling noise alone unless n >> order^2 d (so use a structured covariance when
+    the noise is known to be isotropic). ``"shared-isotropic"`` (both worlds N(m, sigma^2 I),
+    e.g. Gaussian output perturbation): D = order |m_p - m_q|^2 / (2 sigma^2), always finite,
+    with an exact noncentral-F interval; otherwise, with ``n_bootstrap > 0``, the value is the
+    bootstrap bias-corrected estimate with a basic bootstrap interval (``interval="bca"`` for
+    BCa on the plug-in). For N(mu, 1) vs N(0, 1) the target is order * mu^2 / 2.
+
+    Measured on N(e_1, I) vs N(0, I), n = 1000 per side, 50 runs, nominal 95%
+    (:func:`empirical.power_bench.estimator_coverage`): "shared-isotropic" covers 98% in 1-D and
+    10-D at orders 2 and 5, never infinite. "full" covers 90-96% at order 2 (1-D, 10-D) but only
+    78% at order 5 in 1-D, and in 10-D at order 5 is infinite in 72% of runs: its valid range is
+    orders <= 2 or n >> order^2 d.
     """
     p, q = _pair(samples_p, samples_q)
     order = _check_order(order)
     return _gaussian_estimate(
         p,
         q,
-        lambda a, b: _gaussian_renyi(a, b, order),
+        lambda a, b: _gaussian_renyi(a, b, order, covariance),
         divergence="renyi",
         order=order,
         epsilon=None,
+        covariance=covariance,
+        from_squared_distance=lambda sq: order * sq / 2.0,
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
-        method="Gaussian fit, closed-form Renyi divergence, percentile bootstrap",
+        interval_method=interval,
+        name="Renyi divergence",
     )
 
 
@@ -334,23 +566,29 @@ def gaussian_kl_divergence(
     samples_p,
     samples_q,
     *,
+    covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
 ) -> DivergenceEstimate:
-    """KL divergence between Gaussians fitted to the two samples (closed form)."""
+    """Estimate of KL between Gaussians fitted to the two samples (closed form); intervals and
+    covariance structures as in :func:`gaussian_renyi_divergence`."""
     p, q = _pair(samples_p, samples_q)
     return _gaussian_estimate(
         p,
         q,
-        _gaussian_kl,
+        lambda a, b: _gaussian_kl(a, b, covariance),
         divergence="kl",
         order=None,
         epsilon=None,
+        covariance=covariance,
+        from_squared_distance=lambda sq: sq / 2.0,
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
-        method="Gaussian fit, closed-form KL divergence, percentile bootstrap",
+        interval_method=interval,
+        name="KL divergence",
     )
 
 
@@ -359,30 +597,36 @@ def gaussian_hockey_stick_divergence(
     samples_q,
     *,
     epsilon: float,
+    covariance: str = "full",
+    interval: str = "bias-corrected",
     n_bootstrap: int = 200,
     interval_level: float = 0.95,
     seed: int = 0,
 ) -> DivergenceEstimate:
-    """Hockey-stick divergence sup_S P(S) - e^eps Q(S) between fitted Gaussians.
+    """Estimate of the hockey-stick divergence sup_S P(S) - e^eps Q(S) between fitted Gaussians.
 
-    One dimension: separate means and variances, evaluated exactly on the likelihood-ratio
-    region. Several dimensions: a pooled covariance, which reduces the divergence to
-    :func:`empirical.statistics.gaussian_delta` at the Mahalanobis distance of the means.
+    Exact for the fitted pair whatever their covariances: in one dimension on the quadratic
+    likelihood-ratio region; in several, equal covariances reduce to a Gaussian shift
+    (Balle and Wang 2018, Thm 8, at the Mahalanobis distance) and unequal ones use the exact
+    law of the quadratic privacy loss (Gil-Pelaez inversion, :func:`_privacy_loss_exceeds`);
+    no pooled covariance unless asked for (``"shared"``, ``"shared-isotropic"``).
     """
     p, q = _pair(samples_p, samples_q)
     epsilon = _check_epsilon(epsilon)
-    shape = "separate variances" if p.shape[1] == 1 else "pooled covariance"
     return _gaussian_estimate(
         p,
         q,
-        lambda a, b: _gaussian_hockey_stick(a, b, epsilon),
+        lambda a, b: _gaussian_hockey_stick(a, b, epsilon, covariance),
         divergence="hockey-stick",
         order=None,
         epsilon=epsilon,
+        covariance=covariance,
+        from_squared_distance=lambda sq: gaussian_delta(mu=math.sqrt(sq), epsilon=epsilon),
         n_bootstrap=n_bootstrap,
         interval_level=interval_level,
         seed=seed,
-        method=f"Gaussian fit ({shape}), exact hockey-stick divergence, percentile bootstrap",
+        interval_method=interval,
+        name="hockey-stick divergence",
     )
 
 
@@ -466,6 +710,15 @@ def knn_kl_divergence(
     )
 
 
+# Largest order the k-NN Renyi estimator is offered for. Measured bias of the estimate on
+# N(e_1, I) vs N(0, I), n = m = 2000, k = max(5, order + 2), 10 seeds (d = 1 / d = 2):
+# order 1.25: -10% / -9%; 1.5: -11% / -11%; 2: -14% / -17%; 3: -25% / -29%; 5: -45% / -49%.
+# The log of the mean of r_i^(1 - order) is dominated by a few points where Q is sparse; the
+# mean is asymptotically unbiased but heavy-tailed, so its log is biased down for any feasible
+# n, increasingly with the order. Beyond 2 the estimate is refused unless asked for.
+KNN_RENYI_MAX_ORDER = 2.0
+
+
 def knn_renyi_divergence(
     samples_p,
     samples_q,
@@ -474,6 +727,7 @@ def knn_renyi_divergence(
     k: int = 5,
     jitter: float = 0.01,
     seed: int = 0,
+    beyond_valid_range: bool = False,
 ) -> DivergenceEstimate:
     """Poczos and Schneider (2011, Eq. 5 and Thm 4) k-NN estimate of D_order(P || Q).
 
@@ -481,7 +735,9 @@ def knn_renyi_divergence(
     int p^a q^(1-a) is estimated by B_{k,a} mean_i r_i^(1-a), with the bias correction
     B_{k,a} = Gamma(k)^2 / (Gamma(k - a + 1) Gamma(k + a - 1)); requires k > |a - 1|. The
     integral estimate is asymptotically unbiased; its log is not, and small samples can give
-    negative values (reported as computed).
+    negative values (reported as computed). Valid range: 0 < order <= KNN_RENYI_MAX_ORDER = 2,
+    where the measured bias is -10% to -17% at n = 2000 (see the constant); larger orders raise
+    unless ``beyond_valid_range=True`` (then expect -25% at order 3 and about -50% at order 5).
     """
     p, q = _pair(samples_p, samples_q)
     order = _check_order(order)
@@ -490,6 +746,12 @@ def knn_renyi_divergence(
     k = _check_k(k, n, m)
     if not k > abs(order - 1.0):
         raise ValueError(f"k must exceed |order - 1| = {abs(order - 1.0)}, got k={k}")
+    if order > KNN_RENYI_MAX_ORDER and not beyond_valid_range:
+        raise ValueError(
+            f"the k-NN Renyi estimator is biased by -25% or worse above order "
+            f"{KNN_RENYI_MAX_ORDER} (got {order}); pass beyond_valid_range=True to get the "
+            "estimate anyway, or use a Gaussian fit or the Renyi audit lower bound"
+        )
     rho, nu, jittered = _knn_distances_without_ties(p, q, k, jitter=_check_jitter(jitter), seed=seed)
     log_ratio = math.log(n - 1) - math.log(m) + d * (np.log(rho) - np.log(nu))
     log_b = 2 * special.gammaln(k) - special.gammaln(k - order + 1) - special.gammaln(k + order - 1)
@@ -505,7 +767,9 @@ def knn_renyi_divergence(
         n_q=m,
         dimension=d,
         jittered=jittered,
-        method=f"Poczos-Schneider k-NN Renyi estimator (k={k})",
+        method=f"Poczos-Schneider k-NN Renyi estimator (k={k})"
+        + ("; order beyond the valid range, strongly biased down" if order > KNN_RENYI_MAX_ORDER
+           else ""),
     )
 
 

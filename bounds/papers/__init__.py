@@ -1,3 +1,3 @@
 """Declarations, one module per paper. Importing this package registers every bound."""
 
-from bounds.papers import chien2024, chien2024lu, neel2021  # noqa: F401
+from bounds.papers import chien2024, chien2024lu, gaussian, neel2021  # noqa: F401

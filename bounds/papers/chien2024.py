@@ -182,12 +182,39 @@ THM32 = register(Bound(
     guarantee=RENYI_RU,
     preconditions=COMMON_PRE,
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING,
-    monotone={"sigma": "decreasing", "K": "decreasing", "T": "decreasing"},
+    # Not monotone in T: when 2 eta M/(b(1 - c^{n/b})) > 2R the printed Z_B exceeds 2R and first
+    # grows with T (issue 9, item 3); chien2024:thm3.2/capped is non-increasing in T.
+    monotone={"sigma": "decreasing", "K": "decreasing"},
     notes=(
         "Z_B bounds W_inf(rho^0_{0|B}, nu_{D'|B}), the initial unlearning law; the main text "
         "of seed 000 writes rho^0_{K|B} (erratum E5).",
         "Not monotone in alpha: alpha(2 alpha - 1)/(alpha - 1) is minimal at 1 + 1/sqrt(2).",
-        "T monotonicity holds when 2 eta M/(b(1 - c^{n/b})) <= 2R (the tests check that regime).",
+        "Not monotone in T when 2 eta M/(b(1 - c^{n/b})) > 2R: the printed Z_B then exceeds the "
+        "diameter 2R and the value can rise with T. To calibrate T use chien2024:thm3.2/capped.",
+    ),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1},
+))
+
+THM32_CAPPED = register(Bound(
+    id="chien2024:thm3.2/capped",
+    title="Theorem 3.2 with Z_B capped at the diameter 2R (non-increasing in T)",
+    citation=cite("Theorem 3.2 (improved)", "derivation in docs/improved.md"),
+    parameters=THM32.parameters,
+    expression=weak_triangle(
+        alpha,
+        pabi(2 * alpha, 2 * R, T * P),
+        pabi(2 * alpha, sp.Min(Z_THM32, 2 * R), K * P),
+    ),
+    guarantee=RENYI_RU,
+    preconditions=COMMON_PRE,
+    assumptions=THM32.assumptions,
+    variant="improved",
+    monotone={"sigma": "decreasing", "K": "decreasing", "T": "decreasing"},
+    notes=(
+        "Both laws live on C_R, whose diameter is 2R, so W_inf <= 2R and capping Z_B at 2R is "
+        "valid; the result is never above Theorem 3.2.",
+        "With A = 2 eta M/(b(1 - c^{n/b})) and u = c^{Tn/b}, the capped Z_B is "
+        "min(A + (2R - A) u, 2R): constant 2R if A >= 2R, decreasing in T otherwise.",
     ),
     example={**TABLE3_EXAMPLE, "T": 20, "K": 1},
 ))
@@ -283,6 +310,10 @@ COR310 = register(Bound(
         THM31_ASSUMPTION,
     ),
     monotone={"sigma": "decreasing", "K": "decreasing", "T": "increasing", "alpha": "increasing"},
+    certificate_conditions=(Precondition(
+        sp.Ge(eta * M * T, R * b),
+        "T >= Rb/(eta M), where the printed distance is the justified Z = 2R (erratum E8)",
+    ),),
     notes=(
         "The corollary assumes convergence yet uses the finite-T distance 2 eta M T/b, a bound on "
         "W_inf between the T-epoch laws on D and D' from the same start (erratum E8). Read "

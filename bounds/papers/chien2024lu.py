@@ -12,6 +12,8 @@ to compare with LU. They carry ``chien2024:`` ids as they are the PNSGD paper's 
 
 from __future__ import annotations
 
+import dataclasses
+
 import sympy as sp
 
 from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
@@ -107,7 +109,10 @@ THM32 = register(Bound(
     citation=cite("Theorem 3.2", "restated as Theorem P.1, eq. (96), Appendix P of seed 000"),
     parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_K_LU, P_C_LSI, P_EPS0),
     expression=sp.exp(-(1 / alpha) * 2 * sigma**2 * eta * K / C_LSI) * eps0,
-    guarantee=RENYI_RU,
+    # eps0 is the learning mechanism's RDP level at this very order: the value holds at the order
+    # the caller states, and a conversion must use that order only (chien2024lu:eq98 combines
+    # Theorem 3.3 at every order and can be optimised).
+    guarantee=dataclasses.replace(RENYI_RU, fixed_order_inputs=("eps0",)),
     preconditions=(PRE_LSI, PRE_LU_STEP, PRE_STEP, PRE_M_LE_L),
     assumptions=SMOOTH_STRONGLY_CONVEX + PNGD + (
         "for every dataset D the limit law nu_D of learning satisfies the C_LSI-LSI",

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import mpmath
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bounds
@@ -103,17 +103,14 @@ def test_least_unlearning_epochs(bound_id):
 
 
 def test_least_burn_in():
-    bound_id = "chien2024:thm3.2"
+    # Theorem 3.2 as printed is not monotone in T (issue 9, item 3); the capped form is, on the
+    # whole domain, so no regime has to be assumed.
+    bound_id = "chien2024:thm3.2/capped"
 
     @FEW
     @given(st.data(), targets, deltas)
     def check(data, epsilon, delta):
         params = _draw_without(bound_id, data, "alpha", "T")
-        # monotone in T only where Z_B <= 2R (declared in the notes of thm3.2)
-        eta, m = (mpmath.mpf(float(params[k])) for k in ("eta", "m"))
-        per_epoch = params["n"] // params["b"]
-        z_b = 2 * eta * float(params["M"]) / (params["b"] * (1 - (1 - eta * m) ** per_epoch))
-        assume(z_b <= 2 * float(params["R"]))
         try:
             result = calibrate(bound_id, solve="T", epsilon=epsilon, delta=delta, **params)
         except SolverError:
@@ -202,7 +199,7 @@ COR37_PARAMS = {"eta": "1/L", "m": "0.011264", "L": "0.261264", "M": 1, "n": 112
     ("kwargs", "message"),
     [
         ({"solve": "gamma"}, "no parameter 'gamma' to solve for"),
-        ({"solve": "R"}, "declares no monotonicity in R"),
+        ({"solve": "R"}, "not known to be monotone in R"),
         ({"solve": "alpha"}, "the Rényi order is optimised"),
         ({"solve": "sigma", "sigma": 1}, "do not pass sigma"),
         ({"solve": "sigma", "epsilon": 0}, "target epsilon must be a positive finite number"),

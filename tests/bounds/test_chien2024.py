@@ -250,9 +250,8 @@ def test_interval_encloses_the_60_digit_value(bound_id):
 
 
 # Monotonicity that the declarations restrict to a regime (see the declaration's notes).
-REGIMES = {
-    ("chien2024:thm3.2", "T"): lambda p: stationary_distance({**p, "R": 10**30}) <= 2 * _mp(p["R"]),
-}
+# Declared monotonicity must hold on the whole domain (issue 9, item 3): no regimes.
+REGIMES: dict = {}
 
 
 @pytest.mark.parametrize(("bound_id", "name", "direction"), MONOTONE)
@@ -289,7 +288,9 @@ def test_declared_monotonicity(bound_id, name, direction):
 
 def test_thm32_is_not_monotone_in_T_outside_the_declared_regime():
     # Where Z_B = 2 eta M/(b(1 - c^{n/b})) > 2R, Z grows with T until the 2R cap: a longer
-    # burn-in gives a *larger* bound. Only the regime Z_B <= 2R is declared in the notes.
+    # burn-in gives a *larger* bound, so no T monotonicity is declared (issue 9, item 3).
+    assert "T" not in get("chien2024:thm3.2").monotone
+    assert get("chien2024:thm3.2/capped").monotone["T"] == "decreasing"
     params = {"alpha": 2, "sigma": 1, "eta": "1/2", "m": "1/100", "L": 1, "M": 1, "n": 7, "b": 7,
               "K": 1, "R": 1}
     assert stationary_distance({**params, "R": 10**30}) > 2 * params["R"]

@@ -129,12 +129,28 @@ def test_conversions_are_valid_on_the_gaussian_mechanism(noise, delta, conversio
     assert certified.epsilon <= converted.min() + 1e-9 * max(1.0, abs(converted.min()))
 
 
-def test_balle_conversion_can_be_negative_for_large_delta():
-    # Documented behaviour, not clamped at 0: for delta = 1/2 and s = 2 the converted epsilon is
-    # about -0.45, a valid (if unusual) statement; the exact curve gives about -0.74 there.
+def test_balle_conversion_is_clamped_at_zero_for_large_delta():
+    # Issue 9, item 5: for delta = 1/2 and s = 2 Balle et al.'s formula gives about -0.45. The
+    # privacy profile is non-increasing, so (0, delta) holds, and 0 is what the exact curve and
+    # dp_accounting report; a negative epsilon is never returned.
+    raw = 1.5 / 8 + math.log1p(-1 / 1.5) - (math.log(0.5) + math.log(1.5)) / 0.5
+    assert raw < 0
     value = renyi_to_dp(renyi_epsilon=1.5 / 8, alpha=1.5, delta=0.5, conversion="balle2020")
-    assert value < 0
-    assert value >= _exact_gaussian_epsilon(0.5, 0.5)
+    assert value == 0.0
+    arr = renyi_to_dp(renyi_epsilon=np.array([1.5 / 8]), alpha=np.array([1.5]), delta=0.5,
+                      conversion="balle2020")
+    assert arr[0] == 0.0
+    with mpmath.workdps(30):
+        iv = renyi_to_dp(renyi_epsilon=mpmath.iv.mpf(1.5 / 8), alpha=mpmath.iv.mpf(1.5), delta=0.5,
+                         conversion="balle2020")
+    assert iv.a == 0 and iv.b == 0
+
+
+def test_negative_epsilon_of_issue_9_is_clamped():
+    conv = best_epsilon("chien2024:cor3.7", delta=0.3, conversion="balle2020", sigma=10, eta="1/L",
+                        m="0.011264", L="0.261264", M=1, n=11264, b=128, R=100, K=5)
+    assert conv.epsilon == 0.0
+    assert any("clamped at 0" in note for note in conv.notes)
 
 
 # --------------------------------------------------------------------------------------------
@@ -183,10 +199,26 @@ def test_gaussian_delta_matches_mpmath(epsilon, mu):
 def test_gaussian_epsilon_inverts_gaussian_delta(delta, mu):
     eps = gaussian_epsilon(delta=delta, mu=mu)
     assert eps >= 0
-    assert gaussian_delta(epsilon=eps, mu=mu) <= delta
+    # Checked against an independent 50-digit evaluation of the exact curve (the float curve
+    # itself can be ~1e-16 off, so it is not the referee).
+    assert _mp_gaussian_delta(eps, mu) <= delta
     if eps > 0:  # the least such epsilon, up to float resolution
         below = eps * (1 - 1e-9)
-        assert gaussian_delta(epsilon=below, mu=mu) > delta * (1 - 1e-6)
+        assert _mp_gaussian_delta(below, mu) > delta
+
+
+def _mp_gaussian_delta(epsilon: float, mu: float) -> mpmath.mpf:
+    with mpmath.workdps(50):
+        e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        return +(mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m))
+
+
+@pytest.mark.parametrize(("delta", "mu"), [(1e-5, 1.0), (1e-10, 0.3), (1e-300, 5.0), (1e-12, 20.0),
+                                           (0.49255054991636205, 9.53125), (1e-6, 0.05)])
+def test_gaussian_epsilon_is_never_below_the_exact_answer(delta, mu):
+    # Issue 9, item 6: the float-only bisection answered up to 6e-12 below the exact epsilon.
+    eps = gaussian_epsilon(delta=delta, mu=mu)
+    assert _mp_gaussian_delta(eps, mu) <= delta
 
 
 def test_gaussian_curve_arguments_are_checked():
@@ -299,8 +331,9 @@ def test_certified_epsilon_is_at_least_the_exact_value_at_default_precision():
 def test_best_epsilon_arguments_are_checked():
     cor = bounds.get("chien2024:cor3.7")
     others = {k: v for k, v in cor.example.items() if k != "alpha"}
-    with pytest.raises(BoundError, match="do not pass alpha"):
-        best_epsilon(cor, delta=1e-5, **cor.example)
+    fixed = best_epsilon(cor, delta=1e-5, **cor.example)  # a given order is used, not optimised
+    assert fixed.alpha == float(cor.example["alpha"])
+    assert fixed.epsilon >= best_epsilon(cor, delta=1e-5, **others).epsilon * (1 - 1e-9)
     with pytest.raises(BoundError, match="not a Rényi bound"):
         best_epsilon("chien2024:lem3.3", delta=1e-5, **bounds.get("chien2024:lem3.3").example)
     with pytest.raises(BoundError, match="unknown conversion"):

@@ -22,7 +22,7 @@ import pytest
 import sympy as sp
 
 from audits.cli import main as cli_main
-from bounds import engine
+from bounds import engine, registry
 from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -193,8 +193,8 @@ def test_generator_follows_the_registry(monkeypatch: pytest.MonkeyPatch) -> None
         monotone={"y": "decreasing"},
         example={"x": 3, "y": "1/2"},
     )
-    monkeypatch.setattr(engine, "_REGISTRY", {**engine._REGISTRY, extra.id: extra})
-    monkeypatch.setattr(engine, "_ALIASES", {**engine._ALIASES, "chien2024:zzalias": extra.id})
+    monkeypatch.setattr(registry, "_REGISTRY", {**registry._REGISTRY, extra.id: extra})
+    monkeypatch.setattr(registry, "_ALIASES", {**registry._ALIASES, "chien2024:zzalias": extra.id})
     pages = generator.generate()
     page = pages["theorems/zzdocs.md"]
     assert "$ unlearn bounds eval zzdocs:thm1 x=3 y=1/2\n" in page

@@ -1,0 +1,347 @@
+"""Numerics shared by every evaluator: stable powers of contraction factors, interval helpers,
+directed float rounding and float-evaluation guards.
+
+Powers such as ``c**(2*K*n/b)`` are rewritten by :func:`stabilise` into :class:`Pow1p` /
+:class:`OneMinusPow1p` and evaluated as ``exp(x * log1p(c - 1))``, so exponents up to 1e12 and
+contraction factors close to one neither overflow nor lose accuracy; ``c = 0`` stays exact.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+from sympy.codegen.cfunctions import expm1
+
+from bounds.errors import BoundError
+
+
+class ExactRational(sp.Function):
+    """A rational constant p/q kept symbolic so that interval code encloses it rigorously.
+
+    The default code printer writes ``Rational(1, 3)`` as the float ``1/3``; interval
+    evaluation instead computes ``iv.mpf(p) / q``, an enclosure of the exact value.
+    """
+
+    nargs = 2
+
+
+def interval_ready(expr: sp.Expr) -> sp.Expr:
+    """Replace non-integer rational constants by :class:`ExactRational` for interval code."""
+    return expr.replace(
+        lambda e: isinstance(e, sp.Rational) and not e.is_Integer,
+        lambda e: ExactRational(sp.Integer(e.p), sp.Integer(e.q)),
+    )
+
+
+
+def _midpoint(x: Any) -> Any:
+    if type(x).__name__ == "ivmpf":
+        lo, hi = interval_endpoints(x)
+        return (lo + hi) / 2
+    return x
+
+
+def _min2(ctx: Any, x: Any, y: Any) -> Any:
+    if ctx is mpmath.iv:
+        (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
+        return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
+    return x if x <= y else y
+
+
+def _max2(ctx: Any, x: Any, y: Any) -> Any:
+    if ctx is mpmath.iv:
+        (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
+        return mpmath.iv.mpf([max(xa, ya), max(xb, yb)])
+    return x if x >= y else y
+
+
+def _reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    def apply(*args: Any) -> Any:
+        return functools.reduce(fn, args)
+
+    return apply
+
+
+class Pow1p(sp.Function):
+    """``(1 + y)**x`` evaluated as ``exp(x * log1p(y))``, with ``0**0 = 1`` (numeric code only)."""
+
+    nargs = 2
+
+
+class OneMinusPow1p(sp.Function):
+    """``1 - (1 + y)**x`` evaluated as ``-expm1(x * log1p(y))`` (numeric code only)."""
+
+    nargs = 2
+
+
+def _is_one_plus(e: sp.Basic) -> bool:
+    return isinstance(e, sp.Add) and sp.S.One in e.args
+
+
+def _without_one(e: sp.Add) -> sp.Expr:
+    return sp.Add(*[t for t in e.args if t != sp.S.One])
+
+
+def stabilise(expr: sp.Expr) -> sp.Expr:
+    """Rewrite an expression for accurate evaluation in floating point.
+
+    Bottom-up: ``(1 + y)**x`` becomes :class:`Pow1p` (``exp(x*log1p(y))``), ``1 - (1 + y)**x``
+    becomes :class:`OneMinusPow1p` (``-expm1(x*log1p(y))``), other powers with a symbolic
+    exponent become ``exp(x*log(base))`` and ``1 - exp(u)`` becomes ``-expm1(u)``. The value is
+    unchanged; exponents like ``2*K*n/b ~ 1e12`` and contraction factors close to one are
+    handled in log space without cancellation, and ``c = 0`` (``eta*m = 1``) stays exact.
+    A difference of square roots ``sqrt(x) - sqrt(y)`` becomes ``(x - y)/(sqrt(x) + sqrt(y))``
+    (sympy cancels ``x - y`` symbolically), which removes the cancellation of Neel et al.'s
+    root gaps ``sqrt(log(1/delta) + epsilon) - sqrt(log(1/delta))`` for tiny epsilon.
+    """
+    if expr.is_Atom:
+        return expr
+    roots = _sqrt_difference(expr)
+    if roots is not None:
+        x, y = roots
+        return stabilise(x - y) / (stabilise(sp.sqrt(x)) + stabilise(sp.sqrt(y)))
+    args = [stabilise(a) for a in expr.args]
+    node = expr.func(*args) if args != list(expr.args) else expr
+    if isinstance(node, sp.Pow):
+        base, exponent = node.args
+        if _is_one_plus(base) and exponent != 1:
+            return Pow1p(_without_one(base), exponent)
+        if not exponent.is_Rational and not base.is_number:
+            return sp.exp(exponent * sp.log(base))
+        return node
+    if isinstance(node, sp.Add) and len(node.args) == 2 and sp.S.One in node.args:
+        other = -_without_one(node)
+        if isinstance(other, Pow1p):
+            return OneMinusPow1p(*other.args)
+        if isinstance(other, sp.exp):
+            return -expm1(other.args[0])
+    return node
+
+
+def _sqrt_difference(expr: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+    """``(x, y)`` if ``expr`` is ``sqrt(x) - sqrt(y)``, else ``None``."""
+    if not isinstance(expr, sp.Add) or len(expr.args) != 2:
+        return None
+
+    def radicand(term: sp.Expr) -> tuple[int, sp.Expr] | None:
+        # k*sqrt(x) with a numeric k (sympy writes sqrt(2*u) as sqrt(2)*sqrt(u)) is
+        # sign(k) * sqrt(k**2 * x).
+        coeff, rest = term.as_coeff_Mul()
+        factors = sp.Mul.make_args(rest)
+        numeric = [f for f in factors if f.is_number]
+        roots = [f for f in factors if not f.is_number]
+        k = coeff * sp.Mul(*numeric)
+        if len(roots) != 1 or not (k.is_positive or k.is_negative):
+            return None
+        root = roots[0]
+        if isinstance(root, sp.Pow) and root.exp == sp.Rational(1, 2):
+            return (1 if k.is_positive else -1), k**2 * root.base
+        return None
+
+    first, second = (radicand(t) for t in expr.args)
+    if first is None or second is None or first[0] == second[0]:
+        return None
+    return (first[1], second[1]) if first[0] == 1 else (second[1], first[1])
+
+
+# The bases 1 + y of the declarations are contraction factors c = 1 - eta*m >= 0 (the
+# preconditions eta <= 1/L and m <= L are checked exactly). At c = 0 the inputs, rounded one by
+# one, can give 1 + y a hair below 0; such a base is snapped to 0 (a relative slack of 2^-40 in
+# float, of 2^(8 - prec) in mp) instead of producing a NaN or a complex logarithm.
+_FLOAT_SNAP = 2.0**-40
+
+
+def _snap_float(y: Any) -> Any:
+    y = np.asarray(y, dtype=float)
+    return np.where((y < -1) & (y >= -1 - _FLOAT_SNAP), -1.0, y)
+
+
+def _pow1p_float(y: Any, x: Any) -> Any:
+    y = _snap_float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.exp(x * np.log1p(y))
+    return np.where((y == -1) & (x == 0), 1.0, value)
+
+
+def _one_minus_pow1p_float(y: Any, x: Any) -> Any:
+    y = _snap_float(y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = -np.expm1(x * np.log1p(y))
+    return np.where((y == -1) & (x == 0), 0.0, value)
+
+
+def _snap_mp(y: Any) -> Any:
+    if y < -1 and y >= -1 - mpmath.ldexp(1, 8 - mpmath.mp.prec):
+        return mpmath.mpf(-1)
+    return y
+
+
+def _pow1p_mp(y: Any, x: Any) -> Any:
+    y = _snap_mp(y)
+    if y == -1:
+        return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
+    return mpmath.exp(x * mpmath.log1p(y))
+
+
+def _one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+    y = _snap_mp(y)
+    if y == -1:
+        return 1 - _pow1p_mp(y, x)
+    return -mpmath.expm1(x * mpmath.log1p(y))
+
+
+def _pow1p_iv(y: Any, x: Any) -> Any:
+    # The base 1 + y is a contraction factor c >= 0 by the theorems' preconditions, so
+    # intersecting its enclosure with [0, inf) keeps the result rigorous.
+    lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
+    x_lo, x_hi = interval_endpoints(x)
+    lo = max(lo, mpmath.mpf(0))
+    if hi <= 0:
+        if x_lo == x_hi == 0:
+            return mpmath.iv.mpf(1)
+        if x_lo > 0:
+            return mpmath.iv.mpf(0)
+        raise BoundError("0 raised to a non-positive power")
+    if lo == 0:
+        if x_lo <= 0:
+            raise BoundError("a power of a base that may be 0 with an exponent that may be <= 0")
+        top = mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf(hi)))
+        return mpmath.iv.mpf([0, interval_endpoints(top)[1]])
+    return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
+
+
+def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
+    flags = {"underflow": False}
+
+    def on_error(kind: str, _flag: int) -> None:
+        if "underflow" in kind:
+            flags["underflow"] = True
+
+    with np.errstate(under="call", over="ignore", divide="ignore", invalid="ignore", call=on_error):
+        value = fn(*args)
+    return value, flags["underflow"]
+
+
+def _check_finite(bound_id: str, value: Any) -> None:
+    if isinstance(value, mpmath.mpf) or isinstance(value, mpmath.mpc):
+        if not mpmath.isfinite(value):
+            raise BoundError(f"{bound_id}: the value is not finite ({value})")
+        return
+    arr = np.asarray(value, dtype=float)
+    if not np.all(np.isfinite(arr)):
+        raise BoundError(
+            f"{bound_id}: float evaluation overflowed or is undefined at these inputs; "
+            "use precision='mp'"
+        )
+
+
+def _squeeze(value: Any) -> Any:
+    arr = np.asarray(value, dtype=float)
+    return float(arr) if arr.ndim == 0 else arr
+
+
+def interval_endpoints(x: Any) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """The two endpoints of an mpmath interval as exact ``mpf`` numbers."""
+    x = mpmath.iv.mpf(x)
+    # make_mpf wraps the raw endpoint without rounding it to the global precision.
+    return mpmath.mp.make_mpf(x._mpi_[0]), mpmath.mp.make_mpf(x._mpi_[1])
+
+
+def interval_min(x: Any, y: Any) -> Any:
+    """Rigorous ``min`` of two mpmath intervals (endpoint-wise)."""
+    return _min2(mpmath.iv, x, y)
+
+
+
+def float_up(x: Any) -> float:
+    """The smallest float that is >= the mpmath number ``x``."""
+    f = float(x)
+    if mpmath.mpf(f) < x:
+        f = math.nextafter(f, math.inf)
+    return f
+
+
+def float_down(x: Any) -> float:
+    """The largest float that is <= the mpmath number ``x``."""
+    f = float(x)
+    if mpmath.mpf(f) > x:
+        f = math.nextafter(f, -math.inf)
+    return f
+
+
+@contextlib.contextmanager
+def iv_precision(digits: int) -> Iterator[None]:
+    """Set mpmath's interval context to ``digits`` significant digits for a block."""
+    saved = mpmath.iv.prec
+    mpmath.iv.dps = digits
+    try:
+        yield
+    finally:
+        mpmath.iv.prec = saved
+
+
+def iv_expm1(x: Any) -> Any:
+    """Rigorous enclosure of ``exp(x) - 1`` that stays tight *relative* to small ``x``.
+
+    ``iv.exp(x) - 1`` only encloses to about one unit of the working precision in absolute
+    terms, which is loose for tiny values (Chien et al. 2024, Corollary 3.8, at c near 0). For
+    |x| <= 1/2 the Taylor series is summed until the Lagrange remainder
+    |x|^(N+1) e^|x| / (N+1)! drops below 2^-prec |x|, and the remainder is added as an interval.
+    """
+    iv = mpmath.iv
+    x = iv.mpf(x)
+    lo, hi = interval_endpoints(x)
+    size = max(abs(lo), abs(hi))
+    if size > 0.5:
+        return iv.exp(x) - 1
+    if size == 0:
+        return iv.mpf(0)
+    total = iv.mpf(0)
+    term = iv.mpf(1)
+    bound = mpmath.mpf(1)  # |x|^k / k! for the remainder
+    limit = size * mpmath.ldexp(1, -iv.prec - 4)
+    k = 0
+    while True:
+        k += 1
+        term = term * x / k
+        total += term
+        bound = bound * size / (k + 1)
+        if bound * 2 <= limit:  # e^|x| <= 2 for |x| <= 1/2
+            break
+    slack = bound * 2
+    return total + iv.mpf([-slack, slack])
+
+
+def iv_log1p(x: Any) -> Any:
+    """Rigorous enclosure of ``log(1 + x)``, tight relative to small ``x`` (see :func:`iv_expm1`).
+
+    For |x| <= 1/2 the alternating series is summed; the tail after N terms is at most
+    |x|^(N+1) / ((N+1)(1 - |x|)) <= 2 |x|^(N+1) / (N+1).
+    """
+    iv = mpmath.iv
+    x = iv.mpf(x)
+    lo, hi = interval_endpoints(x)
+    size = max(abs(lo), abs(hi))
+    if size > 0.5:
+        return iv.log(1 + x)
+    if size == 0:
+        return iv.mpf(0)
+    total = iv.mpf(0)
+    power = iv.mpf(1)
+    limit = size * mpmath.ldexp(1, -iv.prec - 4)
+    k = 0
+    while True:
+        k += 1
+        power = power * x
+        total += power / k if k % 2 else -power / k
+        tail = 2 * size ** (k + 1) / (k + 1)
+        if tail <= limit:
+            break
+    return total + iv.mpf([-tail, tail])

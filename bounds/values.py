@@ -1,0 +1,223 @@
+"""Parameter names and values: shared sympy symbols, and the resolution of user inputs (numbers,
+exact strings, expressions of other parameters) into exact sympy numbers before any rounding.
+
+The only place where a text value becomes a sympy expression is :func:`text_to_expression`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+import mpmath
+import numpy as np
+import sympy as sp
+
+from bounds.backends import _IV_FUNCS, _MP_FUNCS
+from bounds.errors import BoundError, PreconditionError
+from bounds.numerics import interval_endpoints, interval_ready, iv_precision, stabilise
+
+_LATEX_NAMES_BY_NAME = {
+    "alpha": r"\alpha",
+    "sigma": r"\sigma",
+    "eta": r"\eta",
+    "lam": r"\lambda",
+    "epsilon": r"\epsilon",
+    "delta": r"\delta",
+    "gamma": r"\gamma",
+    "mu": r"\mu",
+    "j0": r"j_0",
+    "eps0": r"\varepsilon_0",
+    "C_LSI": r"C_{\mathrm{LSI}}",
+}
+
+_LATEX_NAMES: dict[sp.Symbol, str] = {}  # filled once _symbol exists
+
+
+@functools.cache
+def _symbol(name: str) -> sp.Symbol:
+    return sp.Symbol(name, real=True)
+
+
+_LATEX_NAMES.update({_symbol(k): v for k, v in _LATEX_NAMES_BY_NAME.items()})
+
+
+def symbols(names: str) -> tuple[sp.Symbol, ...]:
+    """Real sympy symbols by name, shared with :class:`Parameter` (``"alpha sigma eta"``)."""
+    return tuple(_symbol(n) for n in names.split())
+
+
+def _plain(expr: sp.Basic) -> str:
+    return sp.sstr(expr)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}"
+
+
+def _fmt_exact(x: sp.Expr) -> str:
+    if x.is_Integer:
+        return str(int(x))
+    return f"{float(x):.10g}"
+
+
+def _is_exact(value: Any) -> bool:
+    return isinstance(value, sp.Basic)
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v.tolist()
+    if isinstance(v, (np.floating, np.integer)):
+        return v.item()
+    if isinstance(v, sp.Basic):
+        return int(v) if v.is_Integer else float(v)
+    if isinstance(v, mpmath.mpf):
+        return float(v)
+    return v
+
+
+_NUMBER_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+
+
+def parse_exact(text: str) -> sp.Expr | None:
+    """Parse a decimal or fraction string exactly (``"0.1"`` is 1/10); ``None`` otherwise."""
+    s = text.strip()
+    if _NUMBER_RE.match(s):
+        return sp.Rational(s)
+    m = re.fullmatch(r"([+-]?\d+)\s*/\s*(\d+)", s)
+    if m:
+        return sp.Rational(int(m.group(1)), int(m.group(2)))
+    return None
+
+
+def text_to_expression(text: str, names: Mapping[str, sp.Symbol]) -> sp.Expr:
+    """The one place where a text value becomes a sympy expression of the parameters ``names``.
+
+    To be replaced by the safe parser of :mod:`bounds.expressions` (issue 8/9): today it still
+    delegates to sympy's parser with exact rationals.
+    """
+    return sp.sympify(text, locals=dict(names), rational=True)
+
+
+def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str, Any]:
+    """Resolve numbers, exact strings and expressions of other parameters.
+
+    Scalars become exact sympy numbers (a float is taken at its exact binary value, a decimal
+    string at its exact decimal value); arrays become float arrays. A string that is not a
+    number is parsed as an expression of the other parameters (``eta="1/L"``).
+    """
+    prefix = f"{context}: " if context else ""
+    exact: dict[str, Any] = {}
+    pending: dict[str, str] = {}
+    for name, raw in params.items():
+        if isinstance(raw, str):
+            parsed = parse_exact(raw)
+            if parsed is None:
+                pending[name] = raw
+            else:
+                exact[name] = parsed
+        elif isinstance(raw, bool):
+            raise BoundError(f"{prefix}{name} must be a number, got {raw!r}")
+        elif isinstance(raw, (int, np.integer)):
+            exact[name] = sp.Integer(int(raw))
+        elif isinstance(raw, (float, np.floating)):
+            if not math.isfinite(float(raw)):
+                raise PreconditionError(f"{prefix}{name} must be finite, got {raw!r}")
+            exact[name] = sp.Rational(Fraction(float(raw)))
+        elif isinstance(raw, Fraction):
+            exact[name] = sp.Rational(raw)
+        elif isinstance(raw, sp.Basic):
+            if raw.free_symbols or not (raw.is_real and raw.is_finite):
+                raise PreconditionError(f"{prefix}{name} must be a finite real number, got {raw}")
+            exact[name] = raw
+        elif isinstance(raw, mpmath.mpf):
+            if not mpmath.isfinite(raw):
+                raise PreconditionError(f"{prefix}{name} must be finite, got {raw!r}")
+            man, exp = raw.man_exp
+            exact[name] = sp.Integer(int(man)) * sp.Integer(2) ** int(exp)
+        elif isinstance(raw, (np.ndarray, list, tuple)):
+            arr = np.asarray(raw, dtype=float)
+            if not np.all(np.isfinite(arr)):
+                raise PreconditionError(f"{prefix}{name} must be finite, got non-finite entries")
+            exact[name] = arr
+        else:
+            raise BoundError(f"{prefix}{name} has unsupported type {type(raw).__name__}")
+    local = {n: _symbol(n) for n in params}
+    for _ in range(len(pending) + 1):
+        progressed = False
+        for name, text in list(pending.items()):
+            try:
+                expr = text_to_expression(text, local)
+            except (sp.SympifyError, SyntaxError, TypeError) as exc:
+                raise BoundError(f"{prefix}cannot parse {name}={text!r}") from exc
+            deps = {s.name for s in expr.free_symbols}
+            if deps - set(params):
+                raise BoundError(f"{prefix}{name}={text!r} uses unknown names {sorted(deps - set(params))}")
+            if all(d in exact and _is_exact(exact[d]) for d in deps):
+                value = expr.subs({_symbol(d): exact[d] for d in deps})
+                if not value.is_number or not value.is_real or not value.is_finite:
+                    raise BoundError(f"{prefix}{name}={text!r} is not a real number")
+                exact[name] = value
+                del pending[name]
+                progressed = True
+        if not progressed:
+            break
+    if pending:
+        raise BoundError(f"{prefix}cannot resolve {', '.join(f'{k}={v!r}' for k, v in pending.items())}")
+    return exact
+
+
+
+def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
+    value = relation.subs(subs)
+    if value in (sp.true, sp.false):
+        return bool(value)
+    # Transcendental sides: decide with a rigorous interval enclosure of rhs - lhs.
+    gap = (relation.rhs - relation.lhs).subs(subs)
+    with iv_precision(60):
+        lo, hi = interval_endpoints(
+            sp.lambdify([], interval_ready(stabilise(gap)), modules=[_IV_FUNCS])()
+        )
+    if isinstance(relation, sp.Eq):
+        return lo == 0 and hi == 0
+    if isinstance(relation, sp.LessThan):
+        return lo >= 0
+    if isinstance(relation, sp.StrictLessThan):
+        return lo > 0
+    if isinstance(relation, sp.GreaterThan):
+        return hi <= 0
+    return hi < 0
+
+
+def _to_float_array(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return v
+    return np.float64(float(v))  # numpy semantics: overflow gives inf, not OverflowError
+
+
+def _to_mp(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        raise BoundError("array-valued parameters are only supported with precision='float'")
+    if v.is_Rational:
+        return mpmath.mpf(int(v.p)) / int(v.q)
+    return sp.lambdify([], v, modules=[_MP_FUNCS, "mpmath"])()
+
+
+def _to_iv(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        raise BoundError("array-valued parameters are only supported with precision='float'")
+    if v.is_Rational:
+        return mpmath.iv.mpf(int(v.p)) / int(v.q)
+    return mpmath.iv.mpf(sp.lambdify([], interval_ready(stabilise(v)), modules=[_IV_FUNCS])())
+
+
+
+def exact_interval(value: Any) -> Any:
+    """An mpmath interval enclosing an exact input (number, Fraction, sympy value)."""
+    resolved = resolve_values({"value": value})["value"]
+    return _to_iv(resolved)

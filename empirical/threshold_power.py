@@ -1,0 +1,209 @@
+"""(epsilon, delta) lower bounds from attack scores, with a pilot-chosen threshold.
+
+The bound. For a fixed test "say positive when s * score >= t" (orientation s = +1 or -1), the
+false-positive rate FPR on negatives and the false-negative rate FNR on positives obey, under any
+(epsilon, delta) guarantee in both directions, FPR + e^eps FNR >= 1 - delta and
+FNR + e^eps FPR >= 1 - delta (Kairouz, Oh, Viswanath 2015, Theorem 2.1). Upper Clopper-Pearson
+bounds on both rates at level alpha/2 each (Clopper and Pearson 1934) plugged into that region
+give an epsilon below the true one with probability >= 1 - alpha (Nasr et al. 2021, Sec. 3).
+
+Why a pilot. Searching the threshold on the same counts costs a multiple-testing correction;
+a held-out half costs half the trials. Here a small random pilot (a few percent of each side,
+drawn by a seeded permutation, never by the scores) chooses the orientation and the threshold,
+and every remaining trial goes into one Clopper-Pearson step: the test is independent of the
+counts it is evaluated on, so no correction is needed. The pilot predicts the rates from normal
+fits to its scores (tail rates of order 1/N are invisible in a pilot's raw counts); a poor fit
+only costs power, never validity.
+
+The limit. :func:`single_threshold_limit` is the best such bound one could get knowing the
+truth: the threshold chosen on the exact rates and Clopper-Pearson evaluated at the expected
+counts N * rate (a typical value, not a bound). It is the yardstick of the issue ("single-
+threshold limit"); :mod:`empirical.power_bench` measures ratios against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special
+
+from empirical.statistics import _cp_upper, epsilon_from_error_rates
+
+__all__ = [
+    "PilotEpsilonLowerBound",
+    "pilot_epsilon_lower_bound",
+    "single_threshold_limit",
+]
+
+_GRID = 801  # candidate thresholds scanned on the pilot's normal fits
+
+
+@dataclass(frozen=True)
+class PilotEpsilonLowerBound:
+    """epsilon lower bound at ``delta``, valid with probability >= ``confidence``.
+
+    The rule is "positive when score >= threshold" if ``positive_above`` else "score <=
+    threshold"; counts are those of the tested (non-pilot) trials.
+    """
+
+    epsilon: float
+    delta: float
+    confidence: float
+    threshold: float
+    positive_above: bool
+    fpr_upper: float
+    fnr_upper: float
+    false_positives: int
+    false_negatives: int
+    n_positive: int
+    n_negative: int
+    n_pilot_positive: int
+    n_pilot_negative: int
+    method: str = (
+        "pilot-chosen threshold (normal fits of the pilot scores), Clopper-Pearson upper bounds "
+        "on FPR and FNR of the remaining trials at alpha/2 each, Kairouz et al. 2015 region"
+    )
+    kind: str = "lower bound"
+
+
+def _as_scores(scores, name: str) -> np.ndarray:
+    array = np.asarray(scores, dtype=np.float64)
+    if array.ndim != 1 or array.size < 4:
+        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return array
+
+
+def _check_open_unit(value: float, name: str) -> float:
+    value = float(value)
+    if not (0.0 < value < 1.0):
+        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
+    return value
+
+
+def _best_rule(
+    tail_positive: Callable[[np.ndarray], np.ndarray],
+    tail_negative: Callable[[np.ndarray], np.ndarray],
+    grid: np.ndarray,
+    *,
+    n_positive: int,
+    n_negative: int,
+    delta: float,
+    alpha: float,
+) -> tuple[float, float]:
+    """(threshold, predicted epsilon) maximising the Clopper-Pearson bound at expected counts.
+
+    ``tail_*`` give P(score >= t) under each world; rule "score >= t" has
+    FPR = tail_negative(t), FNR = 1 - tail_positive(t).
+    """
+    fpr = np.clip(tail_negative(grid), 0.0, 1.0)
+    fnr = np.clip(1.0 - tail_positive(grid), 0.0, 1.0)
+    fpr_hi = _cp_upper(fpr * n_negative, n_negative, alpha / 2)
+    fnr_hi = _cp_upper(fnr * n_positive, n_positive, alpha / 2)
+    eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta))
+    i = int(np.argmax(eps))
+    return float(grid[i]), float(eps[i])
+
+
+def _normal_tail(mean: float, sd: float) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda t: special.ndtr((mean - t) / sd)
+
+
+def _grid(*arrays: np.ndarray) -> np.ndarray:
+    pooled = np.concatenate(arrays)
+    centre, spread = float(np.mean(pooled)), float(np.std(pooled)) or 1.0
+    lo = min(float(pooled.min()), centre - 12 * spread)
+    hi = max(float(pooled.max()), centre + 12 * spread)
+    return np.linspace(lo, hi, _GRID)
+
+
+def pilot_epsilon_lower_bound(
+    scores_positive,
+    scores_negative,
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    pilot_fraction: float = 0.05,
+    seed: int = 0,
+) -> PilotEpsilonLowerBound:
+    """epsilon lower bound at ``delta`` from one pilot-chosen threshold (module docstring).
+
+    With probability >= 1 - alpha the result is at or below the epsilon of every (epsilon,
+    delta) guarantee (both directions) the two score laws satisfy, whatever those laws are:
+    the pilot is a seeded random subset, so the chosen rule is independent of the tested
+    counts, and one Clopper-Pearson step per rate at alpha/2 (Nasr et al. 2021, Sec. 3).
+    Both orientations are compared on the pilot; only the chosen one is tested.
+    """
+    positive = _as_scores(scores_positive, "scores_positive")
+    negative = _as_scores(scores_negative, "scores_negative")
+    delta = _check_open_unit(delta, "delta")
+    alpha = _check_open_unit(alpha, "alpha")
+    pilot_fraction = _check_open_unit(pilot_fraction, "pilot_fraction")
+    rng = np.random.default_rng(seed)
+    positive = positive[rng.permutation(positive.size)]
+    negative = negative[rng.permutation(negative.size)]
+    k_pos = int(round(pilot_fraction * positive.size))
+    k_neg = int(round(pilot_fraction * negative.size))
+    if min(k_pos, k_neg) < 2 or k_pos > positive.size - 2 or k_neg > negative.size - 2:
+        raise ValueError("pilot_fraction leaves fewer than 2 pilot or 2 tested scores on a side")
+    pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
+    pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
+
+    best: tuple[float, float, bool] | None = None
+    for sign in (1.0, -1.0):
+        pos_fit = (sign * float(pilot_pos.mean()), float(pilot_pos.std(ddof=1)) or 1e-12)
+        neg_fit = (sign * float(pilot_neg.mean()), float(pilot_neg.std(ddof=1)) or 1e-12)
+        grid = _grid(sign * pilot_pos, sign * pilot_neg)
+        threshold, predicted = _best_rule(
+            _normal_tail(*pos_fit), _normal_tail(*neg_fit), grid,
+            n_positive=test_pos.size, n_negative=test_neg.size, delta=delta, alpha=alpha,
+        )
+        if best is None or predicted > best[1]:
+            best = (sign * threshold, predicted, sign > 0)
+    assert best is not None
+    threshold, _, above = best
+    if above:
+        false_negatives = int(np.sum(test_pos < threshold))
+        false_positives = int(np.sum(test_neg >= threshold))
+    else:
+        false_negatives = int(np.sum(test_pos > threshold))
+        false_positives = int(np.sum(test_neg <= threshold))
+    fpr_hi = float(_cp_upper(false_positives, test_neg.size, alpha / 2))
+    fnr_hi = float(_cp_upper(false_negatives, test_pos.size, alpha / 2))
+    return PilotEpsilonLowerBound(
+        epsilon=float(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta)),
+        delta=delta,
+        confidence=1.0 - alpha,
+        threshold=threshold,
+        positive_above=above,
+        fpr_upper=fpr_hi,
+        fnr_upper=fnr_hi,
+        false_positives=false_positives,
+        false_negatives=false_negatives,
+        n_positive=test_pos.size,
+        n_negative=test_neg.size,
+        n_pilot_positive=k_pos,
+        n_pilot_negative=k_neg,
+    )
+
+
+def single_threshold_limit(*, mu: float, delta: float, n: int, alpha: float = 0.05) -> float:
+    """Best single-threshold Clopper-Pearson epsilon for N(mu, 1) vs N(0, 1) knowing the truth.
+
+    The threshold maximises the bound at the expected counts n * FPR and n * FNR (Clopper-
+    Pearson at alpha/2 per rate, n trials per side, Kairouz et al. 2015 region). A yardstick
+    (typical value of the best fixed test), not a bound.
+    """
+    if not (math.isfinite(mu) and mu > 0):
+        raise ValueError(f"mu must be positive and finite, got {mu!r}")
+    grid = np.linspace(-12.0, mu + 12.0, 20001)
+    _, value = _best_rule(
+        _normal_tail(mu, 1.0), _normal_tail(0.0, 1.0), grid,
+        n_positive=n, n_negative=n, delta=_check_open_unit(delta, "delta"),
+        alpha=_check_open_unit(alpha, "alpha"),
+    )
+    return value
