@@ -55,6 +55,11 @@ class AlgorithmAdapter(Protocol):
     ``params_type`` the frozen dataclass of hyper-parameters (with ``name`` and ``to_dict()``);
     ``models`` the ``spec.model.name`` values it can train; ``calibratable`` the values of
     ``spec.certificate.calibrate`` it can solve for (the first is the default).
+
+    Optional members, read with ``getattr``: ``benchmark_trials(*, n_trials, device,
+    **options) -> dict`` for ``unlearn bench trials`` (else a generic batched-vs-loop benchmark
+    of :meth:`prepare`'s mechanism on the demo spec), and ``bench_bound``, ``bench_point``,
+    ``bench_reproduction`` for ``unlearn bench bounds``.
     """
 
     name: str

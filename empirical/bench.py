@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from empirical.data import drop_to_multiple, load_dataset, random_replacement_request
-from empirical.mechanisms.chien2024 import PNSGDConfig, run_pnsgd
+from empirical.mechanisms.chien2024 import paper_logistic_config, run_pnsgd
 from empirical.trials import resolve_device
 
 __all__ = ["BENCH_DEFAULTS", "CPU_BENCH_THREADS", "trials_benchmark"]
@@ -117,17 +117,10 @@ def _benchmark(
 
     data = drop_to_multiple(load_dataset(dataset, path=path), batch_size)
     request = random_replacement_request(data, seed=seed)
-    l2 = 1e-6 * data.n
-    config = PNSGDConfig(
-        step_size=1.0 / (0.25 + l2),
-        sigma=sigma,
-        batch_size=batch_size,
-        learn_epochs=learn_epochs,
-        unlearn_epochs=unlearn_epochs,
-        l2=l2,
-        clip=1.0,
-        radius=None,
-    )
+    # Seed 000's constants (lambda = 1e-6 n, eta = 1/L, M = 1), without projection.
+    config = paper_logistic_config(n=data.n, sigma=sigma, batch_size=batch_size,
+                                   learn_epochs=learn_epochs, unlearn_epochs=unlearn_epochs,
+                                   radius=None)
     common = {
         "config": config,
         "seed": seed,

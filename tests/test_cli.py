@@ -84,3 +84,24 @@ def test_python_dash_m_audits_is_the_same_program() -> None:
     value = json.loads(out.stdout)["value"]
     # Cor 3.7 by hand: c = 1/2, N = 2, Z = min(2*1*1/(5*(1 - 1/4)), 20) = 8/15.
     assert value == pytest.approx(2 * (8 / 15) ** 2 * 0.5**4 / 2, rel=1e-14)
+
+
+def test_audit_algorithms_lists_pnsgd_with_its_parameters(capsys: pytest.CaptureFixture[str]) -> None:
+    out = run_json(capsys, "audit", "algorithms")
+    names = [row["name"] for row in out["algorithms"]]
+    assert "pnsgd" in names and out["count"] == len(names)
+    pnsgd = out["algorithms"][names.index("pnsgd")]
+    assert pnsgd["default"] is True and pnsgd["description"]
+    params = {p["name"]: p["default"] for p in pnsgd["parameters"]}
+    assert params["clip"] == 0.05 and params["batch_size"] == "full" and params["sigma"] is None
+    assert pnsgd["calibrate"] == ["sigma", "K"]
+
+
+@pytest.mark.parametrize("argv", [["audit", "demo", "--algorithm", "nope", "--trials", "2"],
+                                  ["bench", "trials", "--algorithm", "nope", "--n", "2"]])
+def test_unknown_algorithm_is_a_one_line_error(capsys: pytest.CaptureFixture[str],
+                                               argv: list[str]) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("unlearn: error:") and "unknown algorithm 'nope'" in err
+    assert "pnsgd" in err  # names the known ones

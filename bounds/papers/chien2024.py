@@ -985,6 +985,7 @@ THM32_SEQUENCE = register(Bound(
     variant="improved",
     monotone={"sigma": "decreasing", "Z": "increasing"},
     notes=("With Z = Z_B of Theorem 3.2 (one request) the expression is Theorem 3.2's.",),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1, "Z": "1/100"},
 ))
 
 

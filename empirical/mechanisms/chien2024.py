@@ -39,7 +39,7 @@ from empirical.mechanisms.common import (
     score_sets,
     tensor_versions,
 )
-from empirical.models import LogisticRegression, TrialModel
+from empirical.models import LOGISTIC_SMOOTHNESS, LogisticRegression, TrialModel
 from empirical.trials import TrialRandom, resolve_device, run_trials, trial_seed
 
 __all__ = [
@@ -165,7 +165,7 @@ def paper_logistic_config(
             )
         learn_epochs = PAPER_BURN_IN_EPOCHS[key]
     return PNSGDConfig(
-        step_size=1.0 / (0.25 + l2),
+        step_size=1.0 / (float(LOGISTIC_SMOOTHNESS) + l2),  # eta = 1/L, L = 1/4 + lambda
         sigma=sigma,
         batch_size=batch_size,
         learn_epochs=learn_epochs,

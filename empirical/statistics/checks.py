@@ -1,0 +1,101 @@
+"""Validation helpers and the statistic-kind labels shared by the statistics modules."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+KIND_LOWER_BOUND = "lower bound"
+KIND_ESTIMATE = "estimate"
+KIND_INTERVAL = "confidence interval"
+KIND_CEILING = "ceiling"
+
+
+# ----------------------------------------------------------------------------------------------
+# Input validation.
+
+
+def _check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
+    value = float(value)
+    low_ok = value > 0.0 if open_low else value >= 0.0
+    high_ok = value < 1.0 if open_high else value <= 1.0
+    if not (math.isfinite(value) and low_ok and high_ok):
+        lo, hi = ("(" if open_low else "["), (")" if open_high else "]")
+        raise ValueError(f"{name} must lie in {lo}0, 1{hi}, got {value!r}")
+    return value
+
+
+def _check_alpha(alpha: float) -> float:
+    return _check_probability(alpha, "alpha", open_low=True, open_high=True)
+
+
+def _check_delta(delta: float) -> float:
+    return _check_probability(delta, "delta", open_low=False, open_high=True)
+
+
+def _as_scores(scores, name: str) -> np.ndarray:
+    array = np.asarray(scores, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
+    if array.size == 0:
+        raise ValueError(f"{name} is empty")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return array
+
+
+def _check_count(value, name: str, *, minimum: int = 0) -> int:
+    if isinstance(value, bool) or not float(value).is_integer():
+        raise ValueError(f"{name} must be an integer, got {value!r}")
+    value = int(value)
+    if value < minimum:
+        raise ValueError(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+# ----------------------------------------------------------------------------------------------
+# epsilon from one test.
+
+
+def _log_ratio_term(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """log(numerator / denominator) with the conventions needed by the privacy region.
+
+    A non-positive numerator puts no constraint on epsilon (-inf, later clamped to 0); a zero
+    denominator with a positive numerator means no finite epsilon is consistent (+inf).
+    """
+    out = np.full(np.broadcast(numerator, denominator).shape, -np.inf)
+    numerator, denominator = np.broadcast_arrays(numerator, denominator)
+    positive = numerator > 0
+    zero_den = positive & (denominator <= 0)
+    regular = positive & (denominator > 0)
+    out[zero_den] = np.inf
+    out[regular] = np.log(numerator[regular]) - np.log(denominator[regular])
+    return out
+
+
+def epsilon_from_error_rates(*, fpr, fnr, delta: float):
+    """Smallest epsilon consistent with a test of error rates (fpr, fnr) at this delta.
+
+    (epsilon, delta)-indistinguishability (both directions, as in the unlearning definitions of
+    the seed papers) forces FPR + e^eps FNR >= 1 - delta and FNR + e^eps FPR >= 1 - delta
+    (Kairouz, Oh, Viswanath 2015, Thm 2.1), hence
+    eps >= max(0, log((1 - delta - FPR) / FNR), log((1 - delta - FNR) / FPR)).
+
+    Returns a float for scalar input, an array otherwise. Never NaN: a term whose numerator is
+    not positive contributes 0; a zero rate facing a positive numerator gives +inf (exact: no
+    finite epsilon explains a perfect test). Clopper-Pearson upper bounds are never 0, so the
+    lower bounds built on this function are always finite.
+    """
+    delta = _check_delta(delta)
+    fpr_a = np.asarray(fpr, dtype=np.float64)
+    fnr_a = np.asarray(fnr, dtype=np.float64)
+    for name, arr in (("fpr", fpr_a), ("fnr", fnr_a)):
+        if not np.all((arr >= 0.0) & (arr <= 1.0)):
+            raise ValueError(f"{name} must lie in [0, 1]")
+    first = _log_ratio_term(1.0 - delta - fpr_a, fnr_a)
+    second = _log_ratio_term(1.0 - delta - fnr_a, fpr_a)
+    eps = np.maximum(0.0, np.maximum(first, second))
+    return float(eps) if eps.ndim == 0 else eps
+
+

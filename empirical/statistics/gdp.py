@@ -1,0 +1,177 @@
+"""Gaussian differential privacy: the Gaussian privacy profile and mu lower bounds."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import optimize, special, stats
+
+from empirical.statistics.checks import (
+    KIND_LOWER_BOUND,
+    _as_scores,
+    _check_alpha,
+    _check_probability,
+)
+from empirical.statistics.thresholds import (
+    BonferroniPareto,
+    EpsilonLowerBound,
+    ThresholdStrategy,
+    _check_strategy,
+    _select,
+)
+
+# ----------------------------------------------------------------------------------------------
+# Gaussian differential privacy.
+
+
+def gaussian_delta(*, mu: float, epsilon: float) -> float:
+    """Exact hockey-stick divergence E_Q[(dP/dQ - e^eps)_+] for P = N(mu, 1), Q = N(0, 1).
+
+    delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Balle and Wang 2018, Thm 8;
+    Dong, Roth, Su 2019, Cor 2.13); it is the privacy profile of every mu-GDP mechanism whose
+    trade-off curve is exactly Gaussian. Evaluated in log space so large eps does not overflow.
+    """
+    mu = float(mu)
+    epsilon = float(epsilon)
+    if not (math.isfinite(mu) and mu >= 0):
+        raise ValueError(f"mu must be finite and non-negative, got {mu!r}")
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be finite and non-negative, got {epsilon!r}")
+    if mu == 0.0:
+        return 0.0
+    log_a = special.log_ndtr(-epsilon / mu + mu / 2)
+    log_b = epsilon + special.log_ndtr(-epsilon / mu - mu / 2)
+    if log_b >= log_a:
+        return 0.0
+    return float(math.exp(log_a) * -math.expm1(log_b - log_a))
+
+
+def _gaussian_epsilon(*, mu: float, delta: float) -> float:
+    """Smallest eps with gaussian_delta(mu, eps) <= delta (0 < delta < 1)."""
+    if mu <= 0.0 or gaussian_delta(mu=mu, epsilon=0.0) <= delta:
+        return 0.0
+    # delta(eps) <= Phi(-eps/mu + mu/2) < delta at this bracket end.
+    upper = mu * (mu / 2 + float(stats.norm.isf(delta))) + 1.0
+    log_delta = math.log(delta)
+
+    def excess(eps: float) -> float:
+        value = gaussian_delta(mu=mu, epsilon=eps)
+        return (math.log(value) if value > 0 else -np.inf) - log_delta
+
+    return float(optimize.brentq(excess, 0.0, upper, xtol=1e-12, rtol=1e-12))
+
+
+@dataclass(frozen=True)
+class GdpMuLowerBound:
+    """Lower bound on the Gaussian-DP parameter mu, valid with probability >= ``confidence``.
+
+    Valid for any pair of distributions: if they are mu*-GDP then mu* >= ``mu``.
+    """
+
+    mu: float
+    confidence: float
+    threshold: float
+    positive_above: bool
+    fpr_upper: float
+    fnr_upper: float
+    false_positives: int
+    false_negatives: int
+    n_positive: int
+    n_negative: int
+    strategy: str
+    n_rules_considered: int
+    method: str = "Clopper-Pearson FPR/FNR into mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)"
+    kind: str = KIND_LOWER_BOUND
+
+
+def gdp_mu_lower_bound(
+    scores_positive,
+    scores_negative,
+    *,
+    alpha: float = 0.05,
+    strategy: ThresholdStrategy | None = None,
+    two_sided_threshold: bool = False,
+) -> GdpMuLowerBound:
+    """Gaussian-DP mu lower bound (Nasr et al. 2023; Dong, Roth, Su 2019, Eq. 6).
+
+    mu-GDP means FNR >= Phi(Phi^-1(1 - FPR) - mu) for every test, so
+    mu >= Phi^-1(1 - FPR) - Phi^-1(FNR), non-increasing in both rates; Clopper-Pearson upper
+    bounds on the rates and the same strategies as :func:`epsilon_lower_bound` apply. Clamped
+    at 0, so null data give 0 (cf. the sign bug fixed in jax_privacy PR #270).
+    """
+    alpha = _check_alpha(alpha)
+    strategy = _check_strategy(BonferroniPareto() if strategy is None else strategy)
+    positive = _as_scores(scores_positive, "scores_positive")
+    negative = _as_scores(scores_negative, "scores_negative")
+
+    def functional(fpr_hi, fnr_hi):
+        return np.maximum(0.0, stats.norm.isf(fpr_hi) - stats.norm.ppf(fnr_hi))
+
+    choice = _select(
+        positive,
+        negative,
+        alpha=alpha,
+        strategy=strategy,
+        two_sided_threshold=two_sided_threshold,
+        functional=functional,
+    )
+    return GdpMuLowerBound(
+        mu=choice.value,
+        confidence=1.0 - alpha,
+        threshold=choice.threshold,
+        positive_above=choice.positive_above,
+        fpr_upper=choice.fpr_upper,
+        fnr_upper=choice.fnr_upper,
+        false_positives=choice.false_positives,
+        false_negatives=choice.false_negatives,
+        n_positive=choice.n_positive,
+        n_negative=choice.n_negative,
+        strategy=strategy.name,
+        n_rules_considered=choice.n_rules,
+    )
+
+
+def epsilon_from_gdp(
+    bound: GdpMuLowerBound,
+    *,
+    delta: float,
+    mechanism_is_gaussian: bool = False,
+) -> EpsilonLowerBound:
+    """epsilon lower bound from a mu lower bound, for mechanisms declared Gaussian.
+
+    If the audited mechanism's trade-off curve is exactly Gaussian (Gaussian noise added to a
+    deterministic quantity, e.g. noisy-Newton or Langevin unlearning at a fixed point), its
+    privacy profile is :func:`gaussian_delta` at its true mu; delta(eps) grows with mu, so the
+    eps solving gaussian_delta(mu_lower, eps) = delta is a valid lower bound. For any other
+    mechanism it is an extrapolation, so this function refuses unless the caller sets
+    ``mechanism_is_gaussian=True``.
+    """
+    if mechanism_is_gaussian is not True:
+        raise ValueError(
+            "epsilon_from_gdp converts mu to epsilon through the Gaussian trade-off curve, which "
+            "is a lower bound only for Gaussian mechanisms; pass mechanism_is_gaussian=True if "
+            "the audited mechanism is one, otherwise report the mu bound itself"
+        )
+    if not isinstance(bound, GdpMuLowerBound):
+        raise ValueError(f"bound must be a GdpMuLowerBound, got {type(bound).__name__}")
+    delta = _check_probability(delta, "delta", open_low=True, open_high=True)
+    return EpsilonLowerBound(
+        epsilon=_gaussian_epsilon(mu=bound.mu, delta=delta),
+        delta=delta,
+        confidence=bound.confidence,
+        threshold=bound.threshold,
+        positive_above=bound.positive_above,
+        fpr_upper=bound.fpr_upper,
+        fnr_upper=bound.fnr_upper,
+        false_positives=bound.false_positives,
+        false_negatives=bound.false_negatives,
+        n_positive=bound.n_positive,
+        n_negative=bound.n_negative,
+        strategy=bound.strategy,
+        n_rules_considered=bound.n_rules_considered,
+        method="GDP mu lower bound through the Gaussian privacy profile (Gaussian mechanism)",
+    )
+
+

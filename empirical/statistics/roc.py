@@ -1,0 +1,89 @@
+"""ROC curves, AUC and TPR at a fixed FPR."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from empirical.statistics.checks import (
+    KIND_ESTIMATE,
+    _as_scores,
+    _check_probability,
+)
+
+# ----------------------------------------------------------------------------------------------
+# ROC, AUC, TPR at fixed FPR.
+
+
+@dataclass(frozen=True)
+class RocCurve:
+    """Empirical ROC of the rules ``score >= threshold`` (thresholds descending).
+
+    The first point is (0, 0) at threshold +inf. ``auc`` is the Mann-Whitney statistic
+    P(X > Y) + P(X = Y) / 2, equal to the trapezoidal area under these points.
+    """
+
+    fpr: np.ndarray
+    tpr: np.ndarray
+    thresholds: np.ndarray
+    auc: float
+    n_positive: int
+    n_negative: int
+    method: str = "empirical ROC; AUC by Mann-Whitney with ties counted 1/2"
+    kind: str = KIND_ESTIMATE
+
+
+def roc_curve(scores_positive, scores_negative) -> RocCurve:
+    """Empirical ROC curve and AUC of a score (higher score = more positive)."""
+    positive = _as_scores(scores_positive, "scores_positive")
+    negative = _as_scores(scores_negative, "scores_negative")
+    pos = np.sort(positive)
+    neg = np.sort(negative)
+    thresholds = np.unique(np.concatenate([pos, neg]))[::-1]
+    tp = pos.size - np.searchsorted(pos, thresholds, side="left")
+    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    ranks = stats.rankdata(np.concatenate([positive, negative]))
+    u_stat = ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2
+    fpr = np.concatenate([[0.0], fp / neg.size])
+    tpr = np.concatenate([[0.0], tp / pos.size])
+    thr = np.concatenate([[np.inf], thresholds])
+    for arr in (fpr, tpr, thr):
+        arr.setflags(write=False)
+    return RocCurve(
+        fpr=fpr,
+        tpr=tpr,
+        thresholds=thr,
+        auc=float(u_stat / (pos.size * neg.size)),
+        n_positive=pos.size,
+        n_negative=neg.size,
+    )
+
+
+@dataclass(frozen=True)
+class TprAtFpr:
+    """Largest empirical TPR among thresholds whose empirical FPR is at most ``target_fpr``."""
+
+    tpr: float
+    target_fpr: float
+    achieved_fpr: float
+    threshold: float
+    method: str = "largest empirical TPR with empirical FPR <= target (no interpolation)"
+    kind: str = KIND_ESTIMATE
+
+
+def tpr_at_fpr(scores_positive, scores_negative, *, fpr: float) -> TprAtFpr:
+    """TPR at a fixed FPR, as LiRA reports it (Carlini et al. 2022, Sec. 4)."""
+    target = _check_probability(fpr, "fpr", open_low=False, open_high=False)
+    roc = roc_curve(scores_positive, scores_negative)
+    ok = np.flatnonzero(roc.fpr <= target)
+    i = int(ok[np.argmax(roc.tpr[ok])])
+    return TprAtFpr(
+        tpr=float(roc.tpr[i]),
+        target_fpr=target,
+        achieved_fpr=float(roc.fpr[i]),
+        threshold=float(roc.thresholds[i]),
+    )
+
+
