@@ -7,4 +7,7 @@ first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
 
 from __future__ import annotations
 
-from audits.adapters import pnsgd  # noqa: F401  (registers "pnsgd", the default algorithm)
+from audits.adapters import (
+    d2d,  # noqa: F401  (registers "d2d", Delete-to-Descent)
+    pnsgd,  # noqa: F401  (registers "pnsgd", the default algorithm)
+)
