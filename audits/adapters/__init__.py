@@ -9,5 +9,6 @@ from __future__ import annotations
 
 from audits.adapters import (
     d2d,  # noqa: F401  (registers "d2d", Delete-to-Descent)
+    langevin,  # noqa: F401  (registers "langevin", Langevin unlearning)
     pnsgd,  # noqa: F401  (registers "pnsgd", the default algorithm)
 )
