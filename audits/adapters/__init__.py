@@ -8,6 +8,7 @@ first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
 from __future__ import annotations
 
 from audits.adapters import (
+    chien2024_fig3,  # noqa: F401  (registers the empirical Figure 3 reproductions)
     d2d,  # noqa: F401  (registers "d2d", Delete-to-Descent)
     langevin,  # noqa: F401  (registers "langevin", Langevin unlearning)
     pnsgd,  # noqa: F401  (registers "pnsgd", the default algorithm)
