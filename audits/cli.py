@@ -126,11 +126,36 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
+def _empirical_options(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k, None) not in (None, False)
+               for k in ("dataset", "trials", "device", "out", "reduced"))
+
+
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    from audits.reproduction import empirical_reproductions, get_empirical_reproduction
+
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
+        known = {r["id"] for r in rows}
+        rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True}
+                 for r in empirical_reproductions().values() if r.id not in known]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
         return
+    empirical = get_empirical_reproduction(args.id)
+    # An id the bound engine also reproduces runs there unless a mechanism option is given.
+    bound_ids = {r.id for r in list_reproductions()}
+    if empirical is not None and (args.id not in bound_ids or _empirical_options(args)):
+        dataset = args.dataset or ["digits"]
+        if len(dataset) > 2:
+            raise CommandError("--dataset takes a name and at most one path")
+        result = empirical.run(dataset=(dataset[0], dataset[1] if len(dataset) == 2 else None),
+                               trials=args.trials or 100, device=args.device or "cpu",
+                               out_dir=args.out, reduced=args.reduced)
+        emit(result, args.json, "\n".join(result["summary"]))
+        return
+    if _empirical_options(args):
+        raise CommandError(f"{args.id} is a bound reproduction: it takes no --dataset, --trials, "
+                           "--device, --out or --reduced")
     repro = get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
@@ -231,6 +256,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_json(sub.add_parser("reproduce", help="recompute a published table or figure"))
     p.add_argument("id", nargs="?", help="a reproduction id (omit to list)")
+    p.add_argument("--dataset", nargs="+", metavar="NAME [PATH]",
+                   help="reproductions that run mechanisms: digits, mnist PATH, "
+                        "cifar-features PATH, ...")
+    p.add_argument("--trials", type=int, help="trials per point (default 100)")
+    p.add_argument("--device", help="cpu (default), cuda or auto")
+    p.add_argument("--out", help="output folder (default reproduce-out)")
+    p.add_argument("--reduced", action="store_true",
+                   help="a few short points per panel (CI); not the paper's setting")
     p.set_defaults(func=cmd_reproduce)
 
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")

@@ -111,9 +111,10 @@ def fig3_setting(*, dataset: tuple[str, str | None] = ("digits", None), trials: 
 def _base_spec(setting: Fig3Setting, name: str) -> Any:
     from audits.registry import get_adapter
 
-    spec = get_adapter(name).demo_spec(trials=max(2, setting.trials), device=setting.device)
+    # The audit statistics need at least 4 trials (sample split).
+    spec = get_adapter(name).demo_spec(trials=max(4, setting.trials), device=setting.device)
     return spec.replace(dataset=setting.dataset, seed=setting.seed,
-                        pilot_trials=max(2, setting.trials // 10), chunk_size=max(2, setting.trials),
+                        pilot_trials=max(2, setting.trials // 10), chunk_size=max(4, setting.trials),
                         name=f"fig3-{name}")
 
 
