@@ -33,7 +33,6 @@ from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
     as_requests,
-    batch_gradient,
     data_versions,
     evaluate,
     model_samples,
@@ -45,7 +44,10 @@ from empirical.mechanisms.counting import CountingModel
 from empirical.models import LogisticRegression, TrialModel
 from empirical.trials import TrialRandom, resolve_device, run_trials
 
-__all__ = ["LangevinConfig", "LangevinResult", "run_langevin"]
+__all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]
+
+# Steps whose noise is drawn in one generator call per trial.
+NOISE_BLOCK = 256
 
 
 def _check(value: float, name: str, *, positive: bool) -> None:
@@ -142,6 +144,23 @@ class LangevinResult:
         return int(self.trial_indices.shape[0])
 
 
+def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
+                        clip: float | None, l2: float) -> torch.Tensor:
+    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x on broadcast views of the data: [N, P]."""
+    trials, n = params.shape[0], data.features.shape[0]
+    gradient = model.data_gradient_sum(
+        params,
+        data.features.expand(trials, *data.features.shape),
+        data.labels.expand(trials, n),
+        data.weights.expand(trials, n),
+        clip=clip,
+        feature_norms=None if clip is None else data.norms.expand(trials, n),
+    ) / n
+    if l2:
+        gradient = gradient + l2 * params
+    return gradient
+
+
 def _counts(outputs: dict[str, np.ndarray], key: str) -> int:
     values = outputs.pop(key)
     if not np.all(values == values[0]):  # pragma: no cover - every trial runs the same steps
@@ -202,15 +221,21 @@ def run_langevin(
 
     def pngd(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
              stream: str) -> torch.Tensor:
-        rows = torch.arange(n, device=resolved).expand(random.size, n)
-        for _ in range(steps):
-            gradient = batch_gradient(counted, params, data, rows, batch_size=n, clip=config.clip,
-                                      l2=config.l2)
+        # Noise is drawn per block of steps (one generator call per trial and block, not per
+        # step); the stream continues across blocks, so the draws do not depend on the batching.
+        done = 0
+        while done < steps:
+            block = min(NOISE_BLOCK, steps - done)
             noise = None
             if step_noise_std > 0:
-                noise = random.normal(stream, (n_params,)) * step_noise_std
-            params = noisy_step(params, gradient, step_size=config.step_size, noise=noise,
-                                radius=config.radius)
+                noise = random.normal(stream, (block, n_params)) * step_noise_std
+            for t in range(block):
+                gradient = full_batch_gradient(counted, params, data, clip=config.clip,
+                                               l2=config.l2)
+                params = noisy_step(params, gradient, step_size=config.step_size,
+                                    noise=None if noise is None else noise[:, t],
+                                    radius=config.radius)
+            done += block
         return params
 
     def count(random: TrialRandom) -> torch.Tensor:

@@ -37,7 +37,6 @@ from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
     as_requests,
-    batch_gradient,
     data_versions,
     evaluate,
     model_samples,
@@ -164,10 +163,23 @@ class D2DResult:
 
 def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
                         clip: float | None, l2: float) -> torch.Tensor:
-    """(1/n) sum_i clip_M(grad l_i) + lambda x over the whole data version: [N, P]."""
-    n = data.features.shape[0]
-    rows = torch.arange(n, device=params.device).expand(params.shape[0], n)
-    return batch_gradient(model, params, data, rows, batch_size=n, clip=clip, l2=l2)
+    """(1/n) sum_i clip_M(grad l_i) + lambda x over the whole data version: [N, P].
+
+    The same arithmetic as :func:`~empirical.mechanisms.common.batch_gradient` on all rows, on
+    broadcast views of the shared data instead of per-trial copies (no [N, n, d] gather).
+    """
+    trials, n = params.shape[0], data.features.shape[0]
+    gradient = model.data_gradient_sum(
+        params,
+        data.features.expand(trials, *data.features.shape),
+        data.labels.expand(trials, n),
+        data.weights.expand(trials, n),
+        clip=clip,
+        feature_norms=None if clip is None else data.norms.expand(trials, n),
+    ) / n
+    if l2:
+        gradient = gradient + l2 * params
+    return gradient
 
 
 def _counts(outputs: dict[str, np.ndarray], key: str) -> int:
