@@ -550,6 +550,10 @@ def run_panel(panel: str, *, dataset: tuple[str, str | None] = ("digits", None),
             "unlearning cost = per-example gradient evaluations counted by the mechanism (a "
             "one-trial run of the same schedule without learning), in epochs of n",
             "LU's sequential accounting is DERIVED (chien2024lu:thm3.2+thm3.3/sequence-step)",
+            "PNSGD's K per request is the least the pnsgd adapter's certificate allows "
+            "(chien2024:thm3.2+thm3.11/sequence, finite burn-in T); the paper's Algorithms 6-7 "
+            "drop the burn-in term (convergence assumed), so at short T or small lambda our K is "
+            "larger or no K certifies",
             CIFAR_NOTE,
         ],
         "seconds": None,
