@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 from typing import Any
 
 import sympy as sp
@@ -314,8 +315,6 @@ def lu_sequence_certificate(*, alpha: Any, epochs: Any, delta: float, sigma: Any
     previous upper end is safe); the last is converted at ``alpha`` with the engine's
     conversion. Returns the engine's :class:`~bounds.conversions.DPConversion`.
     """
-    from fractions import Fraction
-
     if len(epochs) < 1:
         raise ValueError("give the unlearning iterations of at least one request")
     alpha = Fraction(alpha)
@@ -357,7 +356,8 @@ def lu_sequential_iterations(*, requests: int, epsilon: float, delta: float, sig
     """
     if not (isinstance(requests, int) and requests >= 1):
         raise ValueError(f"requests must be a positive integer, got {requests!r}")
-    floats = {k: float(sp.nsimplify(v) if isinstance(v, str) else v)
+    # Strings are read as exact decimals or ratios by Fraction (never sympified).
+    floats = {k: float(Fraction(v) if isinstance(v, str) else v)
               for k, v in {"sigma": sigma, "eta": eta, "m": m, "M": M}.items()}
     epochs: list[int] = []
     epsilons: list[float] = []
