@@ -164,8 +164,23 @@ def _adapter_reproductions() -> dict[str, tuple[object, str, object | None]]:
     return found
 
 
+def _dataset_choice(args: argparse.Namespace) -> tuple[str, str | None]:
+    """``--dataset NAME [PATH]`` (or ``--path PATH``) as (name, path); digits by default."""
+    dataset = args.dataset or ["digits"]
+    if len(dataset) > 2:
+        raise CommandError("--dataset takes a name and at most one path")
+    path = dataset[1] if len(dataset) == 2 else args.path
+    return dataset[0], path
+
+
+def _empirical_options(args: argparse.Namespace) -> bool:
+    return any(getattr(args, k, None) not in (None, False)
+               for k in ("dataset", "path", "trials", "device", "out", "reduced"))
+
+
 def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
-    result = adapter.reproduce(args.id, dataset=args.dataset, path=args.path)
+    name, path = _dataset_choice(args)
+    result = adapter.reproduce(args.id, dataset=name, path=path)
     out = {"reproduction": args.id, **result}
     lines = [f"{args.id}: {result['title']}", f"rule: {result['rule']}"]
     for row in result["rows"]:
@@ -180,19 +195,33 @@ def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    from audits.reproduction import empirical_reproductions, get_empirical_reproduction
+
     from_adapters = _adapter_reproductions()
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
-        rows += [{"id": rid, "title": title} for rid, (_, title, _) in from_adapters.items()]
+        known = {r["id"] for r in rows}
+        rows += [{"id": rid, "title": title, "runs_mechanisms": True}
+                 for rid, (_, title, _) in from_adapters.items() if rid not in known]
+        rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True}
+                 for r in empirical_reproductions().values() if r.id not in known]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
+        return
+    empirical = get_empirical_reproduction(args.id)
+    # An id the bound engine also reproduces runs there unless a mechanism option is given.
+    bound_ids = {r.id for r in list_reproductions()}
+    if empirical is not None and (args.id not in bound_ids or _empirical_options(args)):
+        result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
+                               device=args.device or "cpu", out_dir=args.out, reduced=args.reduced)
+        emit(result, args.json, "\n".join(result["summary"]))
         return
     adapter, _, listed = from_adapters.get(args.id, (None, None, None))
     if adapter is not None and listed is None:
         _cmd_adapter_reproduce(args, adapter)
         return
-    if listed is None and (args.dataset is not None or args.path is not None):
-        raise CommandError(f"{args.id} recomputes published numbers from the bounds alone; "
-                           "--dataset and --path apply to reproductions that run a mechanism")
+    if listed is None and _empirical_options(args):
+        raise CommandError(f"{args.id} is a bound reproduction: it takes no --dataset, --path, "
+                           "--trials, --device, --out or --reduced")
     repro = listed if listed is not None else get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
@@ -299,8 +328,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_json(sub.add_parser("reproduce", help="recompute a published table or figure"))
     p.add_argument("id", nargs="?", help="a reproduction id (omit to list)")
-    p.add_argument("--dataset", help="data of a reproduction that runs a mechanism (e.g. digits)")
+    p.add_argument("--dataset", nargs="+", metavar="NAME [PATH]",
+                   help="reproductions that run mechanisms: digits, mnist PATH, "
+                        "cifar-features PATH, ...")
     p.add_argument("--path", help="file data (e.g. MNIST) for such a reproduction")
+    p.add_argument("--trials", type=int, help="trials per point (default 100)")
+    p.add_argument("--device", help="cpu (default), cuda or auto")
+    p.add_argument("--out", help="output folder (default reproduce-out)")
+    p.add_argument("--reduced", action="store_true",
+                   help="a few short points per panel (CI); not the paper's setting")
     p.set_defaults(func=cmd_reproduce)
 
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")

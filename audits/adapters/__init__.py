@@ -7,6 +7,11 @@ first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
 
 from __future__ import annotations
 
-import audits.adapters.guo2020_newton  # noqa: F401  (registers "guo2020-newton")
-import audits.adapters.noisy_gd  # noqa: F401  (registers "noisy-gd")
-from audits.adapters import pnsgd  # noqa: F401  (registers "pnsgd", the default algorithm)
+from audits.adapters import (  # noqa: F401  (each import registers its adapter)
+    chien2024_fig3,  # the empirical Figure 3 reproductions of seed 000
+    d2d,  # "d2d", Delete-to-Descent
+    guo2020_newton,  # "guo2020-newton", Guo et al. 2020 certified removal
+    langevin,  # "langevin", Langevin unlearning
+    noisy_gd,  # "noisy-gd", Chourasia and Shah 2023
+    pnsgd,  # "pnsgd", the default algorithm
+)

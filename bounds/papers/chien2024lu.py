@@ -13,9 +13,14 @@ to compare with LU. They carry ``chien2024:`` ids as they are the PNSGD paper's 
 from __future__ import annotations
 
 import dataclasses
+import math
+from fractions import Fraction
+from typing import Any
 
 import sympy as sp
 
+from bounds.calibration import least_integer
+from bounds.conversions import best_epsilon
 from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
 from bounds.papers.chien2024 import (
     COMMON_PARAMS,
@@ -214,3 +219,166 @@ EQ100 = register(Bound(
     ),
     example={**LU_EXAMPLE, "K": 1},
 ))
+
+
+# ----------------------------------------------------------------------------------------------
+# Sequential requests: DERIVED here (not restated in the seeds) from Theorems P.1 and P.2 chained
+# by the weak triangle inequality, as seed 000 Section 3.2 and Appendix P describe the structure.
+# ----------------------------------------------------------------------------------------------
+#
+# Requests j = 1..s change S records each: D_0 -> D_1 -> ... -> D_s. Request j runs K_j PNGD steps
+# on D_j from the previous output rho_{j-1} (rho_0 = nu_{D_0}, the learned law). Let E_j(beta)
+# bound the Rényi difference d_beta(rho_j, nu_{D_j}) and e0(beta) = 4 beta S^2 M^2/(m sigma^2
+# n^2) bound d_beta(nu_{D_{j-1}}, nu_{D_j}) (Theorem P.2 with 1 - exp(-m eta T) <= 1). Then
+#   E_1(beta)     = exp(-m eta K_1/beta) e0(beta)                                  (eq. 98)
+#   E_j(beta)     = exp(-m eta K_j/beta) (beta - 1/2)/(beta - 1) (E_{j-1}(2 beta) + e0(2 beta))
+# The second line is the weak triangle inequality in seed 000's form (eq. 12: both terms at order
+# 2 beta) for the start d_beta(rho_{j-1}, nu_{D_j}), then Theorem P.1's contraction with
+# C_LSI = 2 sigma^2/m. Certifying request s at order alpha needs request j at order
+# 2^{s-j} alpha: the order doubles at every request (seed 000 App. P, "the alpha in their bound
+# will roughly grow at scale 2^s").
+
+P_E_PREV = Parameter("E", "Rényi difference bound of the previous request's output at order 2 alpha",
+                     lower=0)
+(E_prev,) = symbols("E")
+
+LU_SEQUENCE_ASSUMPTIONS = SMOOTH_STRONGLY_CONVEX + PNGD + (
+    LSI_INIT,
+    REPLACEMENT,
+    STATIONARY_START,
+    "Theorem P.1's contraction d_alpha(rho_K, nu_{D'}) <= exp(-2 sigma^2 eta K/(alpha C_LSI)) "
+    "d_alpha(rho_0, nu_{D'}) applied to the previous request's output as start law rho_0 (the "
+    "restatement fixes rho_0 = nu_D; its LSI argument only uses the start's Rényi difference)",
+    "the start of request j is bounded by the weak triangle inequality (seed 000 eq. 12) through "
+    "nu_{D_{j-1}}: E at order 2 alpha plus Theorem P.2's group-S level at order 2 alpha",
+)
+
+LU_SEQUENCE_STEP = register(Bound(
+    id="chien2024lu:thm3.2+thm3.3/sequence-step",
+    title="Langevin unlearning, one more sequential request (DERIVED: Theorems P.1, P.2 and the "
+          "weak triangle inequality)",
+    citation=cite("Theorems 3.2 and 3.3 with the weak triangle inequality (derived here)",
+                  "structure from seed 000 Section 3.2 and Appendix P"),
+    parameters=(P_ALPHA, P_SIGMA, P_ETA, P_M_CONVEX, P_L, P_M, P_N, P_K_LU, P_S_BATCH, P_E_PREV),
+    expression=sp.exp(-m * eta * K / alpha) * (alpha - sp.Rational(1, 2)) / (alpha - 1)
+    * (E_prev + 4 * (2 * alpha) * S**2 * M**2 / (m * sigma**2 * n**2)),
+    # E holds at the order 2 alpha of this very alpha: conversions must use the stated order.
+    guarantee=dataclasses.replace(RENYI_RU, fixed_order_inputs=("E",)),
+    preconditions=(PRE_STEP, PRE_M_LE_L, PRE_GROUP),
+    assumptions=LU_SEQUENCE_ASSUMPTIONS,
+    variant="improved",
+    monotone={"K": "decreasing", "E": "increasing", "S": "increasing", "M": "increasing",
+              "n": "decreasing"},
+    notes=(
+        "Derived, not printed in the seeds: seed 000 only describes the structure (the weak "
+        "triangle inequality doubles the order alpha at each request).",
+        "With E = chien2024lu:eq98 at order 2 alpha for the first request, chaining this step "
+        "s - 1 times certifies the s-th request (lu_sequence_level).",
+    ),
+    example={**LU_EXAMPLE, "K": 1, "S": 10, "E": "1/100"},
+))
+
+
+def _lu_e0(beta: Any, *, sigma: Any, m: Any, M: Any, n: Any, S: Any) -> Any:
+    return 4 * beta * S**2 * M**2 / (m * sigma**2 * n**2)
+
+
+def lu_sequence_level_float(*, alpha: Any, epochs: Any, sigma: float, eta: float, m: float,
+                            M: float, n: int, S: int) -> Any:
+    """E_s(alpha) of the derived recursion in float (numpy-vectorised over ``alpha``).
+
+    For searches only; :func:`lu_sequence_certificate` certifies in interval arithmetic.
+    """
+    import numpy as np
+
+    alpha = np.asarray(alpha, dtype=float)
+    s = len(epochs)
+    level = None
+    for j, k in enumerate(epochs):
+        beta = alpha * 2.0 ** (s - 1 - j)
+        decay = np.exp(-m * eta * k / beta)
+        if level is None:
+            level = decay * _lu_e0(beta, sigma=sigma, m=m, M=M, n=n, S=S)
+        else:
+            level = decay * (beta - 0.5) / (beta - 1) * (
+                level + _lu_e0(2 * beta, sigma=sigma, m=m, M=M, n=n, S=S))
+    return level
+
+
+def lu_sequence_certificate(*, alpha: Any, epochs: Any, delta: float, sigma: Any, eta: Any,
+                            m: Any, L: Any, M: Any, n: int, S: int,
+                            conversion: str = "mironov") -> Any:
+    """Certified (epsilon, delta) of the last of ``len(epochs)`` LU requests at order ``alpha``.
+
+    Request 1 at order 2^{s-1} alpha is chien2024lu:eq98 (interval upper end); each further
+    request applies chien2024lu:thm3.2+thm3.3/sequence-step (increasing in E, so feeding the
+    previous upper end is safe); the last is converted at ``alpha`` with the engine's
+    conversion. Returns the engine's :class:`~bounds.conversions.DPConversion`.
+    """
+    if len(epochs) < 1:
+        raise ValueError("give the unlearning iterations of at least one request")
+    alpha = Fraction(alpha)
+    common = {"sigma": sigma, "eta": eta, "m": m, "L": L, "M": M, "n": n, "S": S}
+    s = len(epochs)
+    if s == 1:
+        return best_epsilon(EQ98, delta=delta, conversion=conversion, alpha=alpha, K=epochs[0],
+                            **common)
+    level = EQ98.evaluate(precision="interval", alpha=alpha * 2 ** (s - 1), K=epochs[0],
+                          **common).certified_upper
+    for j in range(1, s - 1):
+        level = LU_SEQUENCE_STEP.evaluate(precision="interval", alpha=alpha * 2 ** (s - 1 - j),
+                                          K=epochs[j], E=Fraction(level),
+                                          **common).certified_upper
+    return best_epsilon(LU_SEQUENCE_STEP, delta=delta, conversion=conversion, alpha=alpha,
+                        K=epochs[-1], E=Fraction(level), **common)
+
+
+def _lu_best_alpha(*, epochs: Any, delta: float, sigma: float, eta: float, m: float, M: float,
+                   n: int, S: int) -> tuple[float, float]:
+    """(float epsilon, alpha) minimising E_s(alpha) + log(1/delta)/(alpha - 1) on a log grid."""
+    import numpy as np
+
+    grid = 1.0 + np.logspace(-3, 4, 1200)
+    values = lu_sequence_level_float(alpha=grid, epochs=epochs, sigma=sigma, eta=eta, m=m, M=M,
+                                     n=n, S=S) + math.log(1 / delta) / (grid - 1)
+    best = int(np.nanargmin(values))
+    return float(values[best]), float(grid[best])
+
+
+def lu_sequential_iterations(*, requests: int, epsilon: float, delta: float, sigma: Any, eta: Any,
+                             m: Any, L: Any, M: Any, n: int, S: int,
+                             conversion: str = "mironov") -> dict[str, Any]:
+    """Least K_j for each of ``requests`` sequential LU requests of S records (DERIVED bound).
+
+    Greedy as seed 000's Algorithm 6 does for PNSGD: K_j is the least integer for which request j
+    meets (epsilon, delta) given K_1..K_{j-1}; each is re-checked rigorously with
+    :func:`lu_sequence_certificate` (one more iteration while the certificate misses).
+    """
+    if not (isinstance(requests, int) and requests >= 1):
+        raise ValueError(f"requests must be a positive integer, got {requests!r}")
+    # Strings are read as exact decimals or ratios by Fraction (never sympified).
+    floats = {k: float(Fraction(v) if isinstance(v, str) else v)
+              for k, v in {"sigma": sigma, "eta": eta, "m": m, "M": M}.items()}
+    epochs: list[int] = []
+    epsilons: list[float] = []
+    alphas: list[float] = []
+    for _ in range(requests):
+        def meets(k: int) -> bool:
+            eps, _ = _lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
+            return eps <= epsilon
+
+        k = least_integer(meets, start=1)
+        while True:
+            _, alpha = _lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
+            conv = lu_sequence_certificate(alpha=alpha, epochs=[*epochs, k], delta=delta,
+                                           sigma=sigma, eta=eta, m=m, L=L, M=M, n=n, S=S,
+                                           conversion=conversion)
+            if conv.epsilon <= epsilon:
+                break
+            k += 1
+        epochs.append(k)
+        epsilons.append(conv.epsilon)
+        alphas.append(conv.alpha)
+    return {"iterations": tuple(epochs), "total": sum(epochs), "epsilons": tuple(epsilons),
+            "alphas": tuple(alphas), "bound": LU_SEQUENCE_STEP.id, "derived": True,
+            "first": EQ98.id}

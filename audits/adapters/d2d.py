@@ -1,0 +1,398 @@
+"""Delete-to-Descent (Neel, Roth, Sharifi-Malvajerdi 2021) on a linear model: the audit adapter.
+
+D2D publishes noisy copies of gradient-descent iterates (seed 000, App. N.3 Algorithms 2-3).
+Its theorems give the output-noise standard deviation sigma for a target (epsilon, delta)
+directly (seed 000 App. O: Theorem O.1 = ``neel2021:thm9`` with the non-private internal state,
+Theorem O.2 = ``neel2021:thm28`` without it), not a Rényi curve, so the certificate is the
+target itself once sigma is at least the theorem's value: sigma is the bound engine's rigorous
+interval upper end (more noise is the safe side), and every iteration count (learning T, the
+least I of eq. (94), the per-request I + log(log(4 d i/delta))/log(1/gamma)) is the ceiling
+of the interval upper end of its declared bound. ``audits.certify.certify`` handles Rényi
+bounds only, so this adapter assembles the :class:`~audits.protocols.Certificate` itself with
+the same provenance fields.
+
+The theorems are stated for add/remove adjacency; a removal is served as a null record (weight
+0, n kept), the "replace by a null point" reading. Replacement requests are what seed 000 runs
+("for simplicity and fair comparison"), but the theorems do not certify them, so the spec must
+say ``adjacency = "paper"`` to run one, and the report says the certificate is not a theorem.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits.datasets import build_requests, load_dataset
+from audits.fields import SpecError, choice, fail, from_fields, integer, number, plain, positive_int
+from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.registry import register_adapter
+from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+
+__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan", "demo_spec"]
+
+VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2021:thm28"}
+
+
+@dataclass(frozen=True)
+class D2DParams:
+    """Hyper-parameters of D2D (seed 000 App. N.3 Algorithms 2-3, Theorems O.1/O.2).
+
+    ``variant``: ``"internal-state"`` (Theorem O.1: fine-tune the clean parameters) or
+    ``"no-internal-state"`` (Theorem O.2: fine-tune the published noisy ones). ``noise_std``
+    None: sigma from the theorem at the certificate's target. ``unlearn_iterations`` is I (None:
+    1 with internal state, the least I of eq. (94) without). ``learn_iterations`` None: the least
+    T the theorems require. ``l2`` is lambda = m, ``clip`` is M, ``radius`` R (projection and
+    the theorems' parameter set). The step size is 2/(L + m) with L = 1/4 + lambda (not a
+    parameter: the theorems fix it). ``adjacency``: ``"theorem"`` (removals only) or
+    ``"paper"`` (replacements too, as seed 000 runs them; not certified).
+    """
+
+    name: ClassVar[str] = "d2d"
+
+    variant: str = "internal-state"
+    noise_std: float | None = None
+    unlearn_iterations: int | None = None
+    learn_iterations: int | None = None
+    l2: float = 1.0
+    clip: float = 0.05
+    radius: float = 100.0
+    adjacency: str = "theorem"
+    noise_multiplier_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        p = "spec.algorithm"
+        choice(self.variant, f"{p}.variant", tuple(VARIANT_BOUNDS))
+        if self.noise_std is not None:
+            number(self.noise_std, f"{p}.noise_std", low=0, open_low=True,
+                   what="a positive number (or left out to take the theorem's sigma)")
+        if self.unlearn_iterations is not None:
+            positive_int(self.unlearn_iterations, f"{p}.unlearn_iterations")
+        if self.learn_iterations is not None:
+            integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
+                    what="a non-negative integer")
+        number(self.l2, f"{p}.l2", low=0, open_low=True,
+               what="a positive number (lambda = m; the theorems need m > 0)")
+        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
+        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
+        choice(self.adjacency, f"{p}.adjacency", ("theorem", "paper"))
+        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
+               what="a number >= 0")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> D2DParams:
+        return from_fields(cls, data, path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
+                                      for f in dataclasses.fields(self)}}
+
+
+_PARAMETER_HELP = {
+    "variant": "'internal-state' (Theorem O.1) or 'no-internal-state' (Theorem O.2)",
+    "noise_std": "output noise sigma; left out: the theorem's sigma at the target",
+    "unlearn_iterations": "I, fine-tuning steps per request; left out: 1 or eq. (94)'s least I",
+    "learn_iterations": "T, learning steps; left out: the least T the theorems require",
+    "l2": "lambda = m, the strong convexity of the regularised loss",
+    "clip": "M, per-example gradient clipping norm (the Lipschitz constant)",
+    "radius": "R, every step projects onto the ball C_R (diameter 2R in the theorems)",
+    "adjacency": "'theorem' (removals) or 'paper' (replacements as seed 000 runs them)",
+    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
+}
+
+
+@dataclass(frozen=True)
+class SpecData:
+    dataset: Any
+    request: Any
+    indices: tuple[int, ...]
+    max_norm: float
+
+
+def spec_data(spec_json: str) -> SpecData:
+    """Dataset and requests of a spec (cached on the fields they depend on)."""
+    spec = AuditSpec.from_dict(json.loads(spec_json))
+    return _spec_data_cached(json.dumps([spec.dataset.to_dict(), spec.request.to_dict()],
+                                        sort_keys=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_data_cached(key: str) -> SpecData:
+    from empirical.data import RequestSequence
+
+    dataset_fields, request_fields = json.loads(key)
+    dataset = load_dataset(DatasetSpec(**dataset_fields))
+    indices, requests = build_requests(RequestSpec(**request_fields), dataset)
+    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
+    norms = [np.linalg.norm(dataset.features, axis=1).max()]
+    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
+              if r.replacement_features is not None]
+    return SpecData(dataset, request, indices, float(max(norms)))
+
+
+def _upper(bound_id: str, **params: Any) -> Fraction:
+    """Rigorous upper end of a declared bound (interval arithmetic, preconditions checked)."""
+    import bounds
+
+    evaluation = bounds.get(bound_id).evaluate(precision="interval", **params)
+    return Fraction(evaluation.certified_upper)  # a float rounded up: exact as a Fraction
+
+
+def _ceil_upper(bound_id: str, **params: Any) -> int:
+    return max(1, math.ceil(_upper(bound_id, **params)))
+
+
+def _float_at_least(value: Fraction) -> float:
+    x = float(value)
+    while Fraction(x) < value:
+        x = math.nextafter(x, math.inf)
+    return x
+
+
+@dataclass(frozen=True)
+class D2DPlan:
+    """The numbers a D2D run uses and the certificate they carry."""
+
+    certificate: Certificate
+    step_size: float
+    noise_std: float
+    learn_iterations: int
+    unlearn_iterations: tuple[int, ...]
+    internal_state: bool
+
+
+def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: float,
+             clip: float, radius: float, requests: int = 1, noise_std: float | None = None,
+             unlearn_iterations: int | None = None, learn_iterations: int | None = None,
+             extra_assumptions: tuple[str, ...] = ()) -> D2DPlan:
+    """sigma, T, I per request and the certificate of D2D at (epsilon, delta) (Theorems O.1/O.2).
+
+    Everything is read off the declared bounds at exact inputs: m = lambda, L = 1/4 + lambda,
+    M = clip. A given ``noise_std`` below the theorem's sigma, or a T or I below the least
+    admissible, raises :class:`SpecError`.
+    """
+    import bounds
+    from empirical.models import logistic_constants
+
+    bound_id = VARIANT_BOUNDS[variant]
+    m, L, _ = logistic_constants(Fraction(l2))
+    common = {"epsilon": Fraction(epsilon), "delta": Fraction(delta), "M": Fraction(clip),
+              "m": m, "L": L}
+    if variant == "internal-state":
+        least_i = 1
+    else:
+        least_i = _ceil_upper("neel2021:thm28/iterations", epsilon=common["epsilon"],
+                              delta=common["delta"], m=m, L=L, d=d)
+    base_i = least_i if unlearn_iterations is None else int(unlearn_iterations)
+    if base_i < least_i:
+        raise SpecError(f"spec.algorithm.unlearn_iterations: Theorem O.2 (eq. 94) needs I >= "
+                        f"{least_i} at this target, got {base_i}")
+    least_t = _ceil_upper("neel2021:thm9/learning-iterations", M=common["M"], m=m, L=L, n=n,
+                          I=base_i, R=Fraction(radius))
+    T = least_t if learn_iterations is None else int(learn_iterations)
+    if T < least_t:
+        raise SpecError(f"spec.algorithm.learn_iterations: Theorems O.1/O.2 need T >= {least_t} "
+                        f"(T >= I + log(2Rmn/(2M))/log(1/gamma)), got {T}")
+    inputs = {**common, "n": n, "I": base_i, "T": T, "R": Fraction(radius)}
+    if variant == "no-internal-state":
+        inputs["d"] = d
+    sigma_upper = _upper(bound_id, **inputs)
+    sigma_needed = _float_at_least(sigma_upper)
+    sigma = sigma_needed if noise_std is None else float(noise_std)
+    if sigma < sigma_needed:
+        raise SpecError(f"spec.algorithm.noise_std: {bound_id} needs sigma >= {sigma_needed!r} "
+                        f"at (epsilon, delta) = ({epsilon}, {delta}), got {sigma}")
+    if variant == "no-internal-state":
+        per_request = tuple(
+            _ceil_upper("neel2021:thm28/request-iterations", epsilon=common["epsilon"],
+                        delta=common["delta"], m=m, L=L, d=d, I=base_i, i=i)
+            for i in range(1, requests + 1))
+    else:
+        per_request = (base_i,) * requests
+    step = 2.0 / float(L + m)
+    bound = bounds.get(bound_id)
+    assumptions = [
+        "m = lambda and L = 1/4 + lambda: the clipped logistic loss is convex and 1/4-smooth on "
+        "features of norm <= 1, plus lambda/2 ||w||^2",
+        "M = clip: every clipped data gradient has norm <= M",
+        f"eta = 2/(L + m) = {step!r} (float rounding of the exact value)",
+        f"R = {radius}: every step projects onto C_R; learning starts at 0, inside C_R",
+        f"T = {T} learning iterations (least admissible {least_t}); I per request "
+        f"{list(per_request)}",
+        "the noise N(0, sigma^2 I_d) is added once per publication (output perturbation); "
+        + ("the server fine-tunes its noiseless parameters (internal state, Theorem O.1)"
+           if variant == "internal-state" else
+           "the server fine-tunes the published noisy parameters (Theorem O.2)"),
+        "retraining is the learning algorithm on the final dataset, published with fresh noise",
+        *extra_assumptions,
+        "the theorems are stated in exact arithmetic; floating-point rounding is not accounted "
+        "for",
+    ]
+    certificate = Certificate(
+        epsilon=float(epsilon), delta=float(delta), bound=bound_id, alpha=None, conversion=None,
+        calibration={"parameter": "sigma", "value": sigma_needed, "target_epsilon": epsilon,
+                     "rule": "interval upper end of the theorem's sigma, rounded up"},
+        inputs={**{k: v if isinstance(v, int) else float(v) for k, v in inputs.items()},
+                "sigma": sigma,
+                "step_size": step, "iterations_per_request": list(per_request)},
+        provenance={**bound.provenance(), "audit_assumptions": assumptions,
+                    "guarantee": "(epsilon, delta)-unlearning for sigma >= the theorem's value"},
+    )
+    return D2DPlan(certificate, step, sigma, T, per_request, variant == "internal-state")
+
+
+@dataclass(frozen=True)
+class D2DMechanism:
+    """D2D learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
+
+    Scores: ``loss`` = minus the logistic loss of each forgotten record; statistics: the
+    published parameters; accuracy on the test split.
+    """
+
+    spec_json: str
+    config: Any  # empirical.mechanisms.neel2021.D2DConfig
+    device: str
+    dtype: str
+
+    @property
+    def description(self) -> str:
+        c = self.config
+        return (f"D2D (Neel et al. 2021; seed 000 App. O), internal_state={c.internal_state}: "
+                f"sigma={c.noise_std!r}, eta={c.step_size!r}, T={c.learn_iterations}, "
+                f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
+                f"noise x{c.noise_multiplier_scale}")
+
+    def fingerprint(self) -> str:
+        return repr(("d2d", dataclasses.astuple(self.config), self.device, self.dtype))
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        import torch
+
+        from empirical.mechanisms.neel2021 import run_d2d
+
+        data = spec_data(self.spec_json)
+        result = run_d2d(data.dataset, data.request, config=self.config, n_trials=n_trials,
+                         seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
+                         first_trial=first_trial, retain_scores=1)
+
+        def side(samples) -> ModelOutputs:
+            return ModelOutputs(scores={"loss": -samples.forget_losses},
+                                statistics={"params": samples.params},
+                                accuracy=samples.test_accuracy)
+
+        return TrialBatch(side(result.unlearned), side(result.retrained))
+
+
+DEMO_TRIALS = 20000
+
+
+def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
+    """D2D with internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
+
+    lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
+    M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    """
+    n = DEMO_TRIALS if trials is None else trials
+    return AuditSpec(
+        algorithm=D2DParams(),
+        dataset=DatasetSpec(name="digits"),
+        request=RequestSpec(kind="remove", indices=(0,)),
+        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma"),
+        trials=n,
+        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
+        attacks=("loss", "projection"),
+        statistics=("bonferroni-pareto", "sample-split"),
+        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
+        confidence=0.95,
+        seed=0,
+        device="cpu" if device is None else device,
+        chunk_size=2500,
+        name="d2d-demo",
+    )
+
+
+class D2DAdapter:
+    """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
+
+    name = D2DParams.name
+    description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
+                   "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
+    params_type = D2DParams
+    models = ("logistic-regression",)
+    calibratable = ("sigma",)
+    bench_bound = "neel2021:thm9"
+
+    def parse_params(self, data: Mapping[str, Any], path: str) -> D2DParams:
+        return D2DParams.from_dict(data, path)
+
+    def parameters(self) -> tuple[ParameterDoc, ...]:
+        return describe_parameters(D2DParams, _PARAMETER_HELP)
+
+    def check_spec(self, spec: AuditSpec) -> None:
+        params, cert = spec.algorithm, spec.certificate
+        if cert.target_epsilon is None:
+            raise fail("spec.certificate.target_epsilon", "is required: D2D's theorems give "
+                       "sigma for a target (epsilon, delta)")
+        if cert.calibrate != "sigma":
+            raise fail("spec.certificate.calibrate", "D2D calibrates sigma only")
+        if cert.bound is not None and cert.bound != VARIANT_BOUNDS[params.variant]:
+            raise fail("spec.certificate.bound", f"the {params.variant} variant is certified by "
+                       f"{VARIANT_BOUNDS[params.variant]}; leave bound out")
+        if spec.request.size != 1:
+            raise fail("spec.request.size", "D2D's theorems handle one record per update")
+        if spec.request.kind == "replace" and params.adjacency != "paper":
+            raise fail("spec.request.kind", "D2D's theorems are for add/remove adjacency: use "
+                       "'remove', or set spec.algorithm.adjacency = 'paper' to run seed 000's "
+                       "uncertified replacement reading")
+
+    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
+        return demo_spec(trials=trials, device=device)
+
+    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        from empirical.mechanisms.neel2021 import D2DConfig
+
+        params: D2DParams = spec.algorithm
+        spec_json = spec.canonical_json()
+        data = spec_data(spec_json)
+        if data.max_norm > 1.0 + 1e-12:
+            raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
+                            f"found {data.max_norm}")
+        extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
+        if spec.request.kind == "replace":
+            extra = ("NOT CERTIFIED: replacement adjacency (adjacency = 'paper'); the theorems "
+                     "are for add/remove, seed 000 applies them to replacement as is",)
+        plan = d2d_plan(variant=params.variant, epsilon=spec.certificate.target_epsilon,
+                        delta=spec.certificate.resolve_delta(data.dataset.n), n=data.dataset.n,
+                        d=data.dataset.dim, l2=params.l2, clip=params.clip, radius=params.radius,
+                        requests=spec.request.requests, noise_std=params.noise_std,
+                        unlearn_iterations=params.unlearn_iterations,
+                        learn_iterations=params.learn_iterations, extra_assumptions=extra)
+        certificate = plan.certificate
+        if params.noise_multiplier_scale != 1.0:
+            certificate = dataclasses.replace(certificate, provenance={
+                **certificate.provenance, "deliberately_broken":
+                f"noise_multiplier_scale = {params.noise_multiplier_scale}"})
+        config = D2DConfig(
+            step_size=plan.step_size, noise_std=plan.noise_std,
+            learn_iterations=plan.learn_iterations, unlearn_iterations=plan.unlearn_iterations,
+            internal_state=plan.internal_state, l2=params.l2, clip=params.clip,
+            radius=params.radius, init_std=0.0,
+            noise_multiplier_scale=params.noise_multiplier_scale)
+        mechanism = D2DMechanism(spec_json, config, device, spec.dtype)
+        return PreparedAudit(
+            certificate=certificate, mechanism=mechanism, device=device,
+            fingerprint=mechanism.fingerprint(),
+            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
+            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
+        )
+
+
+ADAPTER = register_adapter(D2DAdapter())

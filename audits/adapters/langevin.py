@@ -1,0 +1,343 @@
+"""Langevin unlearning (Chien, Wang, Li 2024) on a linear model: the audit adapter.
+
+Learning and unlearning are projected noisy full-batch gradient descent
+(:mod:`empirical.mechanisms.chien2024lu`). Certificates (seed 000 Appendix P):
+
+* one request of S records: ``chien2024lu:eq98`` (Theorem P.1 with Theorem P.2's group-S level
+  and C_LSI = 2 sigma^2/m) through the shared :func:`audits.certify.certify` (calibrates sigma or
+  K, best Rényi order, interval upper end);
+* a sequence: the DERIVED chain ``chien2024lu:thm3.2+thm3.3/sequence-step`` (weak triangle
+  inequality, order doubling per request); the iterations per request are the greedy least
+  ones of :func:`bounds.papers.chien2024lu.lu_sequential_iterations` unless given, and the last
+  request is certified by :func:`~bounds.papers.chien2024lu.lu_sequence_certificate`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any, ClassVar
+
+import numpy as np
+
+from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits.certify import certify
+from audits.datasets import build_requests, load_dataset
+from audits.fields import SpecError, fail, from_fields, integer, number, plain, positive_int
+from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.registry import register_adapter
+from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+
+__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams", "demo_spec",
+           "langevin_certificate"]
+
+
+@dataclass(frozen=True)
+class LangevinParams:
+    """Hyper-parameters of Langevin unlearning (seed 000 App. P, Theorems P.1/P.2).
+
+    ``sigma`` None: calibrated. ``unlearn_iterations`` K (one, or one per request; None: 1, or
+    calibrated, or for a sequence the least per request). ``learn_iterations`` T; the step size
+    is 1/L (the largest float not above it), L = 1/4 + lambda. ``l2`` is lambda = m, ``clip`` M,
+    ``radius`` R. Learning starts from N(0, (2 sigma^2/m) I) (Theorem P.2's LSI start).
+    """
+
+    name: ClassVar[str] = "langevin"
+
+    sigma: float | None = None
+    unlearn_iterations: int | tuple[int, ...] | None = None
+    learn_iterations: int = 12
+    l2: float = 1.0
+    clip: float = 0.05
+    radius: float = 100.0
+    noise_multiplier_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        p = "spec.algorithm"
+        if self.sigma is not None:
+            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
+                   what="a positive number (or left out to calibrate it)")
+        its = self.unlearn_iterations
+        if isinstance(its, list | tuple):
+            if not its:
+                raise fail(f"{p}.unlearn_iterations", "must list at least one K")
+            its = tuple(positive_int(k, f"{p}.unlearn_iterations[{i}]") for i, k in enumerate(its))
+            object.__setattr__(self, "unlearn_iterations", its)
+        elif its is not None:
+            positive_int(its, f"{p}.unlearn_iterations")
+        integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
+                what="a non-negative integer")
+        number(self.l2, f"{p}.l2", low=0, open_low=True, what="a positive number (lambda = m)")
+        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
+        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
+        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
+               what="a number >= 0")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> LangevinParams:
+        return from_fields(cls, data, path)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
+                                      for f in dataclasses.fields(self)}}
+
+
+_PARAMETER_HELP = {
+    "sigma": "noise level (per-step variance 2 eta sigma^2); left out: calibrated",
+    "unlearn_iterations": "K per request; left out: 1, calibrated, or least per request",
+    "learn_iterations": "T, PNGD learning steps (approximates the limit law Theorem P.1 starts "
+                        "from)",
+    "l2": "lambda = m, the strong convexity of the regularised loss",
+    "clip": "M, per-example gradient clipping norm",
+    "radius": "R, every step projects onto the ball C_R",
+    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
+}
+
+
+@dataclass(frozen=True)
+class SpecData:
+    dataset: Any
+    request: Any
+    indices: tuple[int, ...]
+    max_norm: float
+
+
+def spec_data(spec_json: str) -> SpecData:
+    spec = AuditSpec.from_dict(json.loads(spec_json))
+    return _spec_data_cached(json.dumps([spec.dataset.to_dict(), spec.request.to_dict()],
+                                        sort_keys=True))
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_data_cached(key: str) -> SpecData:
+    from empirical.data import RequestSequence
+
+    dataset_fields, request_fields = json.loads(key)
+    dataset = load_dataset(DatasetSpec(**dataset_fields))
+    indices, requests = build_requests(RequestSpec(**request_fields), dataset)
+    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
+    norms = [np.linalg.norm(dataset.features, axis=1).max()]
+    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
+              if r.replacement_features is not None]
+    return SpecData(dataset, request, indices, float(max(norms)))
+
+
+def _largest_float_at_most(value: Fraction) -> float:
+    x = float(value)
+    while Fraction(x) > value:
+        x = math.nextafter(x, -math.inf)
+    return x
+
+
+def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
+                         delta: float, target_epsilon: float | None, calibrate: str,
+                         sigma: float | None, iterations: int | tuple[int, ...] | None,
+                         conversion: str = "mironov", learn_iterations: int = 12,
+                         delta_label: str = "given") -> tuple[Certificate, float, tuple[int, ...]]:
+    """Certificate, sigma and K per request of LU (eq. 98, or the derived sequence chain)."""
+    import bounds
+    from bounds.papers.chien2024lu import lu_sequence_certificate, lu_sequential_iterations
+    from empirical.models import logistic_constants
+
+    m, L, max_step = logistic_constants(Fraction(l2))
+    eta = _largest_float_at_most(max_step)
+    M = Fraction(clip)
+    contraction = (1 - float(m) * eta) ** learn_iterations
+    assumptions = [
+        "m = lambda and L = 1/4 + lambda: clipped logistic loss on features of norm <= 1 plus "
+        "lambda/2 ||w||^2; M = clip bounds every clipped data gradient",
+        f"eta = {eta!r} <= 1/L (checked exactly); noise sqrt(2 eta sigma^2) N(0, I) in every step",
+        "learning starts from N(0, (2 sigma^2/m) I), the LSI start of Theorem P.2",
+        f"Theorem P.1 starts unlearning from the limit law nu_D; the mechanism runs T = "
+        f"{learn_iterations} steps (noiseless contraction (1 - eta m)^T = {contraction:.3g}); "
+        "this approximation is not accounted for",
+        "retraining runs T steps on the final dataset from a fresh LSI start",
+        "the theorems are stated in exact arithmetic; floating-point rounding is not accounted for",
+    ]
+    if requests == 1:
+        bound = bounds.get("chien2024lu:eq98")
+        solve = None if target_epsilon is None else calibrate
+        k_given = iterations[0] if isinstance(iterations, tuple) else iterations
+        run = certify(bound, inputs={"eta": eta, "m": m, "L": L, "M": M, "n": n, "S": size},
+                      free={"sigma": sigma, "K": None if solve == "K" else (k_given or 1)},
+                      delta=delta, target_epsilon=target_epsilon, solve=solve,
+                      conversion=conversion, cast=int if solve == "K" else float,
+                      assumptions=assumptions, delta_label=delta_label)
+        return run.certificate, float(run.values["sigma"]), (int(run.values["K"]),)
+    if sigma is None:
+        raise SpecError("spec.algorithm.sigma: give sigma for a sequence of requests (the "
+                        "iterations per request are calibrated)")
+    if iterations is None:
+        if target_epsilon is None:
+            raise SpecError("spec.algorithm.unlearn_iterations: give them, or a target epsilon")
+        plan = lu_sequential_iterations(requests=requests, epsilon=target_epsilon, delta=delta,
+                                        sigma=Fraction(sigma), eta=Fraction(eta), m=m, L=L, M=M,
+                                        n=n, S=size, conversion=conversion)
+        epochs, alpha = plan["iterations"], plan["alphas"][-1]
+    else:
+        epochs = iterations if isinstance(iterations, tuple) else (iterations,) * requests
+        from bounds.papers.chien2024lu import _lu_best_alpha
+
+        _, alpha = _lu_best_alpha(epochs=list(epochs), delta=delta, sigma=sigma, eta=eta,
+                                  m=float(m), M=float(M), n=n, S=size)
+    conv = lu_sequence_certificate(alpha=alpha, epochs=list(epochs), delta=delta,
+                                   sigma=Fraction(sigma), eta=Fraction(eta), m=m, L=L, M=M, n=n,
+                                   S=size, conversion=conversion)
+    if target_epsilon is not None and conv.epsilon > target_epsilon:
+        raise SpecError(f"spec.certificate: the sequence certificate {conv.epsilon} exceeds "
+                        f"the target {target_epsilon}")
+    step = bounds.get("chien2024lu:thm3.2+thm3.3/sequence-step")
+    certificate = Certificate(
+        epsilon=conv.epsilon, delta=delta, bound=step.id, alpha=conv.alpha,
+        conversion=conversion, calibration=None,
+        inputs={"eta": eta, "m": float(m), "L": float(L), "M": float(M), "n": n, "S": size,
+                "sigma": sigma, "iterations_per_request": list(epochs), "delta": delta},
+        provenance={**step.provenance(), "audit_assumptions": assumptions,
+                    "derivation": ["DERIVED sequential accounting (weak triangle inequality, "
+                                   f"order doubling over {requests} requests); certificate of "
+                                   "the last request"], "delta": delta_label},
+    )
+    return certificate, float(sigma), tuple(epochs)
+
+
+@dataclass(frozen=True)
+class LangevinMechanism:
+    """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
+
+    spec_json: str
+    config: Any  # empirical.mechanisms.chien2024lu.LangevinConfig
+    device: str
+    dtype: str
+
+    @property
+    def description(self) -> str:
+        c = self.config
+        return (f"Langevin unlearning (PNGD, seed 000 App. P): sigma={c.sigma!r}, "
+                f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
+                f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
+
+    def fingerprint(self) -> str:
+        return repr(("langevin", dataclasses.astuple(self.config), self.device, self.dtype))
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        import torch
+
+        from empirical.mechanisms.chien2024lu import run_langevin
+
+        data = spec_data(self.spec_json)
+        result = run_langevin(data.dataset, data.request, config=self.config, n_trials=n_trials,
+                              seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
+                              first_trial=first_trial, retain_scores=1)
+
+        def side(samples) -> ModelOutputs:
+            return ModelOutputs(scores={"loss": -samples.forget_losses},
+                                statistics={"params": samples.params},
+                                accuracy=samples.test_accuracy)
+
+        return TrialBatch(side(result.unlearned), side(result.retrained))
+
+
+DEMO_TRIALS = 20000
+
+
+def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
+    """LU on digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1."""
+    n = DEMO_TRIALS if trials is None else trials
+    return AuditSpec(
+        algorithm=LangevinParams(),
+        dataset=DatasetSpec(name="digits"),
+        request=RequestSpec(kind="replace", replacement="flip", indices=(0,)),
+        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma",
+                                    conversion="mironov"),
+        trials=n,
+        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
+        attacks=("loss", "projection"),
+        statistics=("bonferroni-pareto", "sample-split"),
+        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
+        confidence=0.95,
+        seed=0,
+        device="cpu" if device is None else device,
+        chunk_size=2500,
+        name="langevin-demo",
+    )
+
+
+class LangevinAdapter:
+    """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
+
+    name = LangevinParams.name
+    description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
+                   "certified by seed 000 eq. (98); sequences by a derived chain")
+    params_type = LangevinParams
+    models = ("logistic-regression",)
+    calibratable = ("sigma", "K")
+    bench_bound = "chien2024lu:eq98"
+
+    def parse_params(self, data: Mapping[str, Any], path: str) -> LangevinParams:
+        return LangevinParams.from_dict(data, path)
+
+    def parameters(self) -> tuple[ParameterDoc, ...]:
+        return describe_parameters(LangevinParams, _PARAMETER_HELP)
+
+    def check_spec(self, spec: AuditSpec) -> None:
+        params, cert = spec.algorithm, spec.certificate
+        p = "spec.algorithm"
+        its = params.unlearn_iterations
+        if isinstance(its, tuple) and len(its) != spec.request.requests:
+            raise fail(f"{p}.unlearn_iterations", f"lists {len(its)} values for "
+                       f"{spec.request.requests} requests")
+        if cert.bound is not None:
+            raise fail("spec.certificate.bound", "Langevin unlearning picks its bound (eq. 98 "
+                       "or the derived sequence chain); leave bound out")
+        if cert.target_epsilon is None and params.sigma is None:
+            raise fail(f"{p}.sigma", "is required without spec.certificate.target_epsilon")
+        if cert.target_epsilon is not None and cert.calibrate == "sigma" \
+                and params.sigma is not None and spec.request.requests == 1:
+            raise fail(f"{p}.sigma", "is calibrated from the target: leave it out")
+        if cert.calibrate == "K" and params.sigma is None:
+            raise fail(f"{p}.sigma", "is required when K is calibrated")
+
+    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
+        return demo_spec(trials=trials, device=device)
+
+    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        from empirical.mechanisms.chien2024lu import LangevinConfig
+
+        params: LangevinParams = spec.algorithm
+        spec_json = spec.canonical_json()
+        data = spec_data(spec_json)
+        if data.max_norm > 1.0 + 1e-12:
+            raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
+                            f"found {data.max_norm}")
+        cert_spec = spec.certificate
+        certificate, sigma, epochs = langevin_certificate(
+            n=data.dataset.n, size=spec.request.size, requests=spec.request.requests,
+            l2=params.l2, clip=params.clip, delta=cert_spec.resolve_delta(data.dataset.n),
+            target_epsilon=cert_spec.target_epsilon, calibrate=cert_spec.calibrate,
+            sigma=params.sigma, iterations=params.unlearn_iterations,
+            conversion=cert_spec.conversion, learn_iterations=params.learn_iterations,
+            delta_label="1/n" if cert_spec.delta == "1/n" else "given")
+        if params.noise_multiplier_scale != 1.0:
+            certificate = dataclasses.replace(certificate, provenance={
+                **certificate.provenance, "deliberately_broken":
+                f"noise_multiplier_scale = {params.noise_multiplier_scale}"})
+        config = LangevinConfig(
+            step_size=float(certificate.inputs["eta"]), sigma=sigma,
+            learn_iterations=params.learn_iterations, unlearn_iterations=epochs,
+            l2=params.l2, clip=params.clip, radius=params.radius,
+            noise_multiplier_scale=params.noise_multiplier_scale)
+        mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
+        return PreparedAudit(
+            certificate=certificate, mechanism=mechanism, device=device,
+            fingerprint=mechanism.fingerprint(),
+            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
+            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
+        )
+
+
+ADAPTER = register_adapter(LangevinAdapter())
