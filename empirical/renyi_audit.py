@@ -361,10 +361,11 @@ def max_renyi_lower_bound(
 
     Defined as the lower bound :func:`renyi_lower_bound_curve` gives for perfectly separated
     scores: all ``n_p`` tested scores of one world in one bin and all ``n_q`` of the other world
-    in another (the boxes are then as far apart as counts can put them). Clopper-Pearson bounds
-    are monotone in the counts, so no data with these sizes and ``n_bins`` bins gives a larger
-    bound; when this ceiling stays below the certified eps(alpha) at every order, the test had
-    no power to refute the certificate (an INCONCLUSIVE audit). One value per order (the
+    in another (the boxes are then as far apart as counts can put them). This is the definition
+    of the test's reach used for INCONCLUSIVE verdicts (the natural extreme; a proof that no other
+    count vector gives more is not claimed, tests check observed curves stay below it): when it
+    stays below the certified eps(alpha) at every order, the test could not refute the
+    certificate. One value per order (the
     forward direction; by symmetry of the separated counts the backward one is the same when
     n_p = n_q).
     """
