@@ -1,10 +1,15 @@
 """Analysis of an audit's trials: attack scores, lower bounds, estimates, plots, verdict.
 
-Soundness. Every lower bound is a Clopper-Pearson bound from :mod:`empirical.statistics` whose
-threshold choice is covered by its strategy. The audit reports several (attacks x statistics);
-their levels are split evenly (Bonferroni), so all of them, and hence their maximum, hold
-simultaneously with probability at least ``confidence``. Data-dependent attack parameters (the
-projection direction) come from pilot trials with their own seed, never used to certify.
+Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
+:mod:`empirical.statistics` (or :mod:`empirical.threshold_power` for the pilot threshold) whose
+threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
+Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
+curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
+Rényi tests); their levels are split evenly (Bonferroni), so all of them hold simultaneously with
+probability at least ``confidence``. The verdict is VIOLATION, CONSISTENT or INCONCLUSIVE (no test
+could have exceeded the certificate; docs/audits.md, "Verdicts and statuses"). Data-dependent
+attack parameters (the projection direction) come from pilot trials with their own seed, never
+used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
 (schema in :mod:`audits.report_schema`).
 """
@@ -163,8 +168,6 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                   confidence: float, seed: int, direction: str, alpha_each: float,
                   family: int) -> tuple[list[dict], float]:
     """Every (attack, statistic, orientation) lower bound at level ``alpha_each``."""
-    from empirical import statistics as st
-
     entries = []
     for attack in attacks:
         for name in statistics:
@@ -205,7 +208,6 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
     ceiling = max((_epsilon_ceiling(n_u=attacks[0].unlearned.size, n_r=attacks[0].retrained.size,
                                     name=name, delta=delta, alpha_each=alpha_each, seed=seed)
                    for name in statistics), default=0.0) if attacks else 0.0
-    del st
     return entries, float(ceiling)
 
 
