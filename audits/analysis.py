@@ -1,10 +1,15 @@
 """Analysis of an audit's trials: attack scores, lower bounds, estimates, plots, verdict.
 
-Soundness. Every lower bound is a Clopper-Pearson bound from :mod:`empirical.statistics` whose
-threshold choice is covered by its strategy. The audit reports several (attacks x statistics);
-their levels are split evenly (Bonferroni), so all of them, and hence their maximum, hold
-simultaneously with probability at least ``confidence``. Data-dependent attack parameters (the
-projection direction) come from pilot trials with their own seed, never used to certify.
+Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
+:mod:`empirical.statistics` (or :mod:`empirical.threshold_power` for the pilot threshold) whose
+threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
+Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
+curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
+Rényi tests); their levels are split evenly (Bonferroni), so all of them hold simultaneously with
+probability at least ``confidence``. The verdict is VIOLATION, CONSISTENT or INCONCLUSIVE (no test
+could have exceeded the certificate; docs/audits.md, "Verdicts and statuses"). Data-dependent
+attack parameters (the projection direction) come from pilot trials with their own seed, never
+used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
 (schema in :mod:`audits.report_schema`).
 """
@@ -21,7 +26,13 @@ import numpy as np
 
 from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch
-from audits.report_schema import KIND_ESTIMATE, KIND_LOWER_BOUND, SCHEMA_ID, SCHEMA_VERSION
+from audits.report_schema import (
+    EXIT_CODES,
+    KIND_ESTIMATE,
+    KIND_LOWER_BOUND,
+    SCHEMA_ID,
+    SCHEMA_VERSION,
+)
 from audits.seeds import derived_seed
 from audits.spec import ESTIMATORS, STATISTICS
 
@@ -107,51 +118,220 @@ def _strategy(name: str, seed: int):
     raise ValueError(f"unknown statistic {name!r}; known: {', '.join(STATISTICS)}")
 
 
-def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], delta: float,
-                  confidence: float, seed: int) -> tuple[list[dict], float]:
-    """Every (attack, statistic) lower bound at level (1 - confidence) / family size."""
-    from empirical import statistics as st
+# Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
+# on the forgotten data" (the convention of empirical.attacks), "less" the reverse, "both" tests
+# each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
+DIRECTIONS = ("both", "greater", "less")
+# Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
+# their threshold / bins (a seeded random subset, independent of the tested scores).
+PILOT_THRESHOLD_FRACTION = 0.05
+RENYI_PILOT_FRACTION = 0.1
+# Smallest number of trials per side for which the histogram test is run.
+_RENYI_MIN_TRIALS = 20
 
-    family = len(attacks) * len(statistics)
-    alpha_each = (1.0 - confidence) / family
+
+def _orientations(statistic: str, direction: str) -> tuple[str, ...]:
+    """The score orientations one statistic is run in (each one test of the family)."""
+    if statistic == "pilot-threshold":
+        # Its pilot chooses the orientation, so "both" is one test; a stated direction restricts it.
+        return ("both",) if direction == "both" else (direction,)
+    return ("greater", "less") if direction == "both" else (direction,)
+
+
+def _test_family(attacks: list[_AttackScores], *, statistics: Sequence[str], direction: str,
+                 renyi: bool) -> tuple[int, int]:
+    """(number of (epsilon, delta) tests, number of Rényi tests) the audit runs."""
+    per_attack = sum(len(_orientations(name, direction)) for name in statistics)
+    n_renyi = sum(1 for a in attacks if renyi and min(a.unlearned.size, a.retrained.size)
+                  >= _RENYI_MIN_TRIALS)
+    return len(attacks) * per_attack, n_renyi
+
+
+def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
+                     alpha_each: float, seed: int):
+    from empirical import statistics as st
+    from empirical.threshold_power import pilot_epsilon_lower_bound
+
+    u, r = attack.unlearned, attack.retrained
+    if orientation == "less":
+        u, r = -u, -r  # "score <= t says unlearned" is "-score >= -t"
+    if name == "pilot-threshold":
+        return pilot_epsilon_lower_bound(
+            u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
+            seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
+            both_orientations=orientation == "both")
+    return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
+                                  strategy=_strategy(name, seed))
+
+
+def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], delta: float,
+                  confidence: float, seed: int, direction: str, alpha_each: float,
+                  family: int) -> tuple[list[dict], float]:
+    """Every (attack, statistic, orientation) lower bound at level ``alpha_each``."""
     entries = []
     for attack in attacks:
         for name in statistics:
-            strategy = _strategy(name, seed)
-            lb = st.epsilon_lower_bound(attack.unlearned, attack.retrained, delta=delta,
-                                        alpha=alpha_each, strategy=strategy)
-            entries.append({
-                "attack": attack.name,
-                "statistic": name,
-                "method": f"{lb.method}; level split over {family} bound(s) (Bonferroni)",
-                "epsilon": float(lb.epsilon),
-                "kind": KIND_LOWER_BOUND,
-                "confidence": confidence,
-                "details": {
-                    "delta": delta,
-                    "strategy": lb.strategy,
-                    "threshold": lb.threshold,
-                    "positive_above": lb.positive_above,
-                    "false_positives": lb.false_positives,
-                    "false_negatives": lb.false_negatives,
-                    "n_positive (unlearned)": lb.n_positive,
-                    "n_negative (retrained)": lb.n_negative,
-                    "fpr_upper": lb.fpr_upper,
-                    "fnr_upper": lb.fnr_upper,
-                    "rules_considered": lb.n_rules_considered,
-                    "family_size": family,
-                    "alpha_each": alpha_each,
-                    "confidence_each": 1.0 - alpha_each,
-                    **attack.details,
-                },
-            })
-    ceilings = [
-        st.max_certifiable_epsilon(n_positive=attacks[0].unlearned.size,
-                                   n_negative=attacks[0].retrained.size, delta=delta,
-                                   alpha=alpha_each, strategy=_strategy(name, seed)).epsilon
-        for name in statistics
-    ] if attacks else [0.0]
-    return entries, float(max(ceilings))
+            for orientation in _orientations(name, direction):
+                lb = _one_lower_bound(attack, name=name, orientation=orientation, delta=delta,
+                                      alpha_each=alpha_each, seed=seed)
+                above = lb.positive_above if orientation != "less" else not lb.positive_above
+                threshold = lb.threshold if orientation != "less" else -lb.threshold
+                entries.append({
+                    "attack": attack.name,
+                    "statistic": name,
+                    "method": f"{lb.method}; level split over {family} test(s) (Bonferroni)",
+                    "epsilon": float(lb.epsilon),
+                    "kind": KIND_LOWER_BOUND,
+                    "confidence": 1.0 - alpha_each,
+                    "details": {
+                        "delta": delta,
+                        "strategy": getattr(lb, "strategy", name),
+                        "score_direction": {"greater": "higher score = unlearned",
+                                            "less": "lower score = unlearned",
+                                            "both": "orientation chosen on the pilot"}[orientation],
+                        "threshold": threshold,
+                        "positive_above": above,
+                        "false_positives": lb.false_positives,
+                        "false_negatives": lb.false_negatives,
+                        "n_positive (unlearned)": lb.n_positive,
+                        "n_negative (retrained)": lb.n_negative,
+                        "fpr_upper": lb.fpr_upper,
+                        "fnr_upper": lb.fnr_upper,
+                        "rules_considered": getattr(lb, "n_rules_considered", 1),
+                        "family_size": family,
+                        "alpha_each": alpha_each,
+                        "confidence_each": 1.0 - alpha_each,
+                        "overall_confidence": confidence,
+                        **attack.details,
+                    },
+                })
+    ceiling = max((_epsilon_ceiling(n_u=attacks[0].unlearned.size, n_r=attacks[0].retrained.size,
+                                    name=name, delta=delta, alpha_each=alpha_each, seed=seed)
+                   for name in statistics), default=0.0) if attacks else 0.0
+    return entries, float(ceiling)
+
+
+def _epsilon_ceiling(*, n_u: int, n_r: int, name: str, delta: float, alpha_each: float,
+                     seed: int) -> float:
+    """Largest epsilon lower bound ``name`` can give with these trials (perfect separation)."""
+    from empirical import statistics as st
+
+    if name == "pilot-threshold":
+        tested_u = n_u - int(round(PILOT_THRESHOLD_FRACTION * n_u))
+        tested_r = n_r - int(round(PILOT_THRESHOLD_FRACTION * n_r))
+        return st.max_certifiable_epsilon(n_positive=max(tested_u, 1), n_negative=max(tested_r, 1),
+                                          delta=delta, alpha=alpha_each, strategy=None).epsilon
+    return st.max_certifiable_epsilon(n_positive=n_u, n_negative=n_r, delta=delta,
+                                      alpha=alpha_each, strategy=_strategy(name, seed)).epsilon
+
+
+def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
+    """The certified curve made non-decreasing: D_alpha is non-decreasing in alpha (van Erven
+    and Harremoës 2014, Theorem 3), so eps(alpha') certifies every alpha <= alpha' too and the
+    certificate at alpha is the smallest value it states at any order >= alpha."""
+    curve = list(certificate.renyi_curve or ())
+    out, running = [], math.inf
+    for order, value in reversed(curve):
+        running = min(running, value)
+        out.append((order, running))
+    return out[::-1]
+
+
+def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alpha_each: float,
+                 seed: int, family: int, confidence: float) -> list[dict]:
+    """The histogram Rényi test of each attack against the certified curve (empirical.renyi_audit).
+
+    Bins come from a seeded random 10% of each side's trials (discarded afterwards), so they are
+    independent of the counts tested; each test holds at level ``alpha_each`` for every order and
+    both divergence directions at once (one simultaneous box event).
+    """
+    from empirical.renyi_audit import max_renyi_lower_bound, renyi_audit
+
+    curve = _effective_curve(certificate)
+    orders = [a for a, _ in curve]
+    certified = dict(curve)
+    two_sided = certificate.renyi_direction == "both"
+    out = []
+    for attack in attacks:
+        n_u, n_r = attack.unlearned.size, attack.retrained.size
+        if min(n_u, n_r) < _RENYI_MIN_TRIALS:
+            continue
+        result = renyi_audit(attack.unlearned, attack.retrained, certified=certified.__getitem__,
+                             two_sided=two_sided, orders=orders, beta=alpha_each,
+                             pilot_fraction=RENYI_PILOT_FRACTION,
+                             seed=derived_seed(seed, f"renyi-bins|{attack.name}"))
+        c = result.curve
+        ceiling = max_renyi_lower_bound(n_p=sum(c.counts_p), n_q=sum(c.counts_q),
+                                        n_bins=len(c.counts_p), orders=orders, beta=alpha_each)
+        out.append({
+            "attack": attack.name,
+            "kind": KIND_LOWER_BOUND,
+            "method": f"{c.method}; bins from a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
+                      f"trials (discarded); level split over {family} test(s) (Bonferroni)",
+            "confidence": c.confidence,
+            "alpha_each": alpha_each,
+            "overall_confidence": confidence,
+            "direction": "both" if two_sided else "forward",
+            "orders": list(c.orders),
+            "certified": [_finite(certified[a]) for a in c.orders],
+            "certified_as_stated": [_finite(certificate.renyi_epsilon(a)) for a in c.orders],
+            "lower_forward": list(c.forward),
+            "lower_backward": list(c.backward),
+            "estimate_forward": [_finite(v) for v in c.estimate_forward],
+            "estimate_backward": [_finite(v) for v in c.estimate_backward],
+            "ceiling": list(ceiling),
+            "violating_orders": list(result.violating_orders),
+            "violation": result.violation,
+            "edges": list(c.edges),
+            "counts_unlearned": list(c.counts_p),
+            "counts_retrained": list(c.counts_q),
+            "n_pilot": [result.n_pilot_p, result.n_pilot_q],
+        })
+    return out
+
+
+def _renyi_could_refute(entry: Mapping[str, Any]) -> bool:
+    return any(cap > _number(cert) for cap, cert in zip(entry["ceiling"], entry["certified"],
+                                                       strict=True))
+
+
+def _number(value: float | str) -> float:
+    return math.inf if value == "inf" else float(value)
+
+
+def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
+                   alpha_each: float, seed: int, n_now: int, renyi: bool) -> int | None:
+    """Smallest number of trials per side at which some test of this design (same tests, same
+    per-test level) could show a violation of the certificate, by doubling and bisection on the
+    ceilings; None when none can within 10^7 trials."""
+    from empirical.renyi_audit import max_renyi_lower_bound
+
+    curve = _effective_curve(certificate) if renyi else []
+
+    def could_refute(n: int) -> bool:
+        eps = max(_epsilon_ceiling(n_u=n, n_r=n, name=name, delta=delta, alpha_each=alpha_each,
+                                   seed=seed) for name in statistics)
+        if eps > certificate.epsilon:
+            return True
+        if curve and n >= _RENYI_MIN_TRIALS:
+            tested = n - int(round(RENYI_PILOT_FRACTION * n))
+            # Order by order, stopping at the first that could refute (each costs a dual solve).
+            return any(max_renyi_lower_bound(n_p=tested, n_q=tested, orders=[order],
+                                             beta=alpha_each)[0] > cert for order, cert in curve)
+        return False
+
+    low, high = max(n_now, 1), max(2 * n_now, 2)
+    while not could_refute(high):
+        low, high = high, 2 * high
+        if high > 10**7:
+            return None
+    while high - low > max(1, low // 20):  # 5% resolution is enough to plan a run
+        mid = (low + high) // 2
+        if could_refute(mid):
+            high = mid
+        else:
+            low = mid
+    return high
 
 
 def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta: float,
@@ -246,52 +426,97 @@ def _utility(batch: TrialBatch) -> dict | None:
             "accuracies": {"unlearned": u.tolist(), "retrained": r.tolist()}}
 
 
+POSSIBLE_CAUSES = (
+    "the implementation departs from the algorithm the theorem analyses (noise scale, step "
+    "count, batches, clipping, projection, random seeds reused between trials)",
+    "an assumption of the theorem does not hold for this data or model (smoothness, strong "
+    "convexity, bounded gradients or domain, sensitivity)",
+    "the theorem, its constants or its conversion to (epsilon, delta) are wrong",
+)
+
+
 def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
-             confidence: float) -> dict:
+             confidence: float, renyi: list[dict], *, family: int, alpha_each: float,
+             trials_needed: Any, n_trials: int) -> dict:
+    """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     certified = certificate.epsilon
     best = max(lower_bounds, key=lambda e: e["epsilon"]) if lower_bounds else None
     max_lb = best["epsilon"] if best else 0.0
     violations = [e for e in lower_bounds if e["epsilon"] > certified]
+    renyi_violations = [{"attack": e["attack"], "orders": e["violating_orders"],
+                         "direction": e["direction"], "confidence": e["confidence"]}
+                        for e in renyi if e["violation"]]
     if certified > 0:
         tightness = max_lb / certified
     else:
         tightness = math.inf if max_lb > 0 else 0.0
     miss = f"{1 - confidence:.3g}"
-    if violations:
+    levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
+              f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
+              f"{confidence:g}")
+    could_refute = ceiling > certified or any(_renyi_could_refute(e) for e in renyi)
+    causes: list[str] = []
+    needed = None
+    if violations or renyi_violations:
         status = "VIOLATION"
+        found = []
+        if violations:
+            found.append(
+                f"{len(violations)} of {len(lower_bounds)} (epsilon, delta) lower bound(s) exceed "
+                f"the certified epsilon {certified:.6g} at delta {certificate.delta:.3g}; the "
+                f"largest is epsilon >= {max_lb:.6g} (attack {best['attack']}, "
+                f"{best['statistic']})")
+        for e in renyi_violations:
+            found.append(f"the Rényi lower-bound curve of attack {e['attack']} exceeds the "
+                         f"certified curve at order(s) {', '.join(f'{a:g}' for a in e['orders'])}")
         explanation = (
-            f"{len(violations)} of {len(lower_bounds)} empirical lower bound(s) exceed the "
-            f"certified epsilon {certified:.6g} (delta {certificate.delta:.3g}, "
-            f"{certificate.bound}); the largest, epsilon >= {max_lb:.6g} from attack "
-            f"{best['attack']} ({best['statistic']}), holds together with the others with "
-            f"probability {confidence:g}. Unless an event of probability {miss} occurred, the "
-            "unlearned models leak more than the certificate allows: the implementation departs "
-            "from the theorem's assumptions (noise, steps, batches, clipping, projection) or "
-            "the theorem or its constants are wrong."
+            f"The mechanism as run does not meet the certificate ({certificate.bound}): "
+            f"{'; '.join(found)}. {levels}: unless an event of probability {miss} occurred, the "
+            "unlearned models leak more than the certificate allows. This refutes the "
+            "certificate for this run, not necessarily the theorem; see possible_causes."
+        )
+        causes = list(POSSIBLE_CAUSES)
+    elif not could_refute:
+        status = "INCONCLUSIVE"
+        needed = trials_needed
+        renyi_note = ""
+        if renyi:
+            renyi_note = (" and the largest Rényi lower bound it could show (all tested scores of "
+                          "the two worlds in different bins) stays below the certified curve at "
+                          "every order")
+        explanation = (
+            f"This audit of {n_trials} trials per side cannot show a violation: the largest "
+            f"epsilon it could show is {ceiling:.4g} (perfect separation), not above the "
+            f"certified {certified:.6g}{renyi_note}. Whatever the mechanism does, the verdict "
+            "would be the same, so it says nothing about the certificate. "
+            + (f"About {needed} trials per side would give the tests the power to detect a "
+               "violation (the smallest size whose ceiling exceeds the certificate; detecting a "
+               "small violation needs more)." if needed is not None else
+               "No audit of up to 10^7 trials per side could show a violation.")
         )
     else:
         status = "CONSISTENT"
-        if best is None:
+        if best is None and not renyi:
             explanation = "No attack produced a lower bound; nothing contradicts the certificate."
         else:
             explanation = (
                 f"No empirical lower bound exceeds the certified epsilon {certified:.6g} "
-                f"(delta {certificate.delta:.3g}, {certificate.bound}). The largest, epsilon >= "
-                f"{max_lb:.6g} from attack {best['attack']} ({best['statistic']}, "
-                f"{confidence:g} confidence), is {tightness:.3g} of the certificate."
+                f"(delta {certificate.delta:.3g}, {certificate.bound})"
+                + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best['attack']} "
+                   f"({best['statistic']}), is {tightness:.3g} of the certificate"
+                   if best is not None else "")
+                + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
+                + f". {levels}. This is absence of evidence against the certificate, not a "
+                "proof of it."
             )
-        if ceiling <= certified:
-            explanation += (
-                f" These trials can show at most epsilon {ceiling:.4g}, which does not exceed "
-                "the certificate, so this audit could not have detected a violation; run more "
-                "trials for a test with power."
-            )
-        else:
-            explanation += (" This is absence of evidence against the certificate, not a proof "
-                            "of it.")
-    return {"status": status, "certified_epsilon": _finite(certified), "max_lower_bound": max_lb,
+    return {"status": status, "exit_code": EXIT_CODES[status],
+            "certified_epsilon": _finite(certified), "max_lower_bound": max_lb,
             "best_lower_bound": best, "tightness": _finite(tightness),
-            "explanation": explanation, "violations": violations}
+            "explanation": explanation, "violations": violations,
+            "renyi_violations": renyi_violations, "possible_causes": causes,
+            "could_show_violation": could_refute, "trials_needed": needed,
+            "tests": {"family_size": family, "alpha_each": alpha_each,
+                      "confidence_each": 1.0 - alpha_each, "overall_confidence": confidence}}
 
 
 def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: Certificate,
@@ -299,19 +524,41 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   statistics: Sequence[str], estimators: Sequence[str], confidence: float,
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
-                  extra_plots: Sequence[Mapping[str, Any]] = ()) -> dict:
+                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both") -> dict:
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:
         raise ValueError(f"the lower bounds need a certificate delta in (0, 1), got {delta}")
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     scored = _attack_scores(main, pilot, attacks)
+    use_renyi = certificate.renyi_curve is not None
+    n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
+                                  renyi=use_renyi)
+    if use_renyi and not n_renyi and scored:
+        notes.append(f"the Rényi test needs at least {_RENYI_MIN_TRIALS} trials per side; only "
+                     "the (epsilon, delta) bounds were run")
+    family = max(1, n_eps + n_renyi)
+    alpha_each = (1.0 - confidence) / family
     lower_bounds, ceiling = _lower_bounds(scored, statistics=statistics, delta=delta,
-                                          confidence=confidence, seed=seed)
+                                          confidence=confidence, seed=seed, direction=direction,
+                                          alpha_each=alpha_each, family=family)
+    renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
+                         confidence=confidence) if use_renyi else []
+    could = ceiling > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
+    needed = None
+    if not could and scored:
+        # The family an adequately sized audit would run (the Rényi test included).
+        full = max(1, n_eps + (len(scored) if use_renyi else 0))
+        needed = _trials_needed(certificate, statistics=statistics, delta=delta,
+                                alpha_each=(1.0 - confidence) / full, seed=seed,
+                                n_now=main.n_trials, renyi=use_renyi)
     estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes)
     plots = _plots(scored, delta=delta, notes=notes)
     if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
         plots["extra"] = [dict(plot) for plot in extra_plots]
-    verdict = _verdict(certificate, lower_bounds, ceiling, confidence)
+    verdict = _verdict(certificate, lower_bounds, ceiling, confidence, renyi, family=family,
+                       alpha_each=alpha_each, trials_needed=needed, n_trials=main.n_trials)
     report = {
         "schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
@@ -329,6 +576,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
             "lower_bounds": lower_bounds,
             "estimates": estimates,
             "max_certifiable_epsilon": _finite(ceiling),
+            "direction": direction,
+            "renyi": renyi,
         },
         "verdict": verdict,
         "utility": _utility(main),

@@ -76,8 +76,8 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
-    if result.status == "VIOLATION":
-        raise SystemExit(1)
+    if result.status != "CONSISTENT":  # per-status exit codes: audits.report_schema.EXIT_CODES
+        raise SystemExit(result.report["verdict"]["exit_code"])
 
 
 def cmd_audit_demo(args: argparse.Namespace) -> None:

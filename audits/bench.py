@@ -16,7 +16,7 @@ import bounds
 from audits.registry import default_adapter, get_adapter
 from bounds.engine import get_reproduction
 
-__all__ = ["bounds_benchmark", "trials_benchmark"]
+__all__ = ["add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -157,3 +157,61 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
             "loop_seconds": loop_seconds, "loop_trials_per_s": loop_rate,
             "speedup": batched_rate / loop_rate, "loop_matches_batched": matches,
             "note": "generic benchmark on the adapter's demo spec (TrialMechanism.run_trials)"}
+
+
+# ----------------------------------------------------------------------------------------------
+# unlearn bench power: audit power on the Gaussian ground truth (empirical.power_bench).
+
+
+def power_summary(res: dict[str, Any]) -> str:
+    """The power benchmark side by side: (epsilon, delta) bounds, detection rates, coverage."""
+    lines = [f"Gaussian ground truth: {res['ground_truth']}"
+             + (" (--quick: few runs, a smoke test)" if res["quick"] else ""),
+             "", "(epsilon, delta) lower bounds, N per side "
+             f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
+             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'limit/exact':>11} "
+             f"{'pilot/exact':>11} {'pilot/limit':>11} {'current/limit':>13} {'pilot misses':>12}"]
+    for row in res["epsilon_bounds"]:
+        pilot, current = row["pilot"], row["current"]
+        lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
+                     f"{row['limit']:>7.3f} {row['limit_over_exact']:>11.3f} "
+                     f"{pilot['mean_over_exact']:>11.3f} {pilot['mean_over_limit']:>11.3f} "
+                     f"{current['mean_over_limit']:>13.3f} {pilot['coverage_failure_rate']:>12.3f}")
+    lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
+              "noise: the false-violation rate):",
+              f"  {'factor':>6} {'N':>6} {'runs':>5} {'renyi':>6} {'pilot (e,d)':>11} "
+              f"{'current (e,d)':>13}"]
+    for row in res["detection"]:
+        lines.append(f"  {row['factor']:>6g} {row['n_per_side']:>6} {row['runs']:>5} "
+                     f"{row['renyi_rate']:>6.2f} {row['eps_delta_pilot_rate']:>11.2f} "
+                     f"{row['eps_delta_current_rate']:>13.2f}")
+    lines += ["", "interval coverage of the estimators (nominal 95%; estimates, not bounds):",
+              f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
+              f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
+    for row in res["estimator_coverage"]:
+        lines.append(f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
+                     f"{row['n_per_side']:>5} {row['runs']:>4} {row['coverage']:>8.2f} "
+                     f"{row['infinite_rate']:>8.2f} {row['mean_estimate_over_truth']:>9.3f}")
+    lines += ["", f"{res['note']}; {res['seconds']:.1f} s"]
+    return "\n".join(lines)
+
+
+def _cmd_bench_power(args: Any) -> None:
+    from audits.cli_common import emit
+    from empirical.power_bench import power_benchmark
+
+    res = power_benchmark(quick=args.quick, seed=args.seed)
+    emit(res, args.json, power_summary(res))
+
+
+def add_power_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench power`` under the ``bench`` subcommands."""
+    p = bench_subparsers.add_parser(
+        "power", help="audit power on the Gaussian ground truth: bounds, detection, coverage",
+        description="Side by side on the Gaussian mechanism: epsilon lower bound / exact and / "
+                    "limit per delta, violation-detection rate per noise shortfall factor for "
+                    "each test, the false-violation rate, and interval coverage per estimator.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quick", action="store_true", help="few runs (a smoke test, ~30 s)")
+    p.add_argument("--seed", type=int, default=0, help="master seed")
+    p.set_defaults(func=_cmd_bench_power)

@@ -1,6 +1,8 @@
 """The one path from a declared bound to an audit's :class:`Certificate`.
 
-A Rényi bound is converted to (epsilon, delta) at its best order; a bound that is already an
+A Rényi bound is converted to (epsilon, delta) at its best order and also keeps its whole
+certified curve alpha -> eps(alpha) (interval upper ends on a grid of orders), which the verdict
+tests directly; a bound that is already an
 (epsilon, delta) guarantee (``eps_delta_unlearning``, e.g. a Gaussian loss-perturbation theorem)
 is evaluated in interval arithmetic as it stands, with delta among its own parameters.
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from audits.fields import SpecError
-from audits.protocols import Certificate
+from audits.protocols import Certificate, certified_renyi_curve
 
 __all__ = ["CertifiedRun", "certify"]
 
@@ -100,10 +102,16 @@ def certify(
         "delta": delta_label,
         **(extra_provenance or {}),
     }
+    # The whole certified curve at the same numbers, for the Rényi-native test (each order's
+    # value is the interval upper end; orders the theorem refuses are left out and noted).
+    curve, direction, curve_notes = certified_renyi_curve(bound, {**values, **inputs})
+    if curve_notes:
+        provenance["renyi_curve_notes"] = curve_notes
     certificate = Certificate(
         epsilon=conv.epsilon, delta=delta, bound=bound.id, alpha=conv.alpha,
         conversion=conversion, calibration=calibration,
         inputs={**inputs, **values, "delta": delta}, provenance=provenance,
+        renyi_curve=curve, renyi_direction=direction,
     )
     if target_epsilon is not None and conv.epsilon > target_epsilon:
         raise SpecError(f"spec.certificate: the calibrated certificate {conv.epsilon} exceeds "

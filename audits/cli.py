@@ -354,6 +354,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", default="cpu")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.set_defaults(func=cmd_bench_trials)
+    __import__("audits.bench").bench.add_power_command(bench)  # unlearn bench power
 
     try:
         from audits.audit_cli import add_audit_commands

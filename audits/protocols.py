@@ -33,10 +33,13 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 __all__ = [
+    "CURVE_ORDERS",
+    "RENYI_DIRECTIONS",
     "Certificate",
     "ModelOutputs",
     "TrialBatch",
     "TrialMechanism",
+    "certified_renyi_curve",
 ]
 
 
@@ -184,6 +187,15 @@ class Certificate:
 
     ``epsilon`` must be a certified upper bound (the engine's interval upper end, or a number
     the caller vouches for). ``bound`` names its theorem (``"user"`` when there is none).
+
+    ``renyi_curve``: when the bound is a Rényi bound, the certified curve alpha -> eps(alpha) as
+    ``((alpha, eps), ...)`` pairs on a grid of orders, each eps the interval upper end of the
+    bound at that order with the audit's parameters (so the whole curve is certified, not only
+    the converted (epsilon, delta)). ``renyi_direction``: ``"both"`` when the certificate caps
+    D_alpha(unlearned || retrained) and D_alpha(retrained || unlearned) (a Rényi difference,
+    Chien et al. 2024 Def. 2.1, or RDP over a symmetric neighbouring relation), ``"forward"``
+    when only the first. The audit tests the curve directly (data-processing inequality, see
+    :mod:`empirical.renyi_audit`).
     """
 
     epsilon: float
@@ -194,6 +206,8 @@ class Certificate:
     calibration: Mapping[str, Any] | None = None
     inputs: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, Any] = field(default_factory=dict)
+    renyi_curve: tuple[tuple[float, float], ...] | None = None
+    renyi_direction: str | None = None
 
     def __post_init__(self) -> None:
         eps = self.epsilon
@@ -208,14 +222,53 @@ class Certificate:
             raise ValueError(f"certificate bound must be a non-empty string, got {self.bound!r}")
         object.__setattr__(self, "epsilon", float(eps))
         object.__setattr__(self, "delta", float(delta))
+        curve = self.renyi_curve
+        if curve is None:
+            if self.renyi_direction is not None:
+                raise ValueError("renyi_direction needs a renyi_curve")
+            return
+        pairs = []
+        for item in curve:
+            order, value = (float(x) for x in item)
+            if not (math.isfinite(order) and order > 1):
+                raise ValueError(f"renyi_curve orders must be finite and > 1, got {order!r}")
+            if math.isnan(value) or value < 0:
+                raise ValueError(f"renyi_curve values must be numbers >= 0, got {value!r}")
+            pairs.append((order, value))
+        if not pairs:
+            raise ValueError("renyi_curve must hold at least one (alpha, epsilon) pair")
+        orders = [a for a, _ in pairs]
+        if any(b <= a for a, b in zip(orders, orders[1:], strict=False)):
+            raise ValueError("renyi_curve orders must be strictly increasing")
+        direction = "both" if self.renyi_direction is None else self.renyi_direction
+        if direction not in RENYI_DIRECTIONS:
+            raise ValueError(f"renyi_direction must be one of {RENYI_DIRECTIONS}, got "
+                             f"{direction!r}")
+        object.__setattr__(self, "renyi_curve", tuple(pairs))
+        object.__setattr__(self, "renyi_direction", direction)
+
+    def renyi_epsilon(self, order: float) -> float:
+        """Certified eps(order) at one of the curve's grid orders (no interpolation: between
+        grid points the curve is not known to the certificate)."""
+        if self.renyi_curve is None:
+            raise ValueError("this certificate carries no Rényi curve")
+        for a, value in self.renyi_curve:
+            if a == float(order):
+                return value
+        raise ValueError(f"order {order!r} is not on the certificate's grid")
 
     @classmethod
     def from_bound(cls, bound_id: str, *, delta: float, conversion: str = "mironov",
-                   **params: Any) -> Certificate:
-        """Certified (epsilon, delta) of a declared Rényi bound at its best order."""
+                   orders: Any = None, **params: Any) -> Certificate:
+        """Certified (epsilon, delta) of a declared Rényi bound at its best order, and its
+        whole certified curve on ``orders`` (default :data:`CURVE_ORDERS`), e.g.
+        ``Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=1)``."""
         from bounds.conversions import best_epsilon
+        from bounds.engine import get
 
         conv = best_epsilon(bound_id, delta=delta, conversion=conversion, **params)
+        bound = get(conv.bound_id)
+        curve, direction, _ = certified_renyi_curve(bound, params, orders=orders)
         return cls(
             epsilon=conv.epsilon,
             delta=conv.delta,
@@ -224,6 +277,8 @@ class Certificate:
             conversion=conv.conversion,
             inputs={k: _plain_number(v) for k, v in params.items()},
             provenance=dict(conv.provenance),
+            renyi_curve=curve,
+            renyi_direction=direction,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,7 +293,64 @@ class Certificate:
             "inputs": {k: _plain_number(v) for k, v in self.inputs.items()},
             "provenance": dict(self.provenance) if self.provenance else {
                 "source": "given by the caller (not computed by the bound engine)"},
+            "renyi_curve": None if self.renyi_curve is None else {
+                "orders": [a for a, _ in self.renyi_curve],
+                "epsilon": [v if math.isfinite(v) else "inf" for _, v in self.renyi_curve],
+                "direction": self.renyi_direction,
+                "evaluation": "interval upper end of the bound at each order (certified)",
+            },
         }
+
+
+# Orders at which a Rényi certificate's curve is evaluated: those the histogram test uses
+# (empirical.renyi_audit.DEFAULT_ORDERS, repeated here so this module stays free of the trial
+# code) -- near 1, where score histograms carry most evidence, up to 32.
+CURVE_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
+RENYI_DIRECTIONS = ("both", "forward")
+# Guarantee kinds whose value caps the divergence in both directions: a Rényi difference
+# (Chien et al. 2024, Definition 2.1: the max of both directions) and RDP, whose neighbouring
+# relation is symmetric (Mironov 2017, Definition 4).
+_TWO_SIDED_KINDS = ("renyi_unlearning", "renyi_dp")
+
+
+def certified_renyi_curve(bound: Any, params: Mapping[str, Any], *,
+                          orders: Any = None) -> tuple[tuple[tuple[float, float], ...] | None,
+                                                       str | None, list[str]]:
+    """The certified curve ``((alpha, eps), ...)`` of a Rényi bound at ``params``, its
+    direction, and notes on orders left out.
+
+    Each eps is the interval-arithmetic upper end (``certified_upper``) at that order, with
+    the theorem's preconditions checked; an order the theorem refuses is left out (noted), never
+    guessed. A bound whose inputs hold at one order only (``Guarantee.fixed_order_inputs``), or
+    a call that fixes the order, gives a one-point curve. Non-Rényi bounds give ``None``.
+    """
+    from bounds.engine import BoundError
+
+    guarantee = bound.guarantee
+    order_name = guarantee.renyi_order
+    if order_name is None or guarantee.kind not in (*_TWO_SIDED_KINDS, "exact_divergence"):
+        return None, None, []
+    given = {k: v for k, v in params.items() if k != order_name}
+    if order_name in params or any(name in params for name in guarantee.fixed_order_inputs):
+        grid: tuple[float, ...] = (float(params[order_name]),) if order_name in params else ()
+    else:
+        grid = CURVE_ORDERS if orders is None else tuple(float(a) for a in orders)
+    pairs, notes = [], []
+    for order in grid:
+        try:
+            value = bound.evaluate(precision="interval", **given, **{order_name: order})
+        except BoundError as error:
+            notes.append(f"order {order:g} left out of the certified curve: {error}")
+            continue
+        upper = float(value.certified_upper)
+        if math.isnan(upper):
+            notes.append(f"order {order:g} left out of the certified curve: not a number")
+            continue
+        pairs.append((order, upper))
+    if not pairs:
+        return None, None, notes
+    direction = "both" if guarantee.kind in _TWO_SIDED_KINDS else "forward"
+    return tuple(pairs), direction, notes
 
 
 def _plain_number(value: Any) -> Any:

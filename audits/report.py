@@ -104,8 +104,8 @@ def _bound_confidence(entry: Mapping) -> str:
     family = details.get("family_size")
     if each is None or not family or int(family) <= 1:
         return f"{_percent(entry['confidence'])} confidence"
-    return (f"{_percent(each)} confidence each ({_percent(entry['confidence'])} jointly over "
-            f"{int(family)} bounds)")
+    joint = details.get("overall_confidence", entry["confidence"])
+    return f"{_percent(each)} confidence each ({_percent(joint)} jointly over {int(family)} bounds)"
 
 
 def _each_level(report: Mapping) -> float | None:
@@ -166,10 +166,38 @@ def summary_text(report: Mapping) -> str:
         lines.append(f"  utility             accuracy unlearned {_fmt(u['mean'], 3)} +/- "
                      f"{_fmt(u['std'], 2)}, retrained {_fmt(r['mean'], 3)} +/- "
                      f"{_fmt(r['std'], 2)}")
+    for test in emp["renyi"]:
+        gaps = [lo - c for lo, c in zip(_renyi_lower(test), test["certified"], strict=True)
+                if _value(c) != math.inf]
+        lines.append(f"  Rényi test          attack {test['attack']}: largest lower bound minus "
+                     f"certified eps(alpha) {_fmt(max(gaps, default=-math.inf), 3)} over "
+                     f"{len(test['orders'])} orders (confidence {_fmt(test['confidence'], 6)})")
+    tests = verdict["tests"]
+    lines.append(f"  levels              {tests['family_size']} test(s) at confidence "
+                 f"{_fmt(tests['confidence_each'], 6)} each (Bonferroni), "
+                 f"{_fmt(tests['overall_confidence'])} together")
     for entry in verdict["violations"]:
         lines.append(f"  VIOLATION           epsilon >= {_fmt(entry['epsilon'])} > certified "
                      f"{_fmt(cert['epsilon'])} ({_describe_bound(entry)})")
+    for entry in verdict["renyi_violations"]:
+        lines.append(f"  VIOLATION           Rényi lower bound above the certified curve, attack "
+                     f"{entry['attack']}, orders {', '.join(_fmt(a, 3) for a in entry['orders'])}")
+    if verdict["status"] == "VIOLATION":
+        lines.append("  the mechanism as run does not meet its certificate; possible causes:")
+        lines.extend(f"    - {cause}" for cause in verdict["possible_causes"])
+    if verdict["status"] == "INCONCLUSIVE":
+        needed = verdict["trials_needed"]
+        lines.append("  INCONCLUSIVE        these trials could not show a violation"
+                     + (f"; about {needed} trials per side needed" if needed else ""))
     return "\n".join(lines)
+
+
+def _renyi_lower(test: Mapping) -> list[float]:
+    """Per order, the larger of the tested directions' lower bounds."""
+    if test["direction"] == "both":
+        return [max(f, b) for f, b in zip(test["lower_forward"], test["lower_backward"],
+                                          strict=True)]
+    return list(test["lower_forward"])
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -291,6 +319,37 @@ def _figure_epsilon(report: Mapping):
     if handles:
         figure.legend(handles=handles, loc="outside lower center", ncols=2, fontsize=8,
                       frameon=False)
+    return figure
+
+
+def _figure_renyi(report: Mapping):
+    """Empirical Rényi lower-bound curves against the certified curve (log order axis)."""
+    figure = _new_figure(7.0, 4.6)
+    axes = figure.add_subplot()
+    tests = report["empirical"]["renyi"]
+    first = tests[0]
+    certified = [_value(c) for c in first["certified"]]
+    axes.plot(first["orders"], certified, color=_COLOUR_CERTIFICATE, linewidth=2.2,
+              marker="o", markersize=3, label="certified ε(α) (upper bound)")
+    for test in tests:
+        lower = _renyi_lower(test)
+        axes.plot(test["orders"], lower, linewidth=1.6, marker="s", markersize=3,
+                  label=_mpl_text(f"lower bound, attack {test['attack']}"))
+        violating = [(a, v) for a, v, c in zip(test["orders"], lower, test["certified"],
+                                               strict=True) if v > _value(c)]
+        if violating:
+            axes.scatter(*zip(*violating, strict=True), color=_COLOUR_VIOLATION, s=40, zorder=5)
+    ceiling = first["ceiling"]
+    axes.plot(first["orders"], ceiling, color="0.35", linestyle="--", linewidth=1.2,
+              label=f"largest lower bound N = {report['empirical']['n_trials']} trials could show")
+    finite = [v for v in [*certified, *ceiling, *_renyi_lower(first)] if math.isfinite(v)]
+    axes.set_ylim(0, max(finite, default=1.0) * 1.1 or 1.0)
+    axes.set_xscale("log")
+    axes.set_xlabel("Rényi order α")
+    axes.set_ylabel("D_α of the binned attack score")
+    axes.set_title("Certified Rényi curve vs empirical lower bounds")
+    axes.grid(True, which="major", alpha=0.3)
+    axes.legend(fontsize=8)
     return figure
 
 
@@ -441,6 +500,15 @@ def _figures(report: Mapping) -> tuple[list[_Figure], list[str]]:
         f"certified ε; the dashed line is the largest lower bound {n_trials} trials could "
         f"ever show, however strong the attack.",
         lambda: _figure_epsilon(report))
+    if report["empirical"]["renyi"]:
+        add("fig-renyi", "Certified Rényi curve vs empirical lower bounds",
+            "Line plot of the certified Rényi curve and the empirical lower-bound curve of each "
+            "attack against the Rényi order",
+            "The certificate bounds D_α of every post-processing of the models, in particular of "
+            "the attack score binned on pilot trials. Each attack's curve is a lower confidence "
+            "bound on that binned D_α at every order at once; a point above the certified "
+            "curve (red) is a violation. The dashed curve is the most these trials could show.",
+            lambda: _figure_renyi(report))
     if plots["scores"]:
         add("fig-scores", "Attack scores",
             f"Histograms of the attack score for unlearned and retrained models, attacks "
@@ -490,6 +558,7 @@ main { max-width: 1120px; margin: 0 auto; padding: 0 24px 48px; }
 header.verdict { color: #fff; padding: 28px 32px; margin: 0 0 24px; }
 header.verdict.consistent { background: var(--ok); }
 header.verdict.violation { background: var(--bad); }
+header.verdict.inconclusive { background: #7a5c00; }
 header.verdict .inner { max-width: 1072px; margin: 0 auto; }
 header.verdict h1 { margin: 0 0 6px; font-size: 30px; letter-spacing: .02em; }
 header.verdict p { margin: 6px 0; max-width: 900px; }
@@ -579,13 +648,21 @@ def _plain_explanation(report: Mapping) -> list[str]:
         outcome = ("No lower bound exceeds the certificate, so this experiment found no evidence "
                    "against it. This does not prove the certificate; it means the attacks could "
                    "not refute it.")
+    elif verdict["status"] == "INCONCLUSIVE":
+        needed = verdict["trials_needed"]
+        outcome = ("These trials are too few to ever show a lower bound above the certificate, "
+                   "so the audit says nothing either way"
+                   + (f"; about {needed} trials per side would be needed." if needed else "."))
+    elif not verdict["violations"]:
+        outcome = ("The empirical Rényi curve exceeds the certified curve: the mechanism as run "
+                   "does not meet its certificate. Possible causes: "
+                   + "; ".join(verdict["possible_causes"]) + ".")
     else:
         count = len(verdict["violations"])
         subject = "1 lower bound exceeds" if count == 1 else f"{count} lower bounds exceed"
-        outcome = (f"{subject} the certified ε: the real privacy loss is larger than the "
-                   "certificate allows. Either the implementation does not match the theorem's "
-                   "assumptions, or the theorem (or its parameters) is wrong. The violating "
-                   "numbers are listed below.")
+        outcome = (f"{subject} the certified ε: the mechanism as run does not meet its "
+                   "certificate. Possible causes: " + "; ".join(verdict["possible_causes"])
+                   + ". The violating numbers are listed below.")
     return [intro, f"{best_text} {outcome}"]
 
 

@@ -1,4 +1,4 @@
-"""Audit report data: schema constants, validation and reading of ``report.json`` (version 1).
+"""Audit report data: schema constants, validation and reading of ``report.json`` (version 2).
 
 The audit runner produces a plain JSON-able dict (documented in ``docs/report-schema.md``).
 Validation is strict on the fields a reader relies on (numbers, labels, the verdict's
@@ -32,6 +32,7 @@ __all__ = [
     "SCHEMA_ID",
     "SCHEMA_VERSION",
     "STATUSES",
+    "EXIT_CODES",
     "ReportPaths",
     "load_report",
     "to_json",
@@ -39,8 +40,12 @@ __all__ = [
 ]
 
 SCHEMA_ID = "unlearn-verify/audit-report"
-SCHEMA_VERSION = 1
-STATUSES = ("CONSISTENT", "VIOLATION")
+SCHEMA_VERSION = 2
+STATUSES = ("CONSISTENT", "VIOLATION", "INCONCLUSIVE")
+# Exit status of `unlearn audit run/demo` per verdict (documented in docs/audits.md, "Verdicts
+# and statuses"): 0 only when the audit could have seen a violation and saw none; 1 and 2 stay
+# the CLI's own error and usage statuses.
+EXIT_CODES: dict[str, int] = {"CONSISTENT": 0, "VIOLATION": 3, "INCONCLUSIVE": 4}
 # The statistic-kind labels are the empirical side's own (one definition for both floors).
 JSON_NAME = "report.json"
 HTML_NAME = "report.html"
@@ -265,10 +270,53 @@ def _check_empirical(report: Mapping) -> list[float]:
     estimates = _list(_get(emp, "estimates", "empirical"), "empirical.estimates")
     for i, entry in enumerate(estimates):
         _check_estimate(entry, f"empirical.estimates[{i}]")
+    direction = _get(emp, "direction", "empirical")
+    if direction not in ("both", "greater", "less"):
+        raise _invalid("empirical.direction", f"must be both, greater or less, got {direction!r}")
     return epsilons
 
 
-def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float]) -> None:
+def _check_renyi(report: Mapping) -> list[Mapping]:
+    """empirical.renyi: per attack, the Rényi lower-bound curve against the certified curve."""
+    tests = _list(_get(report["empirical"], "renyi", "empirical"), "empirical.renyi")
+    for i, entry in enumerate(tests):
+        path = f"empirical.renyi[{i}]"
+        entry = _mapping(entry, path)
+        _string(_get(entry, "attack", path), f"{path}.attack")
+        if _get(entry, "kind", path) != KIND_LOWER_BOUND:
+            raise _invalid(f"{path}.kind", f"must be {KIND_LOWER_BOUND!r}")
+        _number(_get(entry, "confidence", path), f"{path}.confidence", low=0, high=1,
+                open_low=True, open_high=True)
+        orders = _numbers(_get(entry, "orders", path), f"{path}.orders", min_length=1)
+        if any(a <= 1 for a in orders):
+            raise _invalid(f"{path}.orders", "must all exceed 1")
+        lengths = {len(orders)}
+        certified = [_number(x, f"{path}.certified[{j}]", low=0, allow_inf=True)
+                     for j, x in enumerate(_list(_get(entry, "certified", path),
+                                                 f"{path}.certified"))]
+        lengths.add(len(certified))
+        lower = {}
+        for key in ("lower_forward", "lower_backward", "ceiling"):
+            lower[key] = _numbers(_get(entry, key, path), f"{path}.{key}", low=0)
+            lengths.add(len(lower[key]))
+        if len(lengths) != 1:
+            raise _invalid(path, "has curves of different lengths")
+        direction = _get(entry, "direction", path)
+        if direction not in ("both", "forward"):
+            raise _invalid(f"{path}.direction", f"must be both or forward, got {direction!r}")
+        above = [a for a, c, f, b in zip(orders, certified, lower["lower_forward"],
+                                         lower["lower_backward"], strict=True)
+                 if f > c or (direction == "both" and b > c)]
+        claimed = _numbers(_get(entry, "violating_orders", path), f"{path}.violating_orders")
+        if sorted(claimed) != sorted(above) or bool(_get(entry, "violation", path)) != bool(above):
+            raise _invalid(f"{path}.violating_orders",
+                           f"is {claimed!r} but the lower bounds exceed the certified curve at "
+                           f"{above!r}")
+    return tests
+
+
+def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float],
+                   renyi_tests: list[Mapping]) -> None:
     verdict = _mapping(_get(report, "verdict", ""), "verdict")
     status = _get(verdict, "status", "verdict")
     if status not in STATUSES:
@@ -299,14 +347,31 @@ def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float
         if not eps > certified:
             raise _invalid(f"{path}.epsilon",
                            f"is {eps!r}, which does not exceed the certified {certified!r}")
-    if status == "VIOLATION" and not violations:
+    renyi_violations = _list(_get(verdict, "renyi_violations", "verdict"),
+                             "verdict.renyi_violations")
+    flagged = [e["attack"] for e in renyi_tests if e.get("violation")]
+    if sorted(_mapping(v, "verdict.renyi_violations[]").get("attack", "") for v in
+              renyi_violations) != sorted(flagged):
+        raise _invalid("verdict.renyi_violations",
+                       f"does not match the Rényi tests that found a violation ({flagged})")
+    code = _integer(_get(verdict, "exit_code", "verdict"), "verdict.exit_code", low=0)
+    if code != EXIT_CODES[status]:
+        raise _invalid("verdict.exit_code", f"is {code} but {status} exits {EXIT_CODES[status]}")
+    if status == "VIOLATION" and not violations and not renyi_violations:
         raise _invalid("verdict.violations", "is empty but verdict.status is VIOLATION")
-    if status == "CONSISTENT" and violations:
-        raise _invalid("verdict.status", "is CONSISTENT but verdict.violations is not empty")
-    if status == "CONSISTENT" and best_value > certified:
+    if status != "VIOLATION" and (violations or renyi_violations):
+        raise _invalid("verdict.status", f"is {status} but verdict.violations is not empty")
+    if status != "VIOLATION" and best_value > certified:
         raise _invalid("verdict.status",
-                       f"is CONSISTENT but max_lower_bound {best_value!r} exceeds the certified "
+                       f"is {status} but max_lower_bound {best_value!r} exceeds the certified "
                        f"epsilon {certified!r}")
+    causes = _list(_get(verdict, "possible_causes", "verdict"), "verdict.possible_causes")
+    if status == "VIOLATION" and not causes:
+        raise _invalid("verdict.possible_causes", "must list the possible causes of a VIOLATION")
+    if status == "INCONCLUSIVE":
+        needed = _get(verdict, "trials_needed", "verdict")
+        if needed is not None:
+            _integer(needed, "verdict.trials_needed", low=1)
 
 
 def _check_utility(report: Mapping) -> None:
@@ -384,7 +449,7 @@ def _check_run(report: Mapping) -> None:
 
 
 def validate_report(report: Mapping) -> dict[str, Any]:
-    """Check ``report`` against schema version 1; return a plain JSON-type deep copy.
+    """Check ``report`` against schema version 2; return a plain JSON-type deep copy.
 
     numpy scalars and arrays are accepted and converted. Raises ValueError naming the first
     missing or invalid field (a dotted path such as ``empirical.lower_bounds[2].epsilon``).
@@ -395,7 +460,8 @@ def validate_report(report: Mapping) -> dict[str, Any]:
     _check_header(plain)
     certified = _check_certificate(plain)
     lower_epsilons = _check_empirical(plain)
-    _check_verdict(plain, certified, lower_epsilons)
+    renyi_tests = _check_renyi(plain)
+    _check_verdict(plain, certified, lower_epsilons, renyi_tests)
     _check_utility(plain)
     _check_plots(plain)
     _check_run(plain)

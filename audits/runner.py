@@ -186,13 +186,16 @@ def audit_mechanism(
     progress: bool = False,
     ray_address: str | None = None,
     name: str = "custom mechanism",
+    direction: str = "both",
 ) -> AuditResult:
     """Audit your own :class:`~audits.protocols.TrialMechanism` against a certificate.
 
     ``attacks`` None uses every score the mechanism returns, plus the projection attack on its
     statistics when ``pilot_trials`` > 0. Chunks are stored in ``out_dir`` (and reused on a
     rerun) only when you give a ``cache_key`` that changes whenever your mechanism does; without
-    one, nothing is cached and a rerun recomputes everything.
+    one, nothing is cached and a rerun recomputes everything. ``direction``: "both" (default)
+    tests each score orientation with the Bonferroni correction; "greater" (higher score =
+    unlearned) or "less" when the score's orientation is known in advance.
     """
     start = time.perf_counter()
     if not isinstance(mechanism, TrialMechanism):
@@ -201,7 +204,8 @@ def audit_mechanism(
         raise ValueError("certificate must be an audits.protocols.Certificate")
     settings = _custom_settings(trials=trials, pilot_trials=pilot_trials, confidence=confidence,
                                 seed=seed, attacks=attacks, statistics=statistics,
-                                estimators=estimators, chunk_size=chunk_size, name=name)
+                                estimators=estimators, chunk_size=chunk_size, name=name,
+                                direction=direction)
     settings["mechanism"] = str(getattr(mechanism, "description", type(mechanism).__name__))
     settings_json = json.dumps(settings, sort_keys=True)
     audit_key = hashlib.sha256(
@@ -216,12 +220,13 @@ def audit_mechanism(
         pilot=pilot, attacks=attacks, statistics=settings["statistics"],
         estimators=settings["estimators"], confidence=confidence, seed=seed,
         seeds={"pilot_seed": pilot_seed}, device=str(getattr(mechanism, "device", "cpu")),
-        wall_seconds=time.perf_counter() - start, chunks=chunks, chunks_resumed=resumed)
+        wall_seconds=time.perf_counter() - start, chunks=chunks, chunks_resumed=resumed,
+        direction=direction)
     return _finish(report, out_dir)
 
 
 def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statistics,
-                     estimators, chunk_size, name) -> dict[str, Any]:
+                     estimators, chunk_size, name, direction="both") -> dict[str, Any]:
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
         raise ValueError(f"trials must be an integer >= 2, got {trials!r}")
     if isinstance(pilot_trials, bool) or not isinstance(pilot_trials, int) or pilot_trials < 0:
@@ -231,6 +236,8 @@ def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statist
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
     _check_confidence(confidence)
+    if direction not in ("both", "greater", "less"):
+        raise ValueError(f"direction must be 'both', 'greater' or 'less', got {direction!r}")
     statistics = list(statistics)
     estimators = list(estimators)
     for item in statistics:
@@ -244,7 +251,7 @@ def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statist
     return {"name": name, "trials": trials, "pilot_trials": pilot_trials,
             "confidence": confidence, "seed": seed,
             "attacks": None if attacks is None else list(attacks), "statistics": statistics,
-            "estimators": estimators, "chunk_size": chunk_size}
+            "estimators": estimators, "chunk_size": chunk_size, "direction": direction}
 
 
 def _check_confidence(confidence: float) -> None:
@@ -266,11 +273,14 @@ def audit_scores(
     seed: int = 0,
     out_dir: str | Path | None = None,
     name: str = "precomputed scores",
+    direction: str = "both",
 ) -> AuditResult:
     """Audit precomputed attack scores: ``{attack: [n] or [n, E] array}`` per side.
 
     Scores must come from models independent of any choice made with them (a threshold is
-    covered by the statistic; an attack tuned on these very scores is not).
+    covered by the statistic; an attack tuned on these very scores is not). ``direction`` as in
+    :func:`audit_mechanism`; with a Rényi certificate the histogram test of the whole curve runs
+    too (it does not depend on the score's orientation).
     """
     start = time.perf_counter()
     batch = TrialBatch(ModelOutputs(scores=unlearned, accuracy=unlearned_accuracy),
@@ -280,7 +290,7 @@ def audit_scores(
     settings = _custom_settings(trials=batch.n_trials, pilot_trials=0, confidence=confidence,
                                 seed=seed, attacks=None, statistics=statistics,
                                 estimators=estimators, chunk_size=max(1, batch.n_trials),
-                                name=name)
+                                name=name, direction=direction)
     digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
     for key, array in sorted(batch.to_arrays().items()):
         digest.update(key.encode())
@@ -289,5 +299,6 @@ def audit_scores(
         spec_dict=settings, spec_hash=digest.hexdigest(), certificate=certificate, main=batch,
         pilot=None, attacks=None, statistics=statistics, estimators=estimators,
         confidence=confidence, seed=seed, seeds={}, device="precomputed",
-        wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0)
+        wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0,
+        direction=direction)
     return _finish(report, out_dir)

@@ -67,6 +67,7 @@ ATTACKS: dict[str, str] = {
 STATISTICS: dict[str, str] = {
     "bonferroni-pareto": "Clopper-Pearson epsilon lower bound, every threshold certified at once",
     "sample-split": "Clopper-Pearson epsilon lower bound, threshold chosen on half the trials",
+    "pilot-threshold": "Clopper-Pearson epsilon lower bound, threshold chosen on a 5% pilot",
 }
 ESTIMATORS: dict[str, str] = {
     "plugin-epsilon": "plug-in epsilon at the certificate's delta",

@@ -11,10 +11,12 @@
         assert_consistent(MyMechanism(), certified_epsilon=1.0, delta=1e-3, trials=500)
 
 :func:`assert_consistent` runs a reduced audit and raises ``AssertionError`` carrying the
-report summary when an empirical lower bound exceeds the certificate. A pass is absence of
-evidence at the given confidence, and only as strong as the trials allow: the returned
-:class:`~audits.runner.AuditResult` says how large a violation the audit could have shown
-(``report["empirical"]["max_certifiable_epsilon"]``). :func:`assert_violation` is the reverse,
+report summary when an empirical lower bound exceeds the certificate, and also when the audit is
+INCONCLUSIVE (too few trials to ever show a violation: a pass would be vacuous) unless
+``allow_inconclusive=True``. A pass is absence of evidence at the given confidence, and only as
+strong as the trials allow: the returned :class:`~audits.runner.AuditResult` says how large a
+violation the audit could have shown (``report["empirical"]["max_certifiable_epsilon"]`` and the
+Rényi ceilings in ``report["empirical"]["renyi"]``). :func:`assert_violation` is the reverse,
 for tests that check an audit catches a deliberately broken mechanism.
 
 The bound engine's hypothesis strategies (every public name of :mod:`bounds.strategies`, e.g.
@@ -71,13 +73,15 @@ def run_reduced_audit(
     confidence: float | None = None,
     seed: int | None = None,
     out_dir: str | Path | None = None,
+    direction: str = "both",
 ) -> AuditResult:
     """Run a reduced audit of a spec (TOML path, dict, :class:`AuditSpec`) or a mechanism.
 
     For a spec the certificate comes from the bound engine; ``trials`` (default
     :data:`DEFAULT_TEST_TRIALS`, never more than the spec's), ``pilot_trials`` (default one
     per five trials, at most the spec's), ``confidence`` and ``seed`` override the spec's. For a
-    mechanism give ``certificate`` or ``certified_epsilon`` and ``delta``.
+    mechanism give ``certificate`` or ``certified_epsilon`` and ``delta``; ``direction`` (score
+    orientation: "both", "greater", "less") applies to mechanisms.
     """
     if isinstance(spec_or_mechanism, TrialMechanism) and not isinstance(
         spec_or_mechanism, AuditSpec | Mapping | str | Path
@@ -94,8 +98,10 @@ def run_reduced_audit(
             spec_or_mechanism, certificate=certificate, trials=n,
             pilot_trials=0 if pilot_trials is None else pilot_trials,
             confidence=0.95 if confidence is None else confidence,
-            seed=0 if seed is None else seed, out_dir=out_dir,
+            seed=0 if seed is None else seed, out_dir=out_dir, direction=direction,
         )
+    if direction != "both":
+        raise ValueError("a spec audit tests both score directions; direction= is for mechanisms")
     if certified_epsilon is not None or delta is not None or certificate is not None:
         raise ValueError("a spec's certificate comes from the bound engine; put the target in "
                          "the spec's [certificate] table instead of passing certified_epsilon")
@@ -115,15 +121,24 @@ def run_reduced_audit(
 
 def assert_consistent(
     spec_or_mechanism: AuditSpec | Mapping[str, Any] | str | Path | TrialMechanism,
+    *,
+    allow_inconclusive: bool = False,
     **options: Any,
 ) -> AuditResult:
-    """Run a reduced audit; raise AssertionError with the summary on a VIOLATION.
+    """Run a reduced audit; raise AssertionError with the summary on a VIOLATION, and on an
+    INCONCLUSIVE audit (it could not have seen a violation) unless ``allow_inconclusive``.
 
     Options as :func:`run_reduced_audit`. Returns the result for further checks.
     """
     result = run_reduced_audit(spec_or_mechanism, **options)
-    if result.status != "CONSISTENT":
+    if result.status == "VIOLATION":
         raise AssertionError("unlearning audit found a VIOLATION\n" + result.summary())
+    if result.status == "INCONCLUSIVE" and not allow_inconclusive:
+        needed = result.report["verdict"].get("trials_needed")
+        hint = f" (about {needed} trials would be needed)" if needed else ""
+        raise AssertionError("unlearning audit is INCONCLUSIVE: too few trials to show a "
+                             f"violation{hint}; pass more trials or allow_inconclusive=True\n"
+                             + result.summary())
     return result
 
 

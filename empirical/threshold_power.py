@@ -129,6 +129,7 @@ def pilot_epsilon_lower_bound(
     alpha: float = 0.05,
     pilot_fraction: float = 0.05,
     seed: int = 0,
+    both_orientations: bool = True,
 ) -> PilotEpsilonLowerBound:
     """epsilon lower bound at ``delta`` from one pilot-chosen threshold (module docstring).
 
@@ -137,6 +138,8 @@ def pilot_epsilon_lower_bound(
     the pilot is a seeded random subset, so the chosen rule is independent of the tested
     counts, and one Clopper-Pearson step per rate at alpha/2 (Nasr et al. 2021, Sec. 3).
     Both orientations are compared on the pilot; only the chosen one is tested.
+    ``both_orientations=False`` considers only "score >= t" (higher = positive), for callers that
+    state the score's direction in advance.
     """
     positive = _as_scores(scores_positive, "scores_positive")
     negative = _as_scores(scores_negative, "scores_negative")
@@ -154,7 +157,7 @@ def pilot_epsilon_lower_bound(
     pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
 
     best: tuple[float, float, bool] | None = None
-    for sign in (1.0, -1.0):
+    for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
         pos_fit = (sign * float(pilot_pos.mean()), float(pilot_pos.std(ddof=1)) or 1e-12)
         neg_fit = (sign * float(pilot_neg.mean()), float(pilot_neg.std(ddof=1)) or 1e-12)
         grid = _grid(sign * pilot_pos, sign * pilot_neg)

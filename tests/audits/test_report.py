@@ -60,7 +60,7 @@ def _lower_bound(attack: str, statistic: str, epsilon: float) -> dict:
 
 def make_report(*, status: str = "CONSISTENT", n_trials: int = 200, seed: int = 0,
                 shift: float | None = None, per_example: bool = True) -> dict:
-    """A complete schema-v1 report with Gaussian attack scores (unlearned shifted by ``shift``)."""
+    """A complete schema-v2 report with Gaussian attack scores (unlearned shifted by ``shift``)."""
     rng = np.random.default_rng(seed)
     if shift is None:
         shift = 0.5 if status == "CONSISTENT" else 1.5
@@ -81,7 +81,7 @@ def make_report(*, status: str = "CONSISTENT", n_trials: int = 200, seed: int = 
     retrained_acc = np.clip(rng.normal(0.955, 0.008, n_trials), 0, 1)
     return {
         "schema": "unlearn-verify/audit-report",
-        "schema_version": 1,
+        "schema_version": 2,
         "created": "2025-01-02T03:04:05+00:00",
         "code_version": "59a8151",
         "toolkit_version": "0.1.0",
@@ -116,11 +116,19 @@ def make_report(*, status: str = "CONSISTENT", n_trials: int = 200, seed: int = 
                  "interval": None, "method": "perfect separation"},
             ],
             "max_certifiable_epsilon": 4.6,
+            "direction": "both",
+            "renyi": [],
         },
         "verdict": {
             "status": status, "certified_epsilon": certified, "max_lower_bound": 0.61,
             "best_lower_bound": best, "tightness": 0.61 / certified,
             "explanation": "synthetic report for the tests", "violations": violations,
+            "renyi_violations": [], "exit_code": {"CONSISTENT": 0, "VIOLATION": 3}[status],
+            "possible_causes": ["implementation", "assumption", "theorem"]
+            if status == "VIOLATION" else [],
+            "could_show_violation": True, "trials_needed": None,
+            "tests": {"family_size": 3, "alpha_each": 0.05 / 3, "confidence_each": 1 - 0.05 / 3,
+                      "overall_confidence": 0.95},
         },
         "utility": {
             "unlearned_accuracy": {"mean": float(unlearned_acc.mean()),
@@ -188,7 +196,7 @@ def test_factory_reports_are_valid_and_copied(status):
     plain = validate_report(report)
     assert plain == report
     assert plain is not report
-    assert SCHEMA_VERSION == 1
+    assert SCHEMA_VERSION == 2
 
 
 def _drop(path):
@@ -218,6 +226,7 @@ def _consistent_above_certificate(report):
 
 def _violation_without_violations(report):
     report["verdict"]["status"] = "VIOLATION"
+    report["verdict"]["exit_code"] = 3
 
 
 BAD_REPORTS = [
@@ -225,11 +234,12 @@ BAD_REPORTS = [
     (_drop(["certificate", "provenance"]), "'certificate.provenance' is missing"),
     (_drop(["empirical", "lower_bounds", 1, "method"]),
      "'empirical.lower_bounds[1].method' is missing"),
-    (_set(["schema_version"], 2), "understands schema version 1 only"),
-    (_set(["schema_version"], True), "'schema_version' must be the integer 1"),
+    (_set(["schema_version"], 1), "understands schema version 2 only"),
+    (_set(["schema_version"], True), "'schema_version' must be the integer 2"),
     (_set(["schema"], "something-else"), "'schema' must be"),
     (_set(["created"], "yesterday"), "'created' must be an ISO-8601"),
-    (_set(["verdict", "status"], "OK"), "'verdict.status' must be one of CONSISTENT, VIOLATION"),
+    (_set(["verdict", "status"], "OK"),
+     "'verdict.status' must be one of CONSISTENT, VIOLATION, INCONCLUSIVE"),
     (_set(["empirical", "lower_bounds", 2, "epsilon"], float("nan")),
      "'empirical.lower_bounds[2].epsilon' is nan"),
     (_set(["empirical", "lower_bounds", 0, "epsilon"], "inf"),
