@@ -9,3 +9,4 @@ from __future__ import annotations
 
 import audits.adapters.guo2020_newton  # noqa: F401  (registers "guo2020-newton")
 from audits.adapters import pnsgd  # noqa: F401  (registers "pnsgd", the default algorithm)
+from audits.adapters import koloskova  # noqa: F401  (registers the three Koloskova et al. 2025 adapters)
