@@ -288,9 +288,12 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
             calibration: Mapping[str, Any], assumptions: list[str], check: str) -> Certificate:
     import bounds
 
+    # The report's calibration record needs parameter, value and target (None: nothing solved).
+    record = ({**calibration, "target_epsilon": epsilon}
+              if calibration.get("parameter") is not None else None)
     return Certificate(
         epsilon=epsilon, delta=delta, bound=bound_id, alpha=None, conversion=None,
-        calibration=dict(calibration), inputs={**inputs, "delta": delta},
+        calibration=record, inputs={**inputs, "delta": delta},
         provenance={**bounds.get(bound_id).provenance(),
                     "conversion": "none: the theorem gives (epsilon, delta) directly",
                     "check": check, "audit_assumptions": assumptions, "derivation": []})
@@ -604,7 +607,7 @@ class GradientClippingAdapter(_KoloskovaAdapter):
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
-    demo_params = GradientClippingParams()
+    demo_params = GradientClippingParams(report_figures=True)
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
@@ -613,7 +616,7 @@ class ModelClippingAdapter(_KoloskovaAdapter):
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
     calibratable = ("sigma", "T")
-    demo_params = ModelClippingParams(sigma=2.0)
+    demo_params = ModelClippingParams(sigma=2.0, report_figures=True)
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
@@ -621,7 +624,7 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
-    demo_params = OutputPerturbationParams()
+    demo_params = OutputPerturbationParams(report_figures=True)
 
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
