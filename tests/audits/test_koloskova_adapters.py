@@ -140,7 +140,7 @@ def test_reduced_audit_is_consistent_at_the_certified_noise(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["koloskova-model-clipping", "output-perturbation"])
 def test_noise_shrunk_below_the_certificate_is_a_violation(name):
-    spec = _fast(get_adapter(name).demo_spec(trials=200), noise_multiplier_scale=0.02)
+    spec = _fast(get_adapter(name).demo_spec(trials=200), noise_multiplier_scale=1e-4)
     assert_violation(spec, trials=200, pilot_trials=20)
 
 
