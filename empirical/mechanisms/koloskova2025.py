@@ -59,6 +59,7 @@ __all__ = [
     "project",
     "run_koloskova",
     "run_retrain_budget",
+    "run_worst_case_gradient_clipping",
 ]
 
 METHODS = ("gradient-clipping", "model-clipping", "output-perturbation")
@@ -375,3 +376,42 @@ def gaussian_ground_truth(*, method: str, start_distance: float, steps: int, ste
     rho = 1 - step_size * (curvature + l2)
     variance = sigma0**2 * rho ** (2 * steps) + sigma**2 * sum(rho ** (2 * t) for t in range(steps))
     return abs(rho) ** steps * start_distance / math.sqrt(variance)
+
+
+# ----------------------------------------------------------------------------------------------
+# A worst case of Theorem A.9 in one dimension.
+
+
+class _PushApartGradient:
+    """g(x) = -C1 sign(x): a map of x alone (allowed by eq. 3: any G, non-convex), whose clipped
+    step moves each run away from 0 by gamma C1, so two runs started at +C0 and -C0 drift apart
+    by 2 gamma C1 per step until noise makes one cross 0: Theorem A.9's shift bound
+    B = 2 (C0 + gamma C1 T) is (nearly) attained."""
+
+    def __init__(self, clip: float) -> None:
+        self.clip = clip
+
+    def gradient(self, params: torch.Tensor, x: object, y: object) -> torch.Tensor:
+        return -self.clip * torch.sign(params)
+
+
+def run_worst_case_gradient_clipping(*, config: KoloskovaConfig, n_trials: int, seed: int,
+                                     first_trial: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Eq. (3) in one dimension from x_hat = +C0 (unlearned) and -C0 (certifying run) with the
+    push-apart gradient map; returns the final x of both runs, [N] each. A test bed for the
+    gradient-clipping accountants (erratum K1): no network, the worst case made concrete."""
+    if config.method != "gradient-clipping":
+        raise ValueError("the worst case is built for gradient clipping (eq. 3)")
+    fn = _PushApartGradient(float(config.C1))
+    plain = KoloskovaConfig(**{**config.__dict__, "finetune_steps": 0})
+
+    def pipeline(random: TrialRandom) -> Mapping[str, torch.Tensor]:
+        out = {}
+        for side, sign in (("unlearned", 1.0), ("reference", -1.0)):
+            start = torch.full((random.size, 1), sign * config.C0, dtype=random.dtype)
+            out[side] = _unlearn(fn, start, None, None, plain, random, f"{side}/noise")[:, 0]
+        return out
+
+    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device="cpu",
+                         first_trial=first_trial)
+    return outputs["unlearned"], outputs["reference"]

@@ -4,6 +4,7 @@ example specs, reduced audits (CONSISTENT at the certified noise, VIOLATION belo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import mpmath
@@ -16,6 +17,7 @@ from audits.adapters.koloskova import (
     _tables_sigma,
 )
 from audits.fields import SpecError
+from audits.protocols import ModelOutputs, TrialBatch
 from audits.registry import get_adapter
 from audits.runner import prepare_audit
 from audits.spec import AuditSpec
@@ -154,3 +156,41 @@ def test_accuracy_budget_plot_shape():
     assert labels == ["model-clipping", "retrain from scratch"]
     for series in plot["series"]:
         assert len(series["x"]) == len(series["y"]) and all(0 <= y <= 1 for y in series["y"])
+
+
+# ----------------------------------------------------------------------------------------------
+# Erratum K1 on a worst case of eq. (3): the tables' noise is caught, the correct noise is not.
+
+
+@dataclass(frozen=True)
+class _WorstCase:
+    config: object
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        from empirical.mechanisms.koloskova2025 import run_worst_case_gradient_clipping
+
+        a, b = run_worst_case_gradient_clipping(config=self.config, n_trials=n_trials, seed=seed,
+                                                first_trial=first_trial)
+        return TrialBatch(ModelOutputs(scores={"x": a}), ModelOutputs(scores={"x": b}))
+
+
+def _worst_case(sigma: float):
+    from empirical.mechanisms.koloskova2025 import KoloskovaConfig
+
+    return _WorstCase(KoloskovaConfig(method="gradient-clipping", sigma=sigma, unlearn_steps=40,
+                                      step_size=0.05, C0=2.0, C1=1.0))
+
+
+@pytest.mark.slow
+def test_k1_tables_noise_is_a_violation_on_the_worst_case():
+    """The demo's (T, gamma, C0, C1) with the tables' sigma (zCDP slope = 1): the audit refutes
+    the claimed (1, 1e-5) with N = 4000 pairs (at N = 1000 it is still CONSISTENT)."""
+    sigma = _tables_sigma(T=40, gamma=0.05, lam=0.0, C0=2.0, C1=1.0, epsilon=1.0)
+    assert_violation(_worst_case(sigma), certified_epsilon=1.0, delta=1e-5, trials=4000)
+
+
+@pytest.mark.slow
+def test_correct_noise_is_consistent_on_the_worst_case():
+    prepared = prepare_audit(get_adapter("koloskova-gradient-clipping").demo_spec(trials=10))
+    assert_consistent(_worst_case(prepared.mechanism.config.sigma),
+                      certificate=prepared.certificate, trials=4000)
