@@ -64,9 +64,9 @@ class _Common:
     sigma: float | None = None
     C0: float = 2.0
     learn_steps: int = 300
-    learn_step_size: float = 2.0
+    learn_step_size: float = 0.5
     finetune_steps: int = 20
-    finetune_step_size: float = 1.0
+    finetune_step_size: float = 0.5
     noise_multiplier_scale: float = 1.0
     report_figures: bool = False
 
