@@ -8,5 +8,5 @@ first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
 from __future__ import annotations
 
 import audits.adapters.guo2020_newton  # noqa: F401  (registers "guo2020-newton")
+import audits.adapters.koloskova  # noqa: F401  (registers the three Koloskova et al. 2025 adapters)
 from audits.adapters import pnsgd  # noqa: F401  (registers "pnsgd", the default algorithm)
-from audits.adapters import koloskova  # noqa: F401  (registers the three Koloskova et al. 2025 adapters)
