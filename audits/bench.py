@@ -6,6 +6,7 @@ Which bound, reproduction and trials are timed comes from an algorithm's adapter
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -128,6 +129,8 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     if own is not None:
         options = {} if dataset is None else {"dataset": dataset}
         if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
+            if "model" not in inspect.signature(own).parameters:
+                raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
             options["model"] = model
         return {"algorithm": adapter.name, **own(n_trials=n_trials, device=device, **options)}
     if dataset is not None or model is not None:

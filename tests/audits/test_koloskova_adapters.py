@@ -194,3 +194,13 @@ def test_correct_noise_is_consistent_on_the_worst_case():
     prepared = prepare_audit(get_adapter("koloskova-gradient-clipping").demo_spec(trials=10))
     assert_consistent(_worst_case(prepared.mechanism.config.sigma),
                       certificate=prepared.certificate, trials=4000)
+
+
+def test_bench_trials_takes_the_model():
+    from audits.bench import trials_benchmark
+
+    res = trials_benchmark(algorithm="koloskova-model-clipping", n_trials=4, model="head")
+    assert res["model"] == "head" and res["loop_matches_batched"]
+    assert res["num_params"] == 64 * 32 + 32 + 32 * 16 + 16 + 16 * 2 + 2
+    with pytest.raises(ValueError, match="--model"):
+        trials_benchmark(algorithm="pnsgd", n_trials=2, model="mlp")
