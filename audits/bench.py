@@ -6,6 +6,7 @@ Which bound, reproduction and trials are timed comes from an algorithm's adapter
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -116,7 +117,7 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
 
 
 def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, device: str = "cpu",
-                     dataset: str | None = None) -> dict[str, Any]:
+                     dataset: str | None = None, model: str | None = None) -> dict[str, Any]:
     """Batched against per-trial trials of an algorithm (its adapter's ``benchmark_trials``).
 
     An adapter without its own benchmark is timed generically on its demo spec: one
@@ -127,9 +128,14 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     own = getattr(adapter, "benchmark_trials", None)
     if own is not None:
         options = {} if dataset is None else {"dataset": dataset}
+        if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
+            if "model" not in inspect.signature(own).parameters:
+                raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
+            options["model"] = model
         return {"algorithm": adapter.name, **own(n_trials=n_trials, device=device, **options)}
-    if dataset is not None:
-        raise ValueError(f"the {adapter.name} benchmark runs on its demo data; leave --dataset out")
+    if dataset is not None or model is not None:
+        raise ValueError(f"the {adapter.name} benchmark runs on its demo data and model; leave "
+                         "--dataset and --model out")
     return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
 
 

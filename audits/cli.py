@@ -265,7 +265,7 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
 
     try:
         res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
-                               dataset=args.dataset)
+                               dataset=args.dataset, model=args.model)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
     keys = ", ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, (dict, list)))
@@ -353,6 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
+    p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
     __import__("audits.bench").bench.add_power_command(bench)  # unlearn bench power
 

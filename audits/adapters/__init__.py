@@ -11,6 +11,7 @@ from audits.adapters import (  # noqa: F401  (each import registers its adapter)
     chien2024_fig3,  # the empirical Figure 3 reproductions of seed 000
     d2d,  # "d2d", Delete-to-Descent
     guo2020_newton,  # "guo2020-newton", Guo et al. 2020 certified removal
+    koloskova,  # "koloskova-gradient-clipping", "koloskova-model-clipping", "output-perturbation"
     langevin,  # "langevin", Langevin unlearning
     noisy_gd,  # "noisy-gd", Chourasia and Shah 2023
     pnsgd,  # "pnsgd", the default algorithm
