@@ -79,7 +79,7 @@ def test_bound_fig3d_is_kept(capsys):
 
 
 def test_bound_reproduction_refuses_mechanism_options(capsys):
-    assert main(["reproduce", "chien2024:table3", "--trials", "4"]) == 2
+    assert main(["reproduce", "chien2024:table3", "--trials", "4"]) == 1
     assert "bound reproduction" in capsys.readouterr().err
 
 
