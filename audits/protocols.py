@@ -193,7 +193,7 @@ class Certificate:
     bound at that order with the audit's parameters (so the whole curve is certified, not only
     the converted (epsilon, delta)). ``renyi_direction``: ``"both"`` when the certificate caps
     D_alpha(unlearned || retrained) and D_alpha(retrained || unlearned) (a Rényi difference,
-    Chien et al. 2024 Def. 2.1, or RDP over a symmetric neighbouring relation), ``"forward"``
+    seed 000's Rényi unlearning, or RDP over a symmetric neighbouring relation), ``"forward"``
     when only the first. The audit tests the curve directly (data-processing inequality, see
     :mod:`empirical.renyi_audit`).
     """
@@ -308,7 +308,7 @@ class Certificate:
 CURVE_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
 RENYI_DIRECTIONS = ("both", "forward")
 # Guarantee kinds whose value caps the divergence in both directions: a Rényi difference
-# (Chien et al. 2024, Definition 2.1: the max of both directions) and RDP, whose neighbouring
+# (seed 000's Rényi unlearning: the max of both directions) and RDP, whose neighbouring
 # relation is symmetric (Mironov 2017, Definition 4).
 _TWO_SIDED_KINDS = ("renyi_unlearning", "renyi_dp")
 

@@ -149,7 +149,10 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
     pending: dict[str, str] = {}
     for name, raw in params.items():
         if isinstance(raw, str):
-            parsed = parse_exact(raw)
+            try:
+                parsed = parse_exact(raw)
+            except BoundError as exc:
+                raise BoundError(f"{prefix}{name}: {exc}") from None
             if parsed is None:
                 pending[name] = raw
             else:
