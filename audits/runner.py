@@ -91,13 +91,38 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
+def _finish(report: dict, out_dir: str | Path | None, *, replace: bool = False,
+            same_audit_by: str = "spec_hash") -> AuditResult:
     from audits.report import validate_report, write_report
 
     if out_dir is None:
         return AuditResult(validate_report(report), None)
+    if not replace:
+        _refuse_foreign_report(report, Path(out_dir), same_audit_by)
     paths = write_report(report, out_dir)
     return AuditResult(validate_report(report), paths)
+
+
+def _refuse_foreign_report(report: Mapping[str, Any], out_dir: Path, same_audit_by: str) -> None:
+    """Refuse to overwrite another audit's report in ``out_dir`` (``replace=True`` allows it).
+
+    ``same_audit_by`` names the report field that identifies an audit: ``"spec"`` for spec-driven
+    audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
+    audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
+    """
+    from audits.report_schema import JSON_NAME
+
+    existing = out_dir / JSON_NAME
+    if not existing.exists():
+        return
+    try:
+        previous = json.loads(existing.read_text(encoding="utf-8"))
+        same = isinstance(previous, dict) and previous.get(same_audit_by) == report[same_audit_by]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        same = False
+    if not same:
+        raise ValueError(f"{existing} holds the report of another audit; choose another folder "
+                         "or pass replace=True (--replace) to overwrite it")
 
 
 def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
@@ -159,7 +184,7 @@ def run_audit(
                             "(empirical.trials.trial_seed)"},
         device=prepared.device, wall_seconds=time.perf_counter() - start, chunks=chunks,
         chunks_resumed=resumed, notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec))
-    return _finish(report, out_dir)
+    return _finish(report, out_dir, replace=replace, same_audit_by="spec")
 
 
 def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
@@ -187,6 +212,7 @@ def audit_mechanism(
     ray_address: str | None = None,
     name: str = "custom mechanism",
     direction: str = "both",
+    replace: bool = False,
 ) -> AuditResult:
     """Audit your own :class:`~audits.protocols.TrialMechanism` against a certificate.
 
@@ -195,7 +221,8 @@ def audit_mechanism(
     rerun) only when you give a ``cache_key`` that changes whenever your mechanism does; without
     one, nothing is cached and a rerun recomputes everything. ``direction``: "both" (default)
     tests each score orientation with the Bonferroni correction; "greater" (higher score =
-    unlearned) or "less" when the score's orientation is known in advance.
+    unlearned) or "less" when the score's orientation is known in advance. An ``out_dir`` holding
+    another audit's report or chunks is refused unless ``replace``.
     """
     start = time.perf_counter()
     if not isinstance(mechanism, TrialMechanism):
@@ -214,7 +241,7 @@ def audit_mechanism(
     main, pilot, chunks, resumed, pilot_seed, _ = run_chunks(
         mechanism, trials=trials, pilot_trials=pilot_trials, chunk_size=chunk_size, seed=seed,
         out_dir=store_dir, audit_key=audit_key, spec_json=settings_json, backend=backend,
-        progress=progress, label=f"audit {name}", ray_address=ray_address)
+        progress=progress, label=f"audit {name}", ray_address=ray_address, replace=replace)
     report = build_report(
         spec_dict=settings, spec_hash=audit_key, certificate=certificate, main=main,
         pilot=pilot, attacks=attacks, statistics=settings["statistics"],
@@ -222,7 +249,7 @@ def audit_mechanism(
         seeds={"pilot_seed": pilot_seed}, device=str(getattr(mechanism, "device", "cpu")),
         wall_seconds=time.perf_counter() - start, chunks=chunks, chunks_resumed=resumed,
         direction=direction)
-    return _finish(report, out_dir)
+    return _finish(report, out_dir, replace=replace)
 
 
 def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statistics,
@@ -274,13 +301,15 @@ def audit_scores(
     out_dir: str | Path | None = None,
     name: str = "precomputed scores",
     direction: str = "both",
+    replace: bool = False,
 ) -> AuditResult:
     """Audit precomputed attack scores: ``{attack: [n] or [n, E] array}`` per side.
 
     Scores must come from models independent of any choice made with them (a threshold is
     covered by the statistic; an attack tuned on these very scores is not). ``direction`` as in
     :func:`audit_mechanism`; with a Rényi certificate the histogram test of the whole curve runs
-    too (it does not depend on the score's orientation).
+    too (it does not depend on the score's orientation). An ``out_dir`` holding the report of
+    other scores or settings is refused unless ``replace``.
     """
     start = time.perf_counter()
     batch = TrialBatch(ModelOutputs(scores=unlearned, accuracy=unlearned_accuracy),
@@ -301,4 +330,4 @@ def audit_scores(
         confidence=confidence, seed=seed, seeds={}, device="precomputed",
         wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0,
         direction=direction)
-    return _finish(report, out_dir)
+    return _finish(report, out_dir, replace=replace)

@@ -401,3 +401,24 @@ def test_full_demo(tmp_path):
         L="5/4", M=0.05, n=256, b=256, T=12, K=1, R=100.0).epsilon
     assert 0.02 < report["verdict"]["max_lower_bound"] < cert["epsilon"]
     assert 0.02 < report["verdict"]["tightness"] < 1.0
+
+
+def test_a_report_of_other_scores_is_not_overwritten(tmp_path):
+    rng = np.random.default_rng(11)
+    cert = Certificate(epsilon=10.0, delta=1e-3)
+    first = {"s": rng.standard_normal(200)}, {"s": rng.standard_normal(200)}
+    audit_scores(unlearned=first[0], retrained=first[1], certificate=cert, out_dir=tmp_path)
+    kept = (tmp_path / "report.json").read_bytes()
+    # The same scores again: the same audit, rewritten in place.
+    audit_scores(unlearned=first[0], retrained=first[1], certificate=cert, out_dir=tmp_path)
+    other = {"s": rng.standard_normal(200) + 1.0}, {"s": rng.standard_normal(200)}
+    with pytest.raises(ValueError, match="another audit.*replace=True"):
+        audit_scores(unlearned=other[0], retrained=other[1], certificate=cert, out_dir=tmp_path)
+    assert load_report(tmp_path)["spec_hash"] == json.loads(kept)["spec_hash"]
+    audit_scores(unlearned=other[0], retrained=other[1], certificate=cert, out_dir=tmp_path,
+                 replace=True)
+    assert load_report(tmp_path)["spec_hash"] != json.loads(kept)["spec_hash"]
+    # An unreadable report.json is not silently replaced either.
+    (tmp_path / "report.json").write_text("{not json")
+    with pytest.raises(ValueError, match="another audit"):
+        audit_mechanism(GaussianShift(0.5), certificate=cert, trials=100, out_dir=tmp_path)
