@@ -36,7 +36,14 @@ class UsageError(Exception):
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error raises :class:`UsageError` instead of printing the usage
     block and exiting, so that :func:`audits.cli.main` reports it in the one-line (or JSON)
-    error format like every other failure. Subparsers inherit the class."""
+    error format like every other failure. Subparsers inherit the class.
+
+    Abbreviated options are refused: ``--rep`` must not silently mean ``--replace`` (which
+    deletes stored audits), and a new option must not change what an old abbreviation means."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
         raise UsageError(f"{message} (see '{self.prog} --help')")

@@ -152,6 +152,9 @@ def test_version() -> None:
     (["bounds", "epsilon", "chien2024:cor3.7", "--delta", "1e-5", "--alpha-min", "9",
       "--alpha-max", "2"], 1, "alpha", "input"),
     (["bounds", "nope"], 2, "invalid choice", "usage"),
+    # An abbreviation must not stand for a destructive option (--rep for --replace).
+    (["audit", "run", "--rep", "missing.toml"], 2, "unrecognized arguments: --rep", "usage"),
+    (["calibrate", "chien2024:cor3.7", "--solve", "K", "--eps", "1"], 2, "--epsilon", "usage"),
     (["bounds", "eval", "x" * 10_000], 1, "'" + "x" * 20, "input"),
     (["bounds", "show", "y" * 10_000 + "\n"], 1, "'" + "y" * 20, "input"),
 ])
