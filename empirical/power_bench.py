@@ -178,6 +178,8 @@ def estimator_coverage(
                     stats[name]["inf"].append(float(not np.isfinite(est.value)))
                     stats[name]["ratio"].append(est.value / truths[name])
             for name, vals in stats.items():
+                if not vals["cover"] and name not in out_of_range:
+                    continue  # not run (runs_hockey_full = 0)
                 row = {"estimator": name, "dimension": d, "covariance": covariance,
                        "n_per_side": n, "runs": len(vals["cover"]), "truth": truths[name]}
                 if name in out_of_range:
