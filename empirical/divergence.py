@@ -56,6 +56,7 @@ from scipy import integrate, optimize, special, stats
 from scipy.spatial import cKDTree
 
 from empirical.statistics import _cp_lower, _cp_upper, gaussian_delta
+from empirical.statistics.checks import _check_probability
 
 __all__ = [
     "FULL_RENYI_MAX_NOISE",
@@ -134,10 +135,7 @@ def _check_epsilon(epsilon: float) -> float:
 
 
 def _check_level(level: float, name: str) -> float:
-    level = float(level)
-    if not (0.0 < level < 1.0):
-        raise ValueError(f"{name} must lie in (0, 1), got {level!r}")
-    return level
+    return _check_probability(level, name, open_low=True, open_high=True)
 
 
 # ----------------------------------------------------------------------------------------------

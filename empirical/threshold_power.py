@@ -31,6 +31,8 @@ import numpy as np
 from scipy import special
 
 from empirical.statistics import _cp_upper, epsilon_from_error_rates
+from empirical.statistics.checks import _as_scores as as_scores
+from empirical.statistics.checks import _check_probability
 
 __all__ = [
     "PilotEpsilonLowerBound",
@@ -70,19 +72,14 @@ class PilotEpsilonLowerBound:
 
 
 def _as_scores(scores, name: str) -> np.ndarray:
-    array = np.asarray(scores, dtype=np.float64)
-    if array.ndim != 1 or array.size < 4:
-        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    array = as_scores(scores, name)
+    if array.size < 4:
+        raise ValueError(f"{name} needs at least 4 scores (pilot and tested parts), got {array.size}")
     return array
 
 
 def _check_open_unit(value: float, name: str) -> float:
-    value = float(value)
-    if not (0.0 < value < 1.0):
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return value
+    return _check_probability(value, name, open_low=True, open_high=True)
 
 
 def _best_rule(
