@@ -212,7 +212,8 @@ def _cmd_bench_power(args: Any) -> None:
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
-                          hockey_full_runs=args.hockey_full_runs)
+                          hockey_full_runs=args.hockey_full_runs,
+                          parts=tuple(args.parts.split(",")))
     emit(res, args.json, power_summary(res))
 
 
@@ -230,4 +231,6 @@ def add_power_command(bench_subparsers: Any) -> None:
                           ("hockey-full", 20)):
         p.add_argument(f"--{part}-runs", type=int, default=None, metavar="N",
                        help=f"runs of the {part} part (default {default}; fewer with --quick)")
+    p.add_argument("--parts", default="epsilon,detection,coverage", metavar="LIST",
+                   help="comma-separated parts to run (epsilon, detection, coverage; default all)")
     p.set_defaults(func=_cmd_bench_power)

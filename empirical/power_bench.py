@@ -26,7 +26,10 @@ from empirical.statistics import _gaussian_epsilon, epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.threshold_power import pilot_epsilon_lower_bound, single_threshold_limit
 
-__all__ = ["detection_power", "epsilon_bound_power", "estimator_coverage", "power_benchmark"]
+__all__ = ["PARTS", "detection_power", "epsilon_bound_power", "estimator_coverage", "power_benchmark"]
+
+
+PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage")
 
 
 def _scores(rng: np.random.Generator, mu: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -203,12 +206,18 @@ def _full_renyi_refusal(*, n: int, d: int, order: float) -> str | None:
 
 def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | None = None,
                     detection_runs: int | None = None, coverage_runs: int | None = None,
-                    hockey_full_runs: int | None = None) -> dict[str, Any]:
+                    hockey_full_runs: int | None = None,
+                    parts: Sequence[str] = PARTS) -> dict[str, Any]:
     """All power measurements in one dict; ``quick`` uses few runs (a smoke test, not a study).
 
     The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100
-    and 20; with ``quick``: 10, 5, 5 and 1), so that a study can be scaled to the time at hand.
+    and 20; with ``quick``: 10, 5, 5 and 1), so that a study can be scaled to the time at hand;
+    ``parts`` picks some of ``PARTS`` (the others come back as empty lists), so that the parts
+    can run as separate processes: each part's draws depend only on ``seed``, not on the others.
     """
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown or not parts:
+        raise ValueError(f"parts must be a non-empty selection of {PARTS}, got {list(parts)!r}")
     start = time.perf_counter()
     runs = {"epsilon": 10, "detection": 5, "coverage": 5, "hockey_full": 1} if quick else {
         "epsilon": 200, "detection": 100, "coverage": 100, "hockey_full": 20}
@@ -218,16 +227,18 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key}_runs must be a positive integer, got {value!r}")
             runs[key] = value
-    eps_rows = epsilon_bound_power(runs=runs["epsilon"], seed=seed)
-    det_rows = detection_power(runs=runs["detection"], seed=seed + 1)
+    eps_rows = epsilon_bound_power(runs=runs["epsilon"], seed=seed) if "epsilon" in parts else []
+    det_rows = detection_power(runs=runs["detection"], seed=seed + 1) if "detection" in parts else []
     cov_rows = estimator_coverage(runs=runs["coverage"], runs_hockey_full=runs["hockey_full"],
-                                  n_bootstrap=50 if quick else 200, seed=seed + 2)
+                                  n_bootstrap=50 if quick else 200,
+                                  seed=seed + 2) if "coverage" in parts else []
     return {
         "ground_truth": "scores N(mu, 1) vs N(0, 1); Gaussian mechanism, sensitivity 1",
         "epsilon_bounds": eps_rows,
         "detection": det_rows,
         "estimator_coverage": cov_rows,
         "runs": runs,
+        "parts": [part for part in PARTS if part in parts],
         "seed": seed,
         "seconds": time.perf_counter() - start,
         "quick": quick,
