@@ -44,3 +44,16 @@ def test_power_benchmark_run_counts_are_checked():
 
     with pytest.raises(ValueError, match="detection_runs must be a positive integer"):
         power_benchmark(detection_runs=0)
+    with pytest.raises(ValueError, match="parts must be a non-empty selection"):
+        power_benchmark(parts=("epsilon", "speed"))
+
+
+def test_power_benchmark_parts_run_alone_with_their_own_draws():
+    from empirical.power_bench import power_benchmark
+
+    alone = power_benchmark(quick=True, parts=("epsilon",), epsilon_runs=1)
+    assert alone["parts"] == ["epsilon"] and alone["detection"] == alone["estimator_coverage"] == []
+    assert alone["runs"]["epsilon"] == 1 and len(alone["epsilon_bounds"]) == 6
+    # The same draws as inside the whole benchmark: the part's seed does not depend on the others.
+    direct = epsilon_bound_power(runs=1, seed=0)
+    assert [r["pilot"]["mean"] for r in alone["epsilon_bounds"]] == [r["pilot"]["mean"] for r in direct]
