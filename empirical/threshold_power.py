@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import _cp_upper, epsilon_from_error_rates
+from empirical.statistics import _cp_upper, epsilon_from_error_rates, epsilon_lower_bound_from_counts
 from empirical.statistics.checks import _as_scores as as_scores
 from empirical.statistics.checks import _check_probability
 
@@ -172,16 +172,18 @@ def pilot_epsilon_lower_bound(
     else:
         false_negatives = int(np.sum(test_pos > threshold))
         false_positives = int(np.sum(test_neg <= threshold))
-    fpr_hi = float(_cp_upper(false_positives, test_neg.size, alpha / 2))
-    fnr_hi = float(_cp_upper(false_negatives, test_pos.size, alpha / 2))
+    # The threshold was fixed on the pilot only, so the tested counts give a valid bound.
+    fixed = epsilon_lower_bound_from_counts(
+        false_positives=false_positives, n_negative=test_neg.size,
+        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha)
     return PilotEpsilonLowerBound(
-        epsilon=float(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta)),
+        epsilon=float(fixed.epsilon),
         delta=delta,
-        confidence=1.0 - alpha,
+        confidence=fixed.confidence,
         threshold=threshold,
         positive_above=above,
-        fpr_upper=fpr_hi,
-        fnr_upper=fnr_hi,
+        fpr_upper=fixed.fpr_upper,
+        fnr_upper=fixed.fnr_upper,
         false_positives=false_positives,
         false_negatives=false_negatives,
         n_positive=test_pos.size,
