@@ -195,9 +195,13 @@ def power_summary(res: dict[str, Any]) -> str:
               f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
               f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
     for row in res["estimator_coverage"]:
-        lines.append(f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
-                     f"{row['n_per_side']:>5} {row['runs']:>4} {row['coverage']:>8.2f} "
-                     f"{row['infinite_rate']:>8.2f} {row['mean_estimate_over_truth']:>9.3f}")
+        head = (f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
+                f"{row['n_per_side']:>5} {row['runs']:>4} ")
+        if row["coverage"] is None:  # the estimator refuses this test bed (its valid range)
+            lines.append(head + row.get("out_of_range", "out of range"))
+            continue
+        lines.append(head + f"{row['coverage']:>8.2f} {row['infinite_rate']:>8.2f} "
+                     f"{float(row['mean_estimate_over_truth']):>9.3f}")
     lines += ["", f"{res['note']}; {res['seconds']:.1f} s"]
     return "\n".join(lines)
 
@@ -206,7 +210,10 @@ def _cmd_bench_power(args: Any) -> None:
     from audits.cli_common import emit
     from empirical.power_bench import power_benchmark
 
-    res = power_benchmark(quick=args.quick, seed=args.seed)
+    res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
+                          detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
+                          hockey_full_runs=args.hockey_full_runs,
+                          parts=tuple(args.parts.split(",")))
     emit(res, args.json, power_summary(res))
 
 
@@ -220,4 +227,10 @@ def add_power_command(bench_subparsers: Any) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quick", action="store_true", help="few runs (a smoke test, ~30 s)")
     p.add_argument("--seed", type=int, default=0, help="master seed")
+    for part, default in (("epsilon", 200), ("detection", 100), ("coverage", 100),
+                          ("hockey-full", 20)):
+        p.add_argument(f"--{part}-runs", type=int, default=None, metavar="N",
+                       help=f"runs of the {part} part (default {default}; fewer with --quick)")
+    p.add_argument("--parts", default="epsilon,detection,coverage", metavar="LIST",
+                   help="comma-separated parts to run (epsilon, detection, coverage; default all)")
     p.set_defaults(func=_cmd_bench_power)

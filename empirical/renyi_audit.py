@@ -44,6 +44,8 @@ import numpy as np
 from scipy import optimize
 
 from empirical.statistics import _cp_lower, _cp_upper
+from empirical.statistics.checks import _as_scores as as_scores
+from empirical.statistics.checks import _check_probability
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -117,19 +119,14 @@ class RenyiAuditResult:
 
 
 def _as_scores(scores, name: str) -> np.ndarray:
-    array = np.asarray(scores, dtype=np.float64)
-    if array.ndim != 1 or array.size < 2:
-        raise ValueError(f"{name} must be a 1-D array of at least 2 scores, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    array = as_scores(scores, name)
+    if array.size < 2:
+        raise ValueError(f"{name} needs at least 2 scores, got {array.size}")
     return array
 
 
 def _check_beta(beta: float) -> float:
-    beta = float(beta)
-    if not (0.0 < beta < 1.0):
-        raise ValueError(f"beta must lie in (0, 1), got {beta!r}")
-    return beta
+    return _check_probability(beta, "beta", open_low=True, open_high=True)
 
 
 def _check_edges(edges: Sequence[float]) -> np.ndarray:

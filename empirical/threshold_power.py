@@ -30,7 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import _cp_upper, epsilon_from_error_rates
+from empirical.statistics import _cp_upper, epsilon_from_error_rates, epsilon_lower_bound_from_counts
+from empirical.statistics.checks import _as_scores as as_scores
+from empirical.statistics.checks import _check_probability
 
 __all__ = [
     "PilotEpsilonLowerBound",
@@ -70,19 +72,14 @@ class PilotEpsilonLowerBound:
 
 
 def _as_scores(scores, name: str) -> np.ndarray:
-    array = np.asarray(scores, dtype=np.float64)
-    if array.ndim != 1 or array.size < 4:
-        raise ValueError(f"{name} must be a 1-D array of at least 4 scores, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
+    array = as_scores(scores, name)
+    if array.size < 4:
+        raise ValueError(f"{name} needs at least 4 scores (pilot and tested parts), got {array.size}")
     return array
 
 
 def _check_open_unit(value: float, name: str) -> float:
-    value = float(value)
-    if not (0.0 < value < 1.0):
-        raise ValueError(f"{name} must lie in (0, 1), got {value!r}")
-    return value
+    return _check_probability(value, name, open_low=True, open_high=True)
 
 
 def _best_rule(
@@ -175,16 +172,18 @@ def pilot_epsilon_lower_bound(
     else:
         false_negatives = int(np.sum(test_pos > threshold))
         false_positives = int(np.sum(test_neg <= threshold))
-    fpr_hi = float(_cp_upper(false_positives, test_neg.size, alpha / 2))
-    fnr_hi = float(_cp_upper(false_negatives, test_pos.size, alpha / 2))
+    # The threshold was fixed on the pilot only, so the tested counts give a valid bound.
+    fixed = epsilon_lower_bound_from_counts(
+        false_positives=false_positives, n_negative=test_neg.size,
+        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha)
     return PilotEpsilonLowerBound(
-        epsilon=float(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta)),
+        epsilon=float(fixed.epsilon),
         delta=delta,
-        confidence=1.0 - alpha,
+        confidence=fixed.confidence,
         threshold=threshold,
         positive_above=above,
-        fpr_upper=fpr_hi,
-        fnr_upper=fnr_hi,
+        fpr_upper=fixed.fpr_upper,
+        fnr_upper=fixed.fnr_upper,
         false_positives=false_positives,
         false_negatives=false_negatives,
         n_positive=test_pos.size,
