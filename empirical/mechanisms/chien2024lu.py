@@ -38,6 +38,7 @@ from empirical.mechanisms.common import (
     full_batch_bytes_per_trial,
     full_batch_gradient,
     learn_unlearn_retrain,
+    lsi_init_std,
     noisy_step,
     one_cpu_thread,
     per_request_counts,
@@ -153,14 +154,11 @@ def run_langevin(
     iterations = config.iterations_for(len(setup.requests))
     versions, n_params = setup.versions, base.num_params
     strong_convexity = base.strong_convexity + config.l2
-    scale = config.noise_multiplier_scale
-    if config.init_std is None:
-        if strong_convexity <= 0:
-            raise ValueError("init_std=None needs m > 0 (Theorem P.2's (2 sigma^2/m)-LSI start)")
-        init_std = math.sqrt(2.0 * config.sigma**2 / strong_convexity) * scale
-    else:
-        init_std = config.init_std
-    step_noise_std = config.step_noise_std * scale
+    init_std = lsi_init_std(config.init_std, sigma=config.sigma,
+                            strong_convexity=strong_convexity,
+                            scale=config.noise_multiplier_scale,
+                            remedy="Theorem P.2's (2 sigma^2/m)-LSI start")
+    step_noise_std = config.step_noise_std * config.noise_multiplier_scale
 
     def pngd(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
              stream: str) -> torch.Tensor:

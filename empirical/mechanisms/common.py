@@ -58,6 +58,7 @@ __all__ = [
     "full_batch_bytes_per_trial",
     "gather",
     "learn_unlearn_retrain",
+    "lsi_init_std",
     "model_samples",
     "noisy_step",
     "one_cpu_thread",
@@ -368,6 +369,18 @@ def check_number(value: float, name: str, *, positive: bool) -> None:
     """``value`` must be finite and > 0 (``positive``) or >= 0; the error names it."""
     if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
         raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
+
+
+def lsi_init_std(init_std: float | None, *, sigma: float, strong_convexity: float,
+                 scale: float, remedy: str) -> float:
+    """The initialisation's standard deviation: ``init_std`` when given, else
+    sqrt(2 sigma^2 / m) times the noise ``scale``, the (2 sigma^2/m)-LSI start of seed 000
+    (App. N.3 for PNSGD; Theorem P.2 for Langevin unlearning), which needs m > 0."""
+    if init_std is not None:
+        return init_std
+    if strong_convexity <= 0:
+        raise ValueError(f"init_std=None needs m > 0 ({remedy})")
+    return math.sqrt(2.0 * sigma**2 / strong_convexity) * scale
 
 
 def per_request_counts(value: int | Sequence[int], name: str, *,
