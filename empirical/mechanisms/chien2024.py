@@ -32,13 +32,12 @@ from empirical.mechanisms.common import (
     ModelSamples,
     TrialCount,
     batch_gradient,
-    check_number,
+    check_config,
     counts_for,
     learn_unlearn_retrain,
     lsi_init_std,
     noisy_step,
     one_cpu_thread,
-    per_request_counts,
     prepare_mechanism,
     result_fields,
 )
@@ -88,24 +87,14 @@ class PNSGDConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        check_number(self.step_size, "step_size", positive=True)
-        check_number(self.sigma, "sigma", positive=False)
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.learn_epochs < 0:
-            raise ValueError(f"learn_epochs must be >= 0, got {self.learn_epochs}")
-        object.__setattr__(self, "unlearn_epochs",
-                           per_request_counts(self.unlearn_epochs, "unlearn_epochs", what="K"))
-        check_number(self.l2, "l2", positive=False)
-        if self.clip is not None:
-            check_number(self.clip, "clip", positive=True)
-        if self.radius is not None:
-            check_number(self.radius, "radius", positive=True)
-        if self.init_std is not None:
-            check_number(self.init_std, "init_std", positive=False)
+        check_config(self, counts=("learn_epochs",), per_request=(("unlearn_epochs", "K"),),
+                     positive=("step_size", "clip", "radius"),
+                     non_negative=("sigma", "l2", "init_std", "noise_multiplier_scale"),
+                     optional=("clip", "radius", "init_std"))
         if self.partition not in ("per_trial", "fixed"):
             raise ValueError(f"partition must be 'per_trial' or 'fixed', got {self.partition!r}")
-        check_number(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
 
     @property
     def noise_std(self) -> float:

@@ -33,7 +33,7 @@ from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
     TrialCount,
-    check_number,
+    check_config,
     counts_for,
     full_batch_bytes_per_trial,
     full_batch_gradient,
@@ -41,7 +41,6 @@ from empirical.mechanisms.common import (
     lsi_init_std,
     noisy_step,
     one_cpu_thread,
-    per_request_counts,
     prepare_mechanism,
     result_fields,
 )
@@ -78,20 +77,11 @@ class LangevinConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        check_number(self.step_size, "step_size", positive=True)
-        check_number(self.sigma, "sigma", positive=False)
-        if int(self.learn_iterations) != self.learn_iterations or self.learn_iterations < 0:
-            raise ValueError(f"learn_iterations must be an integer >= 0, got {self.learn_iterations}")
-        object.__setattr__(self, "unlearn_iterations",
-                           per_request_counts(self.unlearn_iterations, "unlearn_iterations"))
-        check_number(self.l2, "l2", positive=False)
-        if self.clip is not None:
-            check_number(self.clip, "clip", positive=True)
-        if self.radius is not None:
-            check_number(self.radius, "radius", positive=True)
-        if self.init_std is not None:
-            check_number(self.init_std, "init_std", positive=False)
-        check_number(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
+        check_config(self, counts=("learn_iterations",),
+                     per_request=(("unlearn_iterations", "value"),),
+                     positive=("step_size", "clip", "radius"),
+                     non_negative=("sigma", "l2", "init_std", "noise_multiplier_scale"),
+                     optional=("clip", "radius", "init_std"))
 
     @property
     def step_noise_std(self) -> float:

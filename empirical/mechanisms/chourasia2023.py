@@ -48,12 +48,12 @@ from empirical.mechanisms.common import (
     ModelSamples,
     TrialCount,
     batch_gradient,
+    check_config,
     check_number,
     counts_for,
     evaluate,
     noisy_step,
     one_cpu_thread,
-    per_request_counts,
     prepare_mechanism,
     result_fields,
 )
@@ -110,18 +110,9 @@ class NoisyGDConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        check_number(self.step_size, "step_size", positive=True)
-        check_number(self.sigma, "sigma", positive=False)
-        if int(self.learn_steps) != self.learn_steps or self.learn_steps < 0:
-            raise ValueError(f"learn_steps must be an integer >= 0, got {self.learn_steps}")
-        object.__setattr__(self, "unlearn_steps",
-                           per_request_counts(self.unlearn_steps, "unlearn_steps", what="K_Abar"))
-        check_number(self.l2, "l2", positive=False)
-        if self.clip is not None:
-            check_number(self.clip, "clip", positive=True)
-        if self.init_variance is not None:
-            check_number(self.init_variance, "init_variance", positive=False)
-        check_number(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
+        check_config(self, counts=("learn_steps",), per_request=(("unlearn_steps", "K_Abar"),),
+                     positive=("step_size", "clip"), optional=("clip", "init_variance"),
+                     non_negative=("sigma", "l2", "init_variance", "noise_multiplier_scale"))
 
     @property
     def step_noise_std(self) -> float:

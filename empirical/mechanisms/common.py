@@ -17,8 +17,9 @@ A mechanism module (one per paper) combines these pieces instead of copying them
 * :func:`learn_unlearn_retrain`: the learn -> unlearn (each request) -> retrain skeleton with
   the evaluations and counted gradients of each phase;
 * :func:`result_fields`, :class:`TrialCount`: the fields every result dataclass carries;
-* :func:`check_number`, :func:`per_request_counts`, :func:`counts_for`: the validation shared
-  by the configs (finite numbers, one count or one count per request);
+* :func:`check_config`, :func:`check_number`, :func:`per_request_counts`, :func:`counts_for`:
+  the validation shared by the configs (finite numbers, step counts, one count or one count
+  per request);
 * :func:`one_cpu_thread`: runs a block with one intra-op CPU thread (the measured reason is in
   its docstring).
 
@@ -50,6 +51,7 @@ __all__ = [
     "TrialCount",
     "as_requests",
     "batch_gradient",
+    "check_config",
     "check_number",
     "counts_for",
     "data_versions",
@@ -369,6 +371,27 @@ def check_number(value: float, name: str, *, positive: bool) -> None:
     """``value`` must be finite and > 0 (``positive``) or >= 0; the error names it."""
     if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
         raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
+
+
+def check_config(config: Any, *, positive: Sequence[str] = (), non_negative: Sequence[str] = (),
+                 counts: Sequence[str] = (), per_request: Sequence[tuple[str, str]] = (),
+                 optional: Sequence[str] = ()) -> None:
+    """Checks the fields of a frozen config by name, in this order: ``counts`` are integers
+    >= 0; ``per_request`` (name, what one entry is) are normalised by
+    :func:`per_request_counts`; ``positive`` and ``non_negative`` are finite and > 0 or >= 0.
+    Fields named in ``optional`` may be None (e.g. no clipping). Errors name the field."""
+    for name in counts:
+        value = getattr(config, name)
+        if int(value) != value or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value}")
+    for name, what in per_request:
+        object.__setattr__(config, name, per_request_counts(getattr(config, name), name,
+                                                            what=what))
+    for names, strict in ((positive, True), (non_negative, False)):
+        for name in names:
+            value = getattr(config, name)
+            if not (value is None and name in optional):
+                check_number(value, name, positive=strict)
 
 
 def lsi_init_std(init_std: float | None, *, sigma: float, strong_convexity: float,
