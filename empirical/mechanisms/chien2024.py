@@ -30,20 +30,19 @@ import torch
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     ModelSamples,
-    TrialCount,
+    TrialResult,
     batch_gradient,
     check_config,
     counts_for,
     learn_unlearn_retrain,
     lsi_init_std,
     noisy_step,
-    one_cpu_thread,
     prepare_mechanism,
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LOGISTIC_SMOOTHNESS, LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, run_trials, trial_seed
+from empirical.models import LOGISTIC_SMOOTHNESS, TrialModel
+from empirical.trials import TrialRandom, trial_seed
 
 __all__ = [
     "PAPER_BURN_IN_EPOCHS",
@@ -147,7 +146,7 @@ def paper_logistic_config(
 
 
 @dataclass(frozen=True, eq=False)
-class PNSGDResult(TrialCount):
+class PNSGDResult(TrialResult):
     """Outputs of ``n_trials`` runs of learn -> unlearn and of retraining on D'.
 
     ``unlearned`` and ``retrained`` are the two samples an audit compares; ``learned`` is the
@@ -163,21 +162,13 @@ class PNSGDResult(TrialCount):
     config: PNSGDConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
     gradient_evaluations: dict[str, int | tuple[int, ...]]
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
     forget_batch: np.ndarray
     fixed_partition: np.ndarray | None
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
     strong_convexity: float
     smoothness: float | None
-    device: str
-    dtype: str
 
 
 def run_pnsgd(
@@ -205,22 +196,22 @@ def run_pnsgd(
     depend only on (seed, i), not on ``n_trials``, ``chunk_size``, ``first_trial`` or
     ``mode`` (bit for bit for the linear models on CPU; to rounding for networks).
     """
-    model = LogisticRegression(dataset.dim) if model is None else model
-    counted = CountingModel(model)
     n, batch = dataset.n, config.batch_size
     if n % batch != 0:
         raise ValueError(
             f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
             "empirical.data.drop_to_multiple (as seed 000 does)"
         )
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype)
+    model = setup.model
+    counted = CountingModel(model)
     strong_convexity = model.strong_convexity + config.l2
     init_std = lsi_init_std(config.init_std, sigma=config.sigma,
                             strong_convexity=strong_convexity,
                             scale=config.noise_multiplier_scale,
                             remedy="set l2 > 0 or give init_std")
     step_noise_std = config.noise_std * config.noise_multiplier_scale
-    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
     unlearn_epochs = config.unlearn_epochs_for(len(setup.requests))
     resolved, versions, sets = setup.device, setup.versions, setup.sets
     forget_rows = torch.as_tensor(setup.forget, dtype=torch.long, device=resolved)
@@ -298,10 +289,8 @@ def run_pnsgd(
         itemsize * (n_batches * n_params + model.workspace_elements(batch) + 12 * n_params)
         + 8 * 3 * n
     )
-    with one_cpu_thread(resolved):
-        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved,
-                             dtype=dtype, mode=mode, chunk_size=chunk_size,
-                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     smoothness = model.smoothness
     return PNSGDResult(
         config=config,

@@ -25,14 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-import numpy as np
 import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    TrialCount,
+    TrialResult,
     check_config,
     counts_for,
     full_batch_bytes_per_trial,
@@ -40,13 +39,12 @@ from empirical.mechanisms.common import (
     learn_unlearn_retrain,
     lsi_init_std,
     noisy_step,
-    one_cpu_thread,
     prepare_mechanism,
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, run_trials
+from empirical.models import TrialModel
+from empirical.trials import TrialRandom
 
 __all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]
 
@@ -93,7 +91,7 @@ class LangevinConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class LangevinResult(TrialCount):
+class LangevinResult(TrialResult):
     """``n_trials`` runs of LU learn -> unlearn and of retraining on the final D'.
 
     ``gradient_evaluations`` counts per-example gradients of one trial: ``learn``, ``unlearn``
@@ -103,18 +101,10 @@ class LangevinResult(TrialCount):
     config: LangevinConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
     gradient_evaluations: dict[str, int | tuple[int, ...]]
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
     strong_convexity: float
-    device: str
-    dtype: str
 
 
 def run_langevin(
@@ -137,10 +127,10 @@ def run_langevin(
 
     Trial i's numbers depend only on (seed, i) (bit for bit for the linear models on CPU).
     """
-    base = LogisticRegression(dataset.dim) if model is None else model
-    counted = CountingModel(base)
-    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
                               score_seed=score_seed, device=device, dtype=dtype)
+    base = setup.model
+    counted = CountingModel(base)
     iterations = config.iterations_for(len(setup.requests))
     versions, n_params = setup.versions, base.num_params
     strong_convexity = base.strong_convexity + config.l2
@@ -190,10 +180,8 @@ def run_langevin(
             unlearn=unlearn, retrain=lambda random: trained(random, "retrain", versions[-1]))[0]
 
     bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
-    with one_cpu_thread(setup.device):
-        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=setup.device,
-                             dtype=dtype, mode=mode, chunk_size=chunk_size,
-                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return LangevinResult(
         config=config,

@@ -46,19 +46,18 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    TrialCount,
+    TrialResult,
     batch_gradient,
     check_config,
     check_number,
     counts_for,
     evaluate,
     noisy_step,
-    one_cpu_thread,
     prepare_mechanism,
     result_fields,
 )
-from empirical.models import LinearModel, LogisticRegression, TrialModel, clip_scale, pairwise_dot
-from empirical.trials import TrialRandom, chunk_size_for, run_trials
+from empirical.models import LinearModel, TrialModel, clip_scale, pairwise_dot
+from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [
     "BatchedRequest",
@@ -218,7 +217,7 @@ class PublishedDirectionRequester:
 
 
 @dataclass(frozen=True, eq=False)
-class NoisyGDResult(TrialCount):
+class NoisyGDResult(TrialResult):
     """Outputs of ``n_trials`` runs of the curator (learn, then every request's deletion) and of
     the reference run that never saw the fixed requests' original records.
 
@@ -230,17 +229,9 @@ class NoisyGDResult(TrialCount):
     config: NoisyGDConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
     adaptive_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
-    device: str
-    dtype: str
 
 
 def linear_loss_law(*, dataset_versions: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
@@ -293,11 +284,11 @@ def run_noisy_gd(
     ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
     linear models).
     """
-    model = LogisticRegression(dataset.dim) if model is None else model
     if adaptive_requests < 0 or (adaptive_requests > 0) != (requester is not None):
         raise ValueError("give a requester exactly when adaptive_requests > 0")
-    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
                               score_seed=score_seed, device=device, dtype=dtype)
+    model = setup.model
     fixed, resolved, versions, sets = setup.requests, setup.device, setup.versions, setup.sets
     unlearn_steps = config.unlearn_steps_for(adaptive_requests + len(fixed))
     n, n_params = dataset.n, model.num_params
@@ -403,10 +394,8 @@ def run_noisy_gd(
         # stay near the caches (measured on digits: ~8-16 trials per chunk beat both 1 and 256).
         chunk_size = chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
                                     device=resolved, memory_budget=CPU_CACHE_BUDGET)
-    with one_cpu_thread(resolved):
-        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved,
-                             dtype=dtype, mode=mode, chunk_size=chunk_size,
-                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     adaptive = outputs.get("curator/adaptive_indices",
                            np.zeros((n_trials, 0, 0), dtype=np.int64))
     return NoisyGDResult(

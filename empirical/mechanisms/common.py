@@ -16,7 +16,8 @@ A mechanism module (one per paper) combines these pieces instead of copying them
   (requests, data versions on the device, forget rows, the retained subset, score sets);
 * :func:`learn_unlearn_retrain`: the learn -> unlearn (each request) -> retrain skeleton with
   the evaluations and counted gradients of each phase;
-* :func:`result_fields`, :class:`TrialCount`: the fields every result dataclass carries;
+* :meth:`MechanismSetup.run`: the trials on the setup's device (one CPU thread);
+* :class:`TrialResult`, :func:`result_fields`: the fields every result dataclass carries;
 * :func:`check_config`, :func:`check_number`, :func:`per_request_counts`, :func:`counts_for`:
   the validation shared by the configs (finite numbers, step counts, one count or one count
   per request);
@@ -33,22 +34,22 @@ import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.counting import CountingModel
-from empirical.models import TrialModel, clip_scale
-from empirical.trials import TrialRandom, resolve_device
+from empirical.models import LogisticRegression, TrialModel, clip_scale
+from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [
     "DataVersion",
     "MechanismSetup",
     "ModelSamples",
     "ScoreSets",
-    "TrialCount",
+    "TrialResult",
     "as_requests",
     "batch_gradient",
     "check_config",
@@ -248,9 +249,11 @@ class MechanismSetup:
 
     ``versions_np`` are the (features, labels, weights) of D and after each request,
     ``versions`` the same on the device with row norms; ``forget`` the requested rows in order,
-    ``retained`` the sorted retained rows whose losses are reported, ``sets`` the score sets.
+    ``retained`` the sorted retained rows whose losses are reported, ``sets`` the score sets,
+    ``model`` the trial model (logistic regression unless one was given).
     """
 
+    model: TrialModel
     requests: tuple[UnlearningRequest, ...]
     versions_np: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
     versions: list[DataVersion]
@@ -264,6 +267,16 @@ class MechanismSetup:
         """``array`` as a tensor of the trials' dtype on the trials' device."""
         return torch.tensor(np.asarray(array), dtype=self.dtype, device=self.device)
 
+    def run(self, pipeline: Pipeline, *, n_trials: int, seed: int, mode: Literal["batched", "loop"],
+            chunk_size: int | None, bytes_per_trial: int, first_trial: int,
+            one_thread: bool = True) -> dict[str, np.ndarray]:
+        """:func:`~empirical.trials.run_trials` on this device and dtype, with one CPU thread
+        (:func:`one_cpu_thread`) unless ``one_thread`` is False."""
+        with one_cpu_thread(self.device) if one_thread else contextlib.nullcontext():
+            return run_trials(pipeline, n_trials=n_trials, seed=seed, device=self.device,
+                              dtype=self.dtype, mode=mode, chunk_size=chunk_size,
+                              bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+
 
 def prepare_mechanism(
     dataset: Dataset,
@@ -273,9 +286,11 @@ def prepare_mechanism(
     score_seed: int,
     device: str | torch.device | None,
     dtype: torch.dtype,
+    model: TrialModel | None = None,
     least_retain_scores: int = 0,
 ) -> MechanismSetup:
-    """Requests, data versions on the device, forget rows, retained subset and score sets.
+    """The model (default: logistic regression on the features), requests, data versions on the
+    device, forget rows, retained subset and score sets.
 
     ``retain_scores`` retained rows (all when fewer remain; at least ``least_retain_scores``)
     are drawn with ``score_seed`` and sorted.
@@ -295,7 +310,8 @@ def prepare_mechanism(
     def tensor(array: np.ndarray) -> torch.Tensor:
         return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
 
-    return MechanismSetup(requests, versions_np, tensor_versions(versions_np, tensor), forget,
+    model = LogisticRegression(dataset.dim) if model is None else model
+    return MechanismSetup(model, requests, versions_np, tensor_versions(versions_np, tensor), forget,
                           retained, score_sets(dataset, forget, retained, tensor), resolved,
                           dtype)
 
@@ -341,10 +357,21 @@ def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dim: int,
     return 2 * itemsize * (model.workspace_elements(n) + 2 * n * dim + 12 * model.num_params)
 
 
-class TrialCount:
-    """Mixin for result dataclasses with ``trial_indices``: their number of trials."""
+@dataclass(frozen=True, eq=False)
+class TrialResult:
+    """What every mechanism's result holds (the rest is the paper's own): the two samples an
+    audit compares, ``unlearned`` and ``retrained``; ``forget_indices``, the requested rows
+    (their losses use the original records); ``retain_indices``, the retained rows with reported
+    losses; the ``trial_indices``, the ``seed``, the ``device`` and the ``dtype`` name."""
 
+    unlearned: ModelSamples
+    retrained: ModelSamples
+    forget_indices: tuple[int, ...]
+    retain_indices: np.ndarray
     trial_indices: np.ndarray
+    seed: int
+    device: str
+    dtype: str
 
     @property
     def n_trials(self) -> int:

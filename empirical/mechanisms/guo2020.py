@@ -55,15 +55,14 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    TrialCount,
+    TrialResult,
     as_requests,
     evaluate,
     model_samples,
     prepare_mechanism,
     result_fields,
 )
-from empirical.models import LogisticRegression
-from empirical.trials import TrialRandom, run_trials
+from empirical.trials import TrialRandom
 
 __all__ = [
     "LOGISTIC_GAMMA",
@@ -452,7 +451,7 @@ class GuoConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class GuoResult(TrialCount):
+class GuoResult(TrialResult):
     """Outputs of ``n_trials`` runs of train -> Algorithm 2 removals, and of retraining.
 
     ``unlearned`` and ``retrained`` are the two samples an audit compares; ``learned`` is the
@@ -465,20 +464,12 @@ class GuoResult(TrialCount):
 
     config: GuoConfig
     learned: ModelSamples | None
-    unlearned: ModelSamples
-    retrained: ModelSamples
     beta_history: np.ndarray
     residual_history: np.ndarray
     corollary2_history: np.ndarray
     retrained_at: np.ndarray
     train_residual: np.ndarray
     X_norms: tuple[float, ...]
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
-    device: str
-    dtype: str
 
 
 @dataclass(frozen=True)
@@ -575,7 +566,7 @@ def run_guo(
             versions.append(_prepare_version(data, outer, config,
                                              versions[-1] if versions else None))
     sets = setup.sets
-    model = LogisticRegression(dataset.dim)
+    model = setup.model
     d = dataset.dim
     noise_std = config.sigma * config.noise_multiplier_scale
     budget = math.inf if config.budget is None else config.budget
@@ -622,9 +613,11 @@ def run_guo(
     itemsize = torch.empty((), dtype=dtype).element_size()
     packed = d * d if outer is None else outer.packed.shape[1]
     bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
-    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=setup.device, dtype=dtype,
-                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
-                         first_trial=first_trial)
+    # The Newton solves go through BLAS/LAPACK, whose rounding may depend on the thread count:
+    # they keep the caller's threads, so the numbers stay those of earlier runs.
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial,
+                        one_thread=False)
     return GuoResult(
         config=config,
         learned=model_samples(outputs, "learned") if evaluate_learned else None,

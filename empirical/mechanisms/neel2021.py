@@ -41,20 +41,19 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    TrialCount,
+    TrialResult,
     check_config,
     counts_for,
     full_batch_bytes_per_trial,
     full_batch_gradient,
     learn_unlearn_retrain,
     noisy_step,
-    one_cpu_thread,
     prepare_mechanism,
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, run_trials
+from empirical.models import TrialModel
+from empirical.trials import TrialRandom
 
 __all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "full_batch_gradient",
            "run_d2d"]
@@ -113,7 +112,7 @@ class D2DConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class D2DResult(TrialCount):
+class D2DResult(TrialResult):
     """``n_trials`` runs of D2D learn -> unlearn and of retraining on the final D'.
 
     ``learned``, ``unlearned``, ``retrained`` are the published (noisy) models;
@@ -125,18 +124,10 @@ class D2DResult(TrialCount):
     config: D2DConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
     unlearned_clean: np.ndarray
     gradient_evaluations: dict[str, int | tuple[int, ...]]
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
-    device: str
-    dtype: str
 
 
 def run_d2d(
@@ -161,10 +152,10 @@ def run_d2d(
     whatever ``mode``, ``chunk_size`` or ``first_trial``). Losses of the forget records use the
     original records; ``retain_scores`` retained rows chosen with ``score_seed`` get losses too.
     """
-    base = LogisticRegression(dataset.dim) if model is None else model
-    counted = CountingModel(base)
-    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
                               score_seed=score_seed, device=device, dtype=dtype)
+    base = setup.model
+    counted = CountingModel(base)
     iterations = config.iterations_for(len(setup.requests))
     versions, n_params = setup.versions, base.num_params
     noise_std = config.noise_std * config.noise_multiplier_scale
@@ -237,10 +228,8 @@ def run_d2d(
         return outputs
 
     bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
-    with one_cpu_thread(setup.device):
-        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=setup.device,
-                             dtype=dtype, mode=mode, chunk_size=chunk_size,
-                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return D2DResult(
         config=config,
