@@ -47,6 +47,7 @@ from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 __all__ = [
     "DataVersion",
     "MechanismSetup",
+    "CPU_TRIAL_THREADS",
     "ModelSamples",
     "ScoreSets",
     "TrialResult",
@@ -456,9 +457,15 @@ def counts_for(value: int | tuple[int, ...], n_requests: int, name: str) -> tupl
     return (int(value),) * n_requests
 
 
+# Intra-op threads of CPU trials (:func:`one_cpu_thread`); None leaves torch's setting alone.
+# A benchmark may change it to time other thread counts (empirical.bench).
+CPU_TRIAL_THREADS: int | None = 1
+
+
 @contextlib.contextmanager
 def one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """One torch intra-op thread on CPU for the duration (restored afterwards).
+    """One torch intra-op thread on CPU for the duration (restored afterwards); precisely,
+    :data:`CPU_TRIAL_THREADS` threads, one unless a benchmark asks for others.
 
     A batched step works on [chunk, n, d] tensors above PyTorch's parallel grain size, so it is
     split over the intra-op threads, while a single trial's step is below it and runs on one.
@@ -468,11 +475,12 @@ def one_cpu_thread(device: torch.device) -> Iterator[None]:
     networks of seed 004 about 40x. The trials are the parallel work (chunks, Ray workers);
     with one thread no reduction is split between threads either.
     """
-    if torch.device(device).type != "cpu":
+    threads = CPU_TRIAL_THREADS
+    if torch.device(device).type != "cpu" or threads is None:
         yield
         return
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     try:
         yield
     finally:

@@ -158,6 +158,22 @@ def test_one_cpu_thread_is_restored_even_after_an_error():
     assert torch.get_num_threads() == before
 
 
+def test_cpu_trial_threads_can_be_changed_or_left_alone(monkeypatch):
+    import empirical.mechanisms.common as common
+
+    before = torch.get_num_threads()
+    monkeypatch.setattr(common, "CPU_TRIAL_THREADS", 2)
+    with one_cpu_thread(torch.device("cpu")):
+        assert torch.get_num_threads() == 2
+    monkeypatch.setattr(common, "CPU_TRIAL_THREADS", None)
+    torch.set_num_threads(3)
+    try:
+        with one_cpu_thread(torch.device("cpu")):
+            assert torch.get_num_threads() == 3
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_skeleton_counts_each_phase_and_evaluates_the_published_models():
     # QuadraticLoss with clip None on the line data: each step counts n = 4 per-example
     # gradients; learn 2 steps, requests 1 and 3 steps, retrain 2 steps.
