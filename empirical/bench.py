@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from empirical.data import drop_to_multiple, load_dataset, random_replacement_request
+from empirical.mechanisms import common as mechanisms_common
 from empirical.mechanisms.chien2024 import paper_logistic_config, run_pnsgd
 from empirical.trials import resolve_device
 
@@ -74,8 +75,11 @@ def trials_benchmark(
     if num_threads is None and resolve_device(device).type == "cpu":
         num_threads = CPU_BENCH_THREADS
     previous_threads = torch.get_num_threads()
+    previous_trial_threads = mechanisms_common.CPU_TRIAL_THREADS
     if num_threads is not None:
         torch.set_num_threads(num_threads)
+        # The mechanisms run CPU trials on CPU_TRIAL_THREADS threads; time the ones asked for.
+        mechanisms_common.CPU_TRIAL_THREADS = num_threads
     try:
         return _benchmark(
             n_trials=n_trials, device=device, dataset=dataset, seed=seed,
@@ -85,6 +89,7 @@ def trials_benchmark(
         )
     finally:
         torch.set_num_threads(previous_threads)
+        mechanisms_common.CPU_TRIAL_THREADS = previous_trial_threads
 
 
 def _benchmark(

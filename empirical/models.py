@@ -29,6 +29,7 @@ from torch.func import functional_call, grad, hessian, jvp, vmap
 
 __all__ = [
     "FunctionalClassifier",
+    "LinearModel",
     "LogisticRegression",
     "QuadraticLoss",
     "TinyCNN",
@@ -203,16 +204,13 @@ def logistic_constants(l2: float | Fraction) -> tuple[Fraction, Fraction, Fracti
 
 
 @dataclass(frozen=True)
-class LogisticRegression:
-    """Logistic loss l(w; x, y) = log(1 + exp(-y w.x)) without intercept (seed 000, eq. 88).
-
-    The gradient is -y sigmoid(-y w.x) x (eq. 89 without lambda w); clipping projects this
-    logistic part onto the ball of radius M (eq. 91). With ||x|| <= 1 the loss is 1/4-smooth
-    and convex; the optimiser's l2 term makes it lambda-strongly convex.
+class LinearModel:
+    """What the models with one weight per feature share: parameters [N, d] with d = ``dim``,
+    sign-agreement accuracy (a linear classifier without intercept) and the workspace estimate
+    of a step on [N, B, d] records. Subclasses give the loss; m is 0 unless they say otherwise.
     """
 
     dim: int
-    name: str = "logistic-regression"
 
     def __post_init__(self) -> None:
         if self.dim < 1:
@@ -225,6 +223,29 @@ class LogisticRegression:
     @property
     def strong_convexity(self) -> float:
         return 0.0
+
+    def accuracy(
+        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
+    ) -> torch.Tensor:
+        if features.shape[0] == 0:
+            return params.new_full((params.shape[0],), math.nan)
+        correct = (pairwise_dot(params, features) * labels[None, :]) > 0
+        return correct.to(params.dtype).mean(dim=1)
+
+    def workspace_elements(self, batch_size: int) -> int:
+        return 3 * batch_size * self.dim + 4 * self.dim
+
+
+@dataclass(frozen=True)
+class LogisticRegression(LinearModel):
+    """Logistic loss l(w; x, y) = log(1 + exp(-y w.x)) without intercept (seed 000, eq. 88).
+
+    The gradient is -y sigmoid(-y w.x) x (eq. 89 without lambda w); clipping projects this
+    logistic part onto the ball of radius M (eq. 91). With ||x|| <= 1 the loss is 1/4-smooth
+    and convex; the optimiser's l2 term makes it lambda-strongly convex.
+    """
+
+    name: str = "logistic-regression"
 
     @property
     def smoothness(self) -> float:
@@ -277,20 +298,9 @@ class LogisticRegression:
         margins = labels[None, :] * pairwise_dot(params, features)
         return elementwise_per_trial(nn.functional.softplus, -margins)
 
-    def accuracy(
-        self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
-    ) -> torch.Tensor:
-        if features.shape[0] == 0:
-            return params.new_full((params.shape[0],), math.nan)
-        correct = (pairwise_dot(params, features) * labels[None, :]) > 0
-        return correct.to(params.dtype).mean(dim=1)
-
-    def workspace_elements(self, batch_size: int) -> int:
-        return 3 * batch_size * self.dim + 4 * self.dim
-
 
 @dataclass(frozen=True)
-class QuadraticLoss:
+class QuadraticLoss(LinearModel):
     """f(x; a) = (m/2) ||x - a||^2 with the record's features as the centre ``a``.
 
     Gradient m (x - a): m-smooth and m-strongly convex. Without clipping or projection the
@@ -298,19 +308,13 @@ class QuadraticLoss:
     Labels are ignored and accuracy is undefined (NaN).
     """
 
-    dim: int
     curvature: float
     name: str = "quadratic"
 
     def __post_init__(self) -> None:
-        if self.dim < 1:
-            raise ValueError(f"dim must be >= 1, got {self.dim}")
+        super().__post_init__()
         if not (math.isfinite(self.curvature) and self.curvature > 0):
             raise ValueError(f"curvature must be finite and > 0, got {self.curvature}")
-
-    @property
-    def num_params(self) -> int:
-        return self.dim
 
     @property
     def strong_convexity(self) -> float:
@@ -358,9 +362,6 @@ class QuadraticLoss:
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
         return params.new_full((params.shape[0],), math.nan)
-
-    def workspace_elements(self, batch_size: int) -> int:
-        return 3 * batch_size * self.dim + 4 * self.dim
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,17 +30,19 @@ import torch
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     ModelSamples,
-    as_requests,
+    TrialResult,
     batch_gradient,
-    data_versions,
-    evaluate,
-    model_samples,
+    check_config,
+    counts_for,
+    learn_unlearn_retrain,
+    lsi_init_std,
     noisy_step,
-    score_sets,
-    tensor_versions,
+    prepare_mechanism,
+    result_fields,
 )
-from empirical.models import LOGISTIC_SMOOTHNESS, LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, resolve_device, run_trials, trial_seed
+from empirical.mechanisms.counting import CountingModel, phase_counts
+from empirical.models import LOGISTIC_SMOOTHNESS, TrialModel
+from empirical.trials import TrialRandom, trial_seed
 
 __all__ = [
     "PAPER_BURN_IN_EPOCHS",
@@ -53,17 +55,6 @@ __all__ = [
 
 # Seed 000, Table 2: burn-in epochs T per batch size ("full" = n).
 PAPER_BURN_IN_EPOCHS = {32: 10, 128: 20, 512: 50, "full": 1000}
-
-
-
-def _positive(value: float, name: str) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value}")
-
-
-def _non_negative(value: float, name: str) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,31 +86,14 @@ class PNSGDConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        _positive(self.step_size, "step_size")
-        _non_negative(self.sigma, "sigma")
         if self.batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
-        if self.learn_epochs < 0:
-            raise ValueError(f"learn_epochs must be >= 0, got {self.learn_epochs}")
-        epochs = self.unlearn_epochs
-        if isinstance(epochs, (list, tuple)):
-            epochs = tuple(int(k) for k in epochs)
-            if not epochs:
-                raise ValueError("unlearn_epochs must list at least one K")
-            object.__setattr__(self, "unlearn_epochs", epochs)
-        checked = epochs if isinstance(epochs, tuple) else (epochs,)
-        if any(int(k) != k or k < 0 for k in checked):
-            raise ValueError(f"unlearn_epochs must be integers >= 0, got {self.unlearn_epochs}")
-        _non_negative(self.l2, "l2")
-        if self.clip is not None:
-            _positive(self.clip, "clip")
-        if self.radius is not None:
-            _positive(self.radius, "radius")
-        if self.init_std is not None:
-            _non_negative(self.init_std, "init_std")
+        check_config(self, counts=("learn_epochs",), per_request=(("unlearn_epochs", "K"),),
+                     positive=("step_size", "clip", "radius"),
+                     non_negative=("sigma", "l2", "init_std", "noise_multiplier_scale"),
+                     optional=("clip", "radius", "init_std"))
         if self.partition not in ("per_trial", "fixed"):
             raise ValueError(f"partition must be 'per_trial' or 'fixed', got {self.partition!r}")
-        _non_negative(self.noise_multiplier_scale, "noise_multiplier_scale")
 
     @property
     def noise_std(self) -> float:
@@ -128,14 +102,7 @@ class PNSGDConfig:
 
     def unlearn_epochs_for(self, n_requests: int) -> tuple[int, ...]:
         """K for each of ``n_requests`` sequential requests."""
-        if isinstance(self.unlearn_epochs, tuple):
-            if len(self.unlearn_epochs) != n_requests:
-                raise ValueError(
-                    f"unlearn_epochs lists {len(self.unlearn_epochs)} values for "
-                    f"{n_requests} requests"
-                )
-            return self.unlearn_epochs
-        return (int(self.unlearn_epochs),) * n_requests
+        return counts_for(self.unlearn_epochs, n_requests, "unlearn_epochs")
 
 
 def paper_logistic_config(
@@ -179,7 +146,7 @@ def paper_logistic_config(
 
 
 @dataclass(frozen=True, eq=False)
-class PNSGDResult:
+class PNSGDResult(TrialResult):
     """Outputs of ``n_trials`` runs of learn -> unlearn and of retraining on D'.
 
     ``unlearned`` and ``retrained`` are the two samples an audit compares; ``learned`` is the
@@ -187,30 +154,21 @@ class PNSGDResult:
     original records), ``retain_indices`` the rows of the retained subset. ``forget_batch``
     [N, S] is the batch position j of each forget row in the learning partition.
     ``fixed_partition`` [n/b, b] holds the batches when ``config.partition == "fixed"``.
-    ``strong_convexity`` m and ``smoothness`` L include the l2 term.
+    ``strong_convexity`` m and ``smoothness`` L include the l2 term. ``gradient_evaluations``
+    counts the per-example gradients of one trial: ``learn``, ``unlearn`` (one count per
+    request) and ``retrain`` (null records included, as they are computed too).
     """
 
     config: PNSGDConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
+    gradient_evaluations: dict[str, int | tuple[int, ...]]
     forget_batch: np.ndarray
     fixed_partition: np.ndarray | None
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
     strong_convexity: float
     smoothness: float | None
-    device: str
-    dtype: str
-
-    @property
-    def n_trials(self) -> int:
-        return int(self.trial_indices.shape[0])
 
 
 def run_pnsgd(
@@ -238,42 +196,25 @@ def run_pnsgd(
     depend only on (seed, i), not on ``n_trials``, ``chunk_size``, ``first_trial`` or
     ``mode`` (bit for bit for the linear models on CPU; to rounding for networks).
     """
-    model = LogisticRegression(dataset.dim) if model is None else model
-    requests = as_requests(request)
-    unlearn_epochs = config.unlearn_epochs_for(len(requests))
     n, batch = dataset.n, config.batch_size
     if n % batch != 0:
         raise ValueError(
             f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
             "empirical.data.drop_to_multiple (as seed 000 does)"
         )
-    if retain_scores < 0:
-        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype)
+    model = setup.model
+    counted = CountingModel(model)
     strong_convexity = model.strong_convexity + config.l2
-    if config.init_std is None:
-        if strong_convexity <= 0:
-            raise ValueError("init_std=None needs m > 0 (set l2 > 0 or give init_std)")
-        init_std = math.sqrt(2.0 * config.sigma**2 / strong_convexity)
-        init_std *= config.noise_multiplier_scale
-    else:
-        init_std = config.init_std
+    init_std = lsi_init_std(config.init_std, sigma=config.sigma,
+                            strong_convexity=strong_convexity,
+                            scale=config.noise_multiplier_scale,
+                            remedy="set l2 > 0 or give init_std")
     step_noise_std = config.noise_std * config.noise_multiplier_scale
-
-    versions_np = data_versions(dataset, requests)
-    forget = tuple(i for r in requests for i in r.indices)
-    retained = np.setdiff1d(np.arange(n), np.array(forget))
-    if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
-        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
-
-    resolved = resolve_device(device)
-
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
-
-    versions = tensor_versions(versions_np, tensor)
-    sets = score_sets(dataset, forget, retained, tensor)
-    forget_rows = torch.as_tensor(forget, dtype=torch.long, device=resolved)
+    unlearn_epochs = config.unlearn_epochs_for(len(setup.requests))
+    resolved, versions, sets = setup.device, setup.versions, setup.sets
+    forget_rows = torch.as_tensor(setup.forget, dtype=torch.long, device=resolved)
     n_batches, n_params = n // batch, model.num_params
 
     fixed_order = None
@@ -288,6 +229,9 @@ def run_pnsgd(
         if fixed_order is not None:
             return fixed_on_device.expand(random.size, n)
         return random.permutation(stream, n)
+
+    def batches_of(random: TrialRandom, order: torch.Tensor) -> torch.Tensor:
+        return order.reshape(random.size, n_batches, batch)
 
     def initial(random: TrialRandom, stream: str) -> torch.Tensor:
         return random.normal(stream, (n_params,)) * init_std
@@ -305,32 +249,36 @@ def run_pnsgd(
             if step_noise_std > 0:
                 noise = random.normal(stream, (n_batches, n_params)) * step_noise_std
             for j in range(n_batches):
-                gradient = batch_gradient(model, params, data, batches[:, j, :],
+                gradient = batch_gradient(counted, params, data, batches[:, j, :],
                                           batch_size=batch, clip=config.clip, l2=config.l2)
                 params = noisy_step(params, gradient, step_size=config.step_size,
                                     noise=None if noise is None else noise[:, j],
                                     radius=config.radius)
         return params
 
-    def evaluate_as(prefix: str, params: torch.Tensor) -> dict[str, torch.Tensor]:
-        return evaluate(model, prefix, params, sets)
+    def learn(random: TrialRandom) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+        order = partition(random, "partition/learn")
+        params = train(initial(random, "init/learn"), versions[0], batches_of(random, order),
+                       config.learn_epochs, random, "noise/learn")
+        return (params, order), params
+
+    def unlearn(random: TrialRandom, position: int, state):
+        # The same partition B as learning, fresh noise (Algorithm 1, unlearning).
+        params, order = state
+        params = train(params, versions[position + 1], batches_of(random, order),
+                       unlearn_epochs[position], random, f"noise/unlearn/{position}")
+        return (params, order), params
+
+    def retrain(random: TrialRandom) -> torch.Tensor:
+        # A fresh partition when partitions are per trial (the fixed one otherwise).
+        order = partition(random, "partition/retrain")
+        return train(initial(random, "init/retrain"), versions[-1], batches_of(random, order),
+                     config.learn_epochs, random, "noise/retrain")
 
     def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
-        order = partition(random, "partition/learn")
-        batches = order.reshape(random.size, n_batches, batch)
-        params = train(initial(random, "init/learn"), versions[0], batches,
-                       config.learn_epochs, random, "noise/learn")
-        outputs = evaluate_as("learned", params)
-        for position, epochs in enumerate(unlearn_epochs):
-            params = train(params, versions[position + 1], batches, epochs, random,
-                           f"noise/unlearn/{position}")
-        outputs.update(evaluate_as("unlearned", params))
-        retrain_order = order if config.partition == "fixed" else partition(
-            random, "partition/retrain")
-        retrain_batches = retrain_order.reshape(random.size, n_batches, batch)
-        params = train(initial(random, "init/retrain"), versions[-1], retrain_batches,
-                       config.learn_epochs, random, "noise/retrain")
-        outputs.update(evaluate_as("retrained", params))
+        outputs, (_, order) = learn_unlearn_retrain(
+            random, model=counted, sets=sets, n_requests=len(unlearn_epochs), learn=learn,
+            unlearn=unlearn, retrain=retrain)
         # Batch position of each forget row: inverse permutation, then integer division by b.
         inverse = torch.argsort(order, dim=1)
         outputs["forget_batch"] = inverse[:, forget_rows] // batch
@@ -341,39 +289,19 @@ def run_pnsgd(
         itemsize * (n_batches * n_params + model.workspace_elements(batch) + 12 * n_params)
         + 8 * 3 * n
     )
-    outputs = run_trials(
-        pipeline,
-        n_trials=n_trials,
-        seed=seed,
-        device=resolved,
-        dtype=dtype,
-        mode=mode,
-        chunk_size=chunk_size,
-        bytes_per_trial=bytes_per_trial,
-        first_trial=first_trial,
-    )
-
-    def samples(prefix: str) -> ModelSamples:
-        return model_samples(outputs, prefix)
-
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     smoothness = model.smoothness
     return PNSGDResult(
         config=config,
         model_name=model.name,
-        learned=samples("learned"),
-        unlearned=samples("unlearned"),
-        retrained=samples("retrained"),
-        forget_indices=forget,
-        retain_indices=retained,
+        gradient_evaluations=phase_counts(outputs, len(unlearn_epochs)),
         forget_batch=outputs["forget_batch"],
         fixed_partition=None if fixed_order is None else fixed_order.reshape(n_batches, batch)
         .numpy(),
-        trial_indices=np.arange(first_trial, first_trial + n_trials),
-        seed=int(seed),
         n=n,
         num_params=n_params,
         strong_convexity=float(strong_convexity),
         smoothness=None if smoothness is None else float(smoothness + config.l2),
-        device=str(resolved),
-        dtype=str(dtype).replace("torch.", ""),
+        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
     )

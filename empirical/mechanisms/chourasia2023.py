@@ -46,17 +46,18 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    as_requests,
+    TrialResult,
     batch_gradient,
-    data_versions,
+    check_config,
+    check_number,
+    counts_for,
     evaluate,
-    model_samples,
     noisy_step,
-    score_sets,
-    tensor_versions,
+    prepare_mechanism,
+    result_fields,
 )
-from empirical.models import LogisticRegression, TrialModel, clip_scale, pairwise_dot
-from empirical.trials import TrialRandom, chunk_size_for, resolve_device, run_trials
+from empirical.models import LinearModel, TrialModel, clip_scale, pairwise_dot
+from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [
     "BatchedRequest",
@@ -75,19 +76,9 @@ __all__ = [
 CPU_CACHE_BUDGET = 8 * 2**20
 
 
-def _positive(value: float, name: str) -> None:
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be finite and > 0, got {value}")
-
-
-def _non_negative(value: float, name: str) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ValueError(f"{name} must be finite and >= 0, got {value}")
-
-
 def stationary_init_variance(*, sigma: float, step_size: float, l2: float) -> float:
     """Per-coordinate variance of rho in Theorem 5.1: sigma^2 / (lam (1 - eta lam / 2))."""
-    _positive(l2, "l2 (lambda)")
+    check_number(l2, "l2 (lambda)", positive=True)
     if step_size * l2 >= 2:
         raise ValueError("Theorem 5.1's rho needs eta * lam < 2 (the variance is then positive)")
     return sigma**2 / (l2 * (1.0 - step_size * l2 / 2.0))
@@ -118,25 +109,9 @@ class NoisyGDConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        _positive(self.step_size, "step_size")
-        _non_negative(self.sigma, "sigma")
-        if int(self.learn_steps) != self.learn_steps or self.learn_steps < 0:
-            raise ValueError(f"learn_steps must be an integer >= 0, got {self.learn_steps}")
-        steps = self.unlearn_steps
-        if isinstance(steps, (list, tuple)):
-            steps = tuple(int(k) for k in steps)
-            if not steps:
-                raise ValueError("unlearn_steps must list at least one K_Abar")
-            object.__setattr__(self, "unlearn_steps", steps)
-        checked = steps if isinstance(steps, tuple) else (steps,)
-        if any(int(k) != k or k < 0 for k in checked):
-            raise ValueError(f"unlearn_steps must be integers >= 0, got {self.unlearn_steps}")
-        _non_negative(self.l2, "l2")
-        if self.clip is not None:
-            _positive(self.clip, "clip")
-        if self.init_variance is not None:
-            _non_negative(self.init_variance, "init_variance")
-        _non_negative(self.noise_multiplier_scale, "noise_multiplier_scale")
+        check_config(self, counts=("learn_steps",), per_request=(("unlearn_steps", "K_Abar"),),
+                     positive=("step_size", "clip"), optional=("clip", "init_variance"),
+                     non_negative=("sigma", "l2", "init_variance", "noise_multiplier_scale"))
 
     @property
     def step_noise_std(self) -> float:
@@ -151,16 +126,11 @@ class NoisyGDConfig:
 
     def unlearn_steps_for(self, n_requests: int) -> tuple[int, ...]:
         """K_Abar for each of ``n_requests`` requests (adaptive ones first)."""
-        if isinstance(self.unlearn_steps, tuple):
-            if len(self.unlearn_steps) != n_requests:
-                raise ValueError(f"unlearn_steps lists {len(self.unlearn_steps)} values for "
-                                 f"{n_requests} requests")
-            return self.unlearn_steps
-        return (int(self.unlearn_steps),) * n_requests
+        return counts_for(self.unlearn_steps, n_requests, "unlearn_steps")
 
 
 @dataclass(frozen=True)
-class LinearLoss:
+class LinearLoss(LinearModel):
     """l(theta; x, y) = -y <theta, x>: convex, ||x||-Lipschitz and 0-smooth (so beta-smooth for
     every beta > 0), the loss under which Noisy-GD's iterates are exactly Gaussian.
 
@@ -168,20 +138,7 @@ class LinearLoss:
     is sign agreement, as for a linear classifier.
     """
 
-    dim: int
     name: str = "linear"
-
-    def __post_init__(self) -> None:
-        if self.dim < 1:
-            raise ValueError(f"dim must be >= 1, got {self.dim}")
-
-    @property
-    def num_params(self) -> int:
-        return self.dim
-
-    @property
-    def strong_convexity(self) -> float:
-        return 0.0
 
     @property
     def smoothness(self) -> float:
@@ -208,16 +165,6 @@ class LinearLoss:
     def losses(self, params: torch.Tensor, features: torch.Tensor,
                labels: torch.Tensor) -> torch.Tensor:
         return -labels[None, :] * pairwise_dot(params, features)
-
-    def accuracy(self, params: torch.Tensor, features: torch.Tensor,
-                 labels: torch.Tensor) -> torch.Tensor:
-        if features.shape[0] == 0:
-            return params.new_full((params.shape[0],), math.nan)
-        correct = (pairwise_dot(params, features) * labels[None, :]) > 0
-        return correct.to(params.dtype).mean(dim=1)
-
-    def workspace_elements(self, batch_size: int) -> int:
-        return 3 * batch_size * self.dim + 4 * self.dim
 
 
 @dataclass(frozen=True)
@@ -270,7 +217,7 @@ class PublishedDirectionRequester:
 
 
 @dataclass(frozen=True, eq=False)
-class NoisyGDResult:
+class NoisyGDResult(TrialResult):
     """Outputs of ``n_trials`` runs of the curator (learn, then every request's deletion) and of
     the reference run that never saw the fixed requests' original records.
 
@@ -282,21 +229,9 @@ class NoisyGDResult:
     config: NoisyGDConfig
     model_name: str
     learned: ModelSamples
-    unlearned: ModelSamples
-    retrained: ModelSamples
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
     adaptive_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
     n: int
     num_params: int
-    device: str
-    dtype: str
-
-    @property
-    def n_trials(self) -> int:
-        return int(self.trial_indices.shape[0])
 
 
 def linear_loss_law(*, dataset_versions: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
@@ -349,33 +284,19 @@ def run_noisy_gd(
     ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
     linear models).
     """
-    model = LogisticRegression(dataset.dim) if model is None else model
-    fixed = as_requests(request)
     if adaptive_requests < 0 or (adaptive_requests > 0) != (requester is not None):
         raise ValueError("give a requester exactly when adaptive_requests > 0")
+    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype)
+    model = setup.model
+    fixed, resolved, versions, sets = setup.requests, setup.device, setup.versions, setup.sets
     unlearn_steps = config.unlearn_steps_for(adaptive_requests + len(fixed))
-    if retain_scores < 0:
-        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
     n, n_params = dataset.n, model.num_params
     init_std = math.sqrt(config.rho_variance())
     if config.init_variance is None:
         init_std *= config.noise_multiplier_scale
     step_noise_std = config.step_noise_std * config.noise_multiplier_scale
-
-    versions_np = data_versions(dataset, fixed)
-    forget = tuple(i for r in fixed for i in r.indices)
-    retained = np.setdiff1d(np.arange(n), np.array(forget))
-    if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
-        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
-
-    resolved = resolve_device(device)
-
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
-
-    versions = tensor_versions(versions_np, tensor)
-    sets = score_sets(dataset, forget, retained, tensor)
+    tensor = setup.tensor
     all_rows = torch.arange(n, device=resolved)
 
     def descend(params: torch.Tensor, data: DataVersion, rows: torch.Tensor, steps: int,
@@ -473,24 +394,15 @@ def run_noisy_gd(
         # stay near the caches (measured on digits: ~8-16 trials per chunk beat both 1 and 256).
         chunk_size = chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
                                     device=resolved, memory_budget=CPU_CACHE_BUDGET)
-    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
-                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
-                         first_trial=first_trial)
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
     adaptive = outputs.get("curator/adaptive_indices",
                            np.zeros((n_trials, 0, 0), dtype=np.int64))
     return NoisyGDResult(
         config=config,
         model_name=model.name,
-        learned=model_samples(outputs, "learned"),
-        unlearned=model_samples(outputs, "unlearned"),
-        retrained=model_samples(outputs, "retrained"),
-        forget_indices=forget,
-        retain_indices=retained,
         adaptive_indices=adaptive,
-        trial_indices=np.arange(first_trial, first_trial + n_trials),
-        seed=int(seed),
         n=n,
         num_params=n_params,
-        device=str(resolved),
-        dtype=str(dtype).replace("torch.", ""),
+        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
     )

@@ -9,8 +9,20 @@ A mechanism module (one per paper) combines these pieces instead of copying them
 * :func:`noisy_step`: one step x <- Pi_R(x - eta * g + noise) with the projection onto the ball
   C_R and the (already scaled) Gaussian noise of noisy projected (S)GD;
 * :func:`batch_gradient`: the mean clipped data gradient of a mini-batch plus the l2 term;
+* :func:`full_batch_gradient`: the same on every row of a shared data version (broadcast views);
 * :class:`ScoreSets` and :func:`evaluate`, :func:`model_samples`: the losses and accuracies an
-  audit reads, and the per-side :class:`ModelSamples`.
+  audit reads, and the per-side :class:`ModelSamples`;
+* :func:`prepare_mechanism` (:class:`MechanismSetup`): the setup every mechanism starts with
+  (requests, data versions on the device, forget rows, the retained subset, score sets);
+* :func:`learn_unlearn_retrain`: the learn -> unlearn (each request) -> retrain skeleton with
+  the evaluations and counted gradients of each phase;
+* :meth:`MechanismSetup.run`: the trials on the setup's device (one CPU thread);
+* :class:`TrialResult`, :func:`result_fields`: the fields every result dataclass carries;
+* :func:`check_config`, :func:`check_number`, :func:`per_request_counts`, :func:`counts_for`:
+  the validation shared by the configs (finite numbers, step counts, one count or one count
+  per request);
+* :func:`one_cpu_thread`: runs a block with one intra-op CPU thread (the measured reason is in
+  its docstring).
 
 Everything is batched over trials (leading dimension N) and keeps the order of floating-point
 operations of the original PNSGD code, so batched and per-trial runs stay bit-identical on CPU.
@@ -18,26 +30,45 @@ operations of the original PNSGD code, so batched and per-trial runs stay bit-id
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
-from empirical.models import TrialModel, clip_scale
+from empirical.mechanisms.counting import CountingModel
+from empirical.models import LogisticRegression, TrialModel, clip_scale
+from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [
     "DataVersion",
+    "MechanismSetup",
+    "CPU_TRIAL_THREADS",
     "ModelSamples",
     "ScoreSets",
+    "TrialResult",
     "as_requests",
     "batch_gradient",
+    "check_config",
+    "check_number",
+    "counts_for",
     "data_versions",
     "evaluate",
+    "full_batch_gradient",
+    "full_batch_bytes_per_trial",
     "gather",
+    "learn_unlearn_retrain",
+    "lsi_init_std",
     "model_samples",
     "noisy_step",
+    "one_cpu_thread",
+    "per_request_counts",
+    "prepare_mechanism",
+    "result_fields",
     "score_sets",
     "tensor_versions",
 ]
@@ -132,6 +163,28 @@ def batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion,
     return gradient
 
 
+def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
+                        clip: float | None, l2: float) -> torch.Tensor:
+    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x over every row of a shared data version: [N, P].
+
+    The arithmetic of :func:`batch_gradient` on all n rows, on broadcast views of the shared
+    data instead of per-trial gathered copies (full-batch (projected) gradient descent of D2D,
+    seed 000 App. N.3 Algorithm 2, and of Langevin unlearning, App. P).
+    """
+    trials, n = params.shape[0], data.features.shape[0]
+    gradient = model.data_gradient_sum(
+        params,
+        data.features.expand(trials, *data.features.shape),
+        data.labels.expand(trials, n),
+        data.weights.expand(trials, n),
+        clip=clip,
+        feature_norms=None if clip is None else data.norms.expand(trials, n),
+    ) / n
+    if l2:
+        gradient = gradient + l2 * params
+    return gradient
+
+
 def noisy_step(params: torch.Tensor, gradient: torch.Tensor, *, step_size: float,
                noise: torch.Tensor | None, radius: float | None) -> torch.Tensor:
     """x <- Pi_{C_R}(x - eta g + noise): the noisy projected gradient step ([N, P])."""
@@ -185,3 +238,251 @@ def model_samples(outputs: dict[str, np.ndarray], prefix: str) -> ModelSamples:
         retain_losses=outputs[f"{prefix}/retain_losses"],
         test_accuracy=outputs[f"{prefix}/test_accuracy"],
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup, results and configuration checks shared by the mechanism modules.
+
+
+@dataclass(frozen=True, eq=False)
+class MechanismSetup:
+    """What a mechanism prepares before its trials (:func:`prepare_mechanism`).
+
+    ``versions_np`` are the (features, labels, weights) of D and after each request,
+    ``versions`` the same on the device with row norms; ``forget`` the requested rows in order,
+    ``retained`` the sorted retained rows whose losses are reported, ``sets`` the score sets,
+    ``model`` the trial model (logistic regression unless one was given).
+    """
+
+    model: TrialModel
+    requests: tuple[UnlearningRequest, ...]
+    versions_np: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    versions: list[DataVersion]
+    forget: tuple[int, ...]
+    retained: np.ndarray
+    sets: ScoreSets
+    device: torch.device
+    dtype: torch.dtype
+
+    def tensor(self, array: np.ndarray) -> torch.Tensor:
+        """``array`` as a tensor of the trials' dtype on the trials' device."""
+        return torch.tensor(np.asarray(array), dtype=self.dtype, device=self.device)
+
+    def run(self, pipeline: Pipeline, *, n_trials: int, seed: int, mode: Literal["batched", "loop"],
+            chunk_size: int | None, bytes_per_trial: int, first_trial: int,
+            one_thread: bool = True) -> dict[str, np.ndarray]:
+        """:func:`~empirical.trials.run_trials` on this device and dtype, with one CPU thread
+        (:func:`one_cpu_thread`) unless ``one_thread`` is False."""
+        with one_cpu_thread(self.device) if one_thread else contextlib.nullcontext():
+            return run_trials(pipeline, n_trials=n_trials, seed=seed, device=self.device,
+                              dtype=self.dtype, mode=mode, chunk_size=chunk_size,
+                              bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+
+
+def prepare_mechanism(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    retain_scores: int,
+    score_seed: int,
+    device: str | torch.device | None,
+    dtype: torch.dtype,
+    model: TrialModel | None = None,
+    least_retain_scores: int = 0,
+) -> MechanismSetup:
+    """The model (default: logistic regression on the features), requests, data versions on the
+    device, forget rows, retained subset and score sets.
+
+    ``retain_scores`` retained rows (all when fewer remain; at least ``least_retain_scores``)
+    are drawn with ``score_seed`` and sorted.
+    """
+    if retain_scores < 0:
+        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
+    requests = as_requests(request)
+    versions_np = data_versions(dataset, requests)
+    forget = tuple(i for r in requests for i in r.indices)
+    retained = np.setdiff1d(np.arange(dataset.n), np.array(forget))
+    if retain_scores < retained.size:
+        rng = np.random.default_rng(score_seed)
+        retained = np.sort(rng.choice(retained, size=max(least_retain_scores, retain_scores),
+                                      replace=False))
+    resolved = resolve_device(device)
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
+
+    model = LogisticRegression(dataset.dim) if model is None else model
+    return MechanismSetup(model, requests, versions_np, tensor_versions(versions_np, tensor), forget,
+                          retained, score_sets(dataset, forget, retained, tensor), resolved,
+                          dtype)
+
+
+def learn_unlearn_retrain(
+    random: TrialRandom,
+    *,
+    model: CountingModel,
+    sets: ScoreSets,
+    n_requests: int,
+    learn: Callable[[TrialRandom], tuple[Any, torch.Tensor]],
+    unlearn: Callable[[TrialRandom, int, Any], tuple[Any, torch.Tensor]],
+    retrain: Callable[[TrialRandom], torch.Tensor],
+) -> tuple[dict[str, torch.Tensor], Any]:
+    """One chunk of the learn -> unlearn -> retrain pipeline; returns its outputs and the state
+    after the last request.
+
+    ``learn`` returns (state, published model); ``unlearn(random, position, state)`` serves
+    request ``position`` and returns the same pair; ``retrain`` returns the published model
+    trained on the final data. The published models are evaluated as ``learned``,
+    ``unlearned`` (after the last request) and ``retrained``; the per-example gradients of each
+    phase are counted as ``evaluations/learn``, ``evaluations/unlearn/<position>`` and
+    ``evaluations/retrain`` (read back with :func:`~empirical.mechanisms.counting.phase_counts`).
+    """
+    model.reset()
+    state, published = learn(random)
+    outputs = evaluate(model, "learned", published, sets)
+    outputs["evaluations/learn"] = model.take(random.size)
+    for position in range(n_requests):
+        state, published = unlearn(random, position, state)
+        outputs[f"evaluations/unlearn/{position}"] = model.take(random.size)
+    outputs.update(evaluate(model, "unlearned", published, sets))
+    outputs.update(evaluate(model, "retrained", retrain(random), sets))
+    outputs["evaluations/retrain"] = model.take(random.size)
+    return outputs, state
+
+
+def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dim: int,
+                               dtype: torch.dtype) -> int:
+    """Memory estimate of one trial of full-batch descent (chunk sizing): the model's step
+    workspace, the broadcast products over the n x d data and a dozen parameter vectors."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 2 * itemsize * (model.workspace_elements(n) + 2 * n * dim + 12 * model.num_params)
+
+
+@dataclass(frozen=True, eq=False)
+class TrialResult:
+    """What every mechanism's result holds (the rest is the paper's own): the two samples an
+    audit compares, ``unlearned`` and ``retrained``; ``forget_indices``, the requested rows
+    (their losses use the original records); ``retain_indices``, the retained rows with reported
+    losses; the ``trial_indices``, the ``seed``, the ``device`` and the ``dtype`` name."""
+
+    unlearned: ModelSamples
+    retrained: ModelSamples
+    forget_indices: tuple[int, ...]
+    retain_indices: np.ndarray
+    trial_indices: np.ndarray
+    seed: int
+    device: str
+    dtype: str
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.trial_indices.shape[0])
+
+
+def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray], *, seed: int,
+                  first_trial: int, n_trials: int,
+                  sides: Sequence[str] = ("learned", "unlearned", "retrained")) -> dict[str, Any]:
+    """The result fields every mechanism reports: the :class:`ModelSamples` of each side, the
+    forget and retained rows, the trial indices, the seed, the device and the dtype name."""
+    return {
+        **{side: model_samples(outputs, side) for side in sides},
+        "forget_indices": setup.forget,
+        "retain_indices": setup.retained,
+        "trial_indices": np.arange(first_trial, first_trial + n_trials),
+        "seed": int(seed),
+        "device": str(setup.device),
+        "dtype": str(setup.dtype).replace("torch.", ""),
+    }
+
+
+def check_number(value: float, name: str, *, positive: bool) -> None:
+    """``value`` must be finite and > 0 (``positive``) or >= 0; the error names it."""
+    if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
+
+
+def check_config(config: Any, *, positive: Sequence[str] = (), non_negative: Sequence[str] = (),
+                 counts: Sequence[str] = (), per_request: Sequence[tuple[str, str]] = (),
+                 optional: Sequence[str] = ()) -> None:
+    """Checks the fields of a frozen config by name, in this order: ``counts`` are integers
+    >= 0; ``per_request`` (name, what one entry is) are normalised by
+    :func:`per_request_counts`; ``positive`` and ``non_negative`` are finite and > 0 or >= 0.
+    Fields named in ``optional`` may be None (e.g. no clipping). Errors name the field."""
+    for name in counts:
+        value = getattr(config, name)
+        if int(value) != value or value < 0:
+            raise ValueError(f"{name} must be an integer >= 0, got {value}")
+    for name, what in per_request:
+        object.__setattr__(config, name, per_request_counts(getattr(config, name), name,
+                                                            what=what))
+    for names, strict in ((positive, True), (non_negative, False)):
+        for name in names:
+            value = getattr(config, name)
+            if not (value is None and name in optional):
+                check_number(value, name, positive=strict)
+
+
+def lsi_init_std(init_std: float | None, *, sigma: float, strong_convexity: float,
+                 scale: float, remedy: str) -> float:
+    """The initialisation's standard deviation: ``init_std`` when given, else
+    sqrt(2 sigma^2 / m) times the noise ``scale``, the (2 sigma^2/m)-LSI start of seed 000
+    (App. N.3 for PNSGD; Theorem P.2 for Langevin unlearning), which needs m > 0."""
+    if init_std is not None:
+        return init_std
+    if strong_convexity <= 0:
+        raise ValueError(f"init_std=None needs m > 0 ({remedy})")
+    return math.sqrt(2.0 * sigma**2 / strong_convexity) * scale
+
+
+def per_request_counts(value: int | Sequence[int], name: str, *,
+                       what: str = "value") -> int | tuple[int, ...]:
+    """One count for every request, or a non-empty tuple of one count per request (a list
+    becomes a tuple); each an integer >= 0. The error names the field ``name``."""
+    if isinstance(value, list | tuple):
+        value = tuple(int(k) for k in value)
+        if not value:
+            raise ValueError(f"{name} must list at least one {what}")
+    checked = value if isinstance(value, tuple) else (value,)
+    if any(int(k) != k or k < 0 for k in checked):
+        raise ValueError(f"{name} must be integers >= 0, got {value}")
+    return value
+
+
+def counts_for(value: int | tuple[int, ...], n_requests: int, name: str) -> tuple[int, ...]:
+    """The count of each of ``n_requests`` sequential requests (a tuple must match in length)."""
+    if isinstance(value, tuple):
+        if len(value) != n_requests:
+            raise ValueError(f"{name} lists {len(value)} values for {n_requests} requests")
+        return value
+    return (int(value),) * n_requests
+
+
+# Intra-op threads of CPU trials (:func:`one_cpu_thread`); None leaves torch's setting alone.
+# A benchmark may change it to time other thread counts (empirical.bench).
+CPU_TRIAL_THREADS: int | None = 1
+
+
+@contextlib.contextmanager
+def one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """One torch intra-op thread on CPU for the duration (restored afterwards); precisely,
+    :data:`CPU_TRIAL_THREADS` threads, one unless a benchmark asks for others.
+
+    A batched step works on [chunk, n, d] tensors above PyTorch's parallel grain size, so it is
+    split over the intra-op threads, while a single trial's step is below it and runs on one.
+    On a shared machine every parallel region waits at a barrier for threads the scheduler has
+    put aside: on the 2-core test machine under load, batched D2D and Langevin trials ran about
+    20x and 50x slower with 2 threads than with 1 (300 trials of their demo specs), and the
+    networks of seed 004 about 40x. The trials are the parallel work (chunks, Ray workers);
+    with one thread no reduction is split between threads either.
+    """
+    threads = CPU_TRIAL_THREADS
+    if torch.device(device).type != "cpu" or threads is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+

@@ -55,15 +55,14 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialResult,
     as_requests,
-    data_versions,
     evaluate,
     model_samples,
-    score_sets,
-    tensor_versions,
+    prepare_mechanism,
+    result_fields,
 )
-from empirical.models import LogisticRegression
-from empirical.trials import TrialRandom, resolve_device, run_trials
+from empirical.trials import TrialRandom
 
 __all__ = [
     "LOGISTIC_GAMMA",
@@ -452,7 +451,7 @@ class GuoConfig:
 
 
 @dataclass(frozen=True, eq=False)
-class GuoResult:
+class GuoResult(TrialResult):
     """Outputs of ``n_trials`` runs of train -> Algorithm 2 removals, and of retraining.
 
     ``unlearned`` and ``retrained`` are the two samples an audit compares; ``learned`` is the
@@ -465,24 +464,12 @@ class GuoResult:
 
     config: GuoConfig
     learned: ModelSamples | None
-    unlearned: ModelSamples
-    retrained: ModelSamples
     beta_history: np.ndarray
     residual_history: np.ndarray
     corollary2_history: np.ndarray
     retrained_at: np.ndarray
     train_residual: np.ndarray
     X_norms: tuple[float, ...]
-    forget_indices: tuple[int, ...]
-    retain_indices: np.ndarray
-    trial_indices: np.ndarray
-    seed: int
-    device: str
-    dtype: str
-
-    @property
-    def n_trials(self) -> int:
-        return int(self.trial_indices.shape[0])
 
 
 @dataclass(frozen=True)
@@ -564,22 +551,12 @@ def run_guo(
         raise ValueError("Guo et al.'s removal needs at least one request")
     if not all(r.is_removal for r in requests):
         raise ValueError("Guo et al.'s Newton removal serves removals only (no replacements)")
-    if retain_scores < 0:
-        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
-    forget = tuple(i for r in requests for i in r.indices)
-    if len(forget) >= dataset.n:
+    if sum(len(r.indices) for r in requests) >= dataset.n:
         raise ValueError("at least one training point must remain")
-    retained = np.setdiff1d(np.arange(dataset.n), np.array(forget))
-    if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
-        retained = np.sort(rng.choice(retained, size=max(1, retain_scores), replace=False))
-
-    resolved = resolve_device(device)
-
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
-
-    datas = tensor_versions(data_versions(dataset, requests), tensor)
+    setup = prepare_mechanism(dataset, requests, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype,
+                              least_retain_scores=1)
+    datas = setup.versions
     outer = outer_products(datas[0].features)
     # Shared per data version (computed once, outside the trials): exact ||X||_2 and the warm
     # start of Algorithm 1.
@@ -588,8 +565,8 @@ def run_guo(
         for data in datas:
             versions.append(_prepare_version(data, outer, config,
                                              versions[-1] if versions else None))
-    sets = score_sets(dataset, forget, retained, tensor)
-    model = LogisticRegression(dataset.dim)
+    sets = setup.sets
+    model = setup.model
     d = dataset.dim
     noise_std = config.sigma * config.noise_multiplier_scale
     budget = math.inf if config.budget is None else config.budget
@@ -636,26 +613,22 @@ def run_guo(
     itemsize = torch.empty((), dtype=dtype).element_size()
     packed = d * d if outer is None else outer.packed.shape[1]
     bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
-    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
-                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
-                         first_trial=first_trial)
+    # The Newton solves go through BLAS/LAPACK, whose rounding may depend on the thread count:
+    # they keep the caller's threads, so the numbers stay those of earlier runs.
+    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
+                        bytes_per_trial=bytes_per_trial, first_trial=first_trial,
+                        one_thread=False)
     return GuoResult(
         config=config,
         learned=model_samples(outputs, "learned") if evaluate_learned else None,
-        unlearned=model_samples(outputs, "unlearned"),
-        retrained=model_samples(outputs, "retrained"),
         beta_history=outputs["beta"],
         residual_history=outputs["residual"],
         corollary2_history=outputs["corollary2"],
         retrained_at=outputs["retrained_at"],
         train_residual=outputs["train_residual"],
         X_norms=tuple(v.X_norm for v in versions),
-        forget_indices=forget,
-        retain_indices=retained,
-        trial_indices=np.arange(first_trial, first_trial + n_trials),
-        seed=int(seed),
-        device=str(resolved),
-        dtype=str(dtype).replace("torch.", ""),
+        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials,
+                        sides=("unlearned", "retrained")),
     )
 
 

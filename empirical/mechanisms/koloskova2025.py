@@ -34,9 +34,8 @@ must lie above it.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +44,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from empirical.data import Dataset
+from empirical.mechanisms.common import one_cpu_thread
 from empirical.models import FunctionalClassifier, TinyCNN, TinyMLP, clip_scale
 from empirical.trials import TrialRandom, run_trials
 
@@ -289,23 +289,6 @@ def _trained(fn: _Functional, task: NetworkTask, rows: torch.Tensor, *, steps: i
     return _descend(fn, task.init[None, :], x, y, steps=steps, step_size=step_size)
 
 
-@contextlib.contextmanager
-def _one_cpu_thread(device: torch.device) -> Iterator[None]:
-    """One torch thread on CPU for the duration (restored after). The per-trial matrices are
-    small (hundreds of rows): on a shared 2-core machine two intra-op threads measured 40x
-    slower than one (0.33 s against 14 s for 6 MLP trials), and batching over trials already
-    gives the parallel work."""
-    if device.type != "cpu":
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
-
-
 def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
                   config: KoloskovaConfig, n_trials: int, seed: int, first_trial: int = 0,
                   mode: str = "batched", chunk_size: int | None = None) -> KoloskovaResult:
@@ -324,7 +307,7 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
     all_rows = torch.arange(n, device=device)
     retain_rows = all_rows[keep]
     fn = _Functional(task.model)
-    with torch.no_grad(), _one_cpu_thread(device):
+    with torch.no_grad(), one_cpu_thread(device):
         full_model = _trained(fn, task, all_rows, steps=config.learn_steps,
                               step_size=config.learn_step_size)
         retain_model = _trained(fn, task, retain_rows, steps=config.learn_steps,
@@ -342,7 +325,7 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
             out[f"{side}/accuracy"] = fn.accuracy(params, task.test_x, task.test_classes)
         return out
 
-    with _one_cpu_thread(device):
+    with one_cpu_thread(device):
         outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=device,
                              dtype=task.train_x.dtype, mode=mode, chunk_size=chunk_size,
                              first_trial=first_trial)
@@ -359,7 +342,7 @@ def run_retrain_budget(task: NetworkTask, *, forget: tuple[int, ...] | list[int]
     keep = torch.ones(n, dtype=torch.bool)
     keep[list(forget)] = False
     fn = _Functional(task.model)
-    with torch.no_grad(), _one_cpu_thread(task.train_x.device):
+    with torch.no_grad(), one_cpu_thread(task.train_x.device):
         params = _trained(fn, task, torch.arange(n)[keep].to(task.train_x.device), steps=steps,
                           step_size=step_size)
         return float(fn.accuracy(params, task.test_x, task.test_classes)[0])
