@@ -61,6 +61,7 @@ __all__ = [
     "positive",
     "prepared_audit",
     "require_unit_features",
+    "run_request_trials",
     "spec_data",
     "time_batched_and_loop",
     "torch_threads",
@@ -308,6 +309,21 @@ def trial_batch(result: Any) -> TrialBatch:
         return model_outputs(samples.forget_losses, samples.params, samples.test_accuracy)
 
     return TrialBatch(side(result.unlearned), side(result.retrained))
+
+
+def run_request_trials(run: Callable[..., Any], mechanism: Any, data: SpecData, *, seed: int,
+                       first_trial: int, n_trials: int, **options: Any) -> TrialBatch:
+    """Trials of an empirical mechanism with the shared signature ``run(dataset, request, *,
+    config, n_trials, seed, device, dtype, first_trial, retain_scores, ...)``, on the spec's
+    data, as a :class:`~audits.protocols.TrialBatch`. ``mechanism`` supplies ``config``,
+    ``device`` and ``dtype`` (a torch dtype name); ``options`` go to ``run`` as they are."""
+    import torch
+
+    result = run(data.dataset, data.request, config=mechanism.config, n_trials=n_trials,
+                 seed=seed, device=mechanism.device, dtype=getattr(torch, mechanism.dtype),
+                 # retain_scores=0 trips an empty reshape in empirical.models (reported)
+                 first_trial=first_trial, retain_scores=1, **options)
+    return trial_batch(result)
 
 
 @contextlib.contextmanager

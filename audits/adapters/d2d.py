@@ -37,7 +37,7 @@ from audits.adapter_support import (
     positive,
     prepared_audit,
     require_unit_features,
-    trial_batch,
+    run_request_trials,
 )
 from audits.adapter_support import spec_data as _spec_data
 from audits.fields import SpecError, choice, fail, integer, positive_int
@@ -241,15 +241,10 @@ class D2DMechanism:
         return repr(("d2d", dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.neel2021 import run_d2d
 
-        data = spec_data(self.spec_json)
-        result = run_d2d(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                         seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                         first_trial=first_trial, retain_scores=1)
-        return trial_batch(result)
+        return run_request_trials(run_d2d, self, spec_data(self.spec_json), seed=seed,
+                                  first_trial=first_trial, n_trials=n_trials)
 
 
 DEMO_TRIALS = 20000

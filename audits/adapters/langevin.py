@@ -34,7 +34,7 @@ from audits.adapter_support import (
     positive,
     prepared_audit,
     require_unit_features,
-    trial_batch,
+    run_request_trials,
 )
 from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
@@ -186,15 +186,10 @@ class LangevinMechanism:
         return repr(("langevin", dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chien2024lu import run_langevin
 
-        data = spec_data(self.spec_json)
-        result = run_langevin(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                              seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                              first_trial=first_trial, retain_scores=1)
-        return trial_batch(result)
+        return run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
+                                  first_trial=first_trial, n_trials=n_trials)
 
 
 DEMO_TRIALS = 20000

@@ -32,9 +32,9 @@ from audits.adapter_support import (
     positive,
     prepared_audit,
     require_unit_features,
+    run_request_trials,
     time_batched_and_loop,
     torch_threads,
-    trial_batch,
 )
 from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
@@ -47,9 +47,15 @@ __all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams", "de
 
 BOUND = "chourasia2023:thm5.1/deletion-renyi"
 ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
-# Smoothness of the per-example losses on unit-norm features (before the l2 term): the logistic
-# loss has Hessian sigmoid'(.) x x^T with norm <= 1/4; the linear loss has none.
-MODEL_SMOOTHNESS = {"logistic-regression": Fraction(1, 4), "linear": Fraction(0)}
+
+
+def model_smoothness(model: str) -> Fraction:
+    """Smoothness of the per-example loss on unit-norm features (before the l2 term): the
+    logistic loss has Hessian sigmoid'(.) x x^T with norm <= 1/4 (the one constant,
+    :data:`empirical.models.LOGISTIC_SMOOTHNESS`); the linear loss has none."""
+    from empirical.models import LOGISTIC_SMOOTHNESS
+
+    return {"logistic-regression": LOGISTIC_SMOOTHNESS, "linear": Fraction(0)}[model]
 
 
 @dataclass(frozen=True)
@@ -139,7 +145,7 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
 
     params: NoisyGDParams = spec.algorithm
     cert_spec = spec.certificate
-    model_beta = MODEL_SMOOTHNESS[spec.model.name]
+    model_beta = model_smoothness(spec.model.name)
     if spec.model.name == "logistic-regression":
         require_unit_features(data, "for the logistic loss to be 1/4-smooth")
     beta = model_beta if params.beta is None else Fraction(params.beta)
@@ -249,8 +255,6 @@ class NoisyGDMechanism:
 
     def _run_trials(self, *, seed: int, first_trial: int, n_trials: int,
                     mode: str) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chourasia2023 import (
             LinearLoss,
             PublishedDirectionRequester,
@@ -264,12 +268,9 @@ class NoisyGDMechanism:
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        result = run_noisy_gd(data.dataset, data.request, config=self.config, model=model,
-                              requester=requester, adaptive_requests=self.adaptive_requests,
-                              n_trials=n_trials, seed=seed, device=self.device,
-                              dtype=getattr(torch, self.dtype), first_trial=first_trial,
-                              retain_scores=1, mode=mode)
-        return trial_batch(result)
+        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
+                                  n_trials=n_trials, model=model, requester=requester,
+                                  adaptive_requests=self.adaptive_requests, mode=mode)
 
 
 # ----------------------------------------------------------------------------------------------

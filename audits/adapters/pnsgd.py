@@ -31,7 +31,7 @@ from audits.adapter_support import (
     positive,
     prepared_audit,
     require_unit_features,
-    trial_batch,
+    run_request_trials,
 )
 from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
@@ -245,16 +245,10 @@ class PNSGDMechanism:
         return repr((dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chien2024 import run_pnsgd
 
-        data = spec_data(self.spec_json)
-        result = run_pnsgd(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                           seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                           # retain_scores=0 trips an empty-reshape in empirical.models (reported)
-                           first_trial=first_trial, retain_scores=1)
-        return trial_batch(result)
+        return run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
+                                  first_trial=first_trial, n_trials=n_trials)
 
 
 # ----------------------------------------------------------------------------------------------

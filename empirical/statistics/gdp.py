@@ -26,6 +26,7 @@ from empirical.statistics.checks import (
     _check_probability,
 )
 from empirical.statistics.thresholds import (
+    TEST_RECORD_FIELDS,
     BonferroniPareto,
     EpsilonLowerBound,
     ThresholdStrategy,
@@ -137,20 +138,8 @@ def gdp_mu_lower_bound(
         two_sided_threshold=two_sided_threshold,
         functional=functional,
     )
-    return GdpMuLowerBound(
-        mu=choice.value,
-        confidence=1.0 - alpha,
-        threshold=choice.threshold,
-        positive_above=choice.positive_above,
-        fpr_upper=choice.fpr_upper,
-        fnr_upper=choice.fnr_upper,
-        false_positives=choice.false_positives,
-        false_negatives=choice.false_negatives,
-        n_positive=choice.n_positive,
-        n_negative=choice.n_negative,
-        strategy=strategy.name,
-        n_rules_considered=choice.n_rules,
-    )
+    return GdpMuLowerBound(mu=choice.value, confidence=1.0 - alpha,
+                           **choice.test_record(strategy.name))
 
 
 def epsilon_from_gdp(
@@ -194,15 +183,6 @@ def epsilon_from_gdp(
         epsilon=epsilon,
         delta=delta,
         confidence=bound.confidence,
-        threshold=bound.threshold,
-        positive_above=bound.positive_above,
-        fpr_upper=bound.fpr_upper,
-        fnr_upper=bound.fnr_upper,
-        false_positives=bound.false_positives,
-        false_negatives=bound.false_negatives,
-        n_positive=bound.n_positive,
-        n_negative=bound.n_negative,
-        strategy=bound.strategy,
-        n_rules_considered=bound.n_rules_considered,
+        **{name: getattr(bound, name) for name in TEST_RECORD_FIELDS},
         method="GDP mu lower bound through the Gaussian privacy profile (Gaussian mechanism)",
     )
