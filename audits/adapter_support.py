@@ -46,6 +46,7 @@ __all__ = [
     "AlgorithmParams",
     "BatchLoopTiming",
     "SpecData",
+    "SpecMechanism",
     "broken_note",
     "check_sigma_calibration",
     "counts",
@@ -94,10 +95,22 @@ class AlgorithmParams:
 
 
 class AdapterBase:
-    """The adapter members that only read ``params_type`` and ``parameter_help``."""
+    """The adapter members that only read ``params_type`` and ``parameter_help``.
 
+    ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
+    logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
+    """
+
+    name: str
     params_type: type
     parameter_help: ClassVar[Mapping[str, str]] = {}
+    models: tuple[str, ...] = ("logistic-regression",)
+    calibratable: tuple[str, ...] = ("sigma",)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "params_type" in cls.__dict__ and "name" not in cls.__dict__:
+            cls.name = cls.params_type.name
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
         return from_fields(self.params_type, data, path)
@@ -291,6 +304,28 @@ def float_at_least(value: Fraction) -> float:
 
 # ----------------------------------------------------------------------------------------------
 # Mechanism plumbing.
+
+
+@dataclass(frozen=True)
+class SpecMechanism:
+    """The fields of a :class:`~audits.protocols.TrialMechanism` that runs an empirical
+    mechanism on a spec's data: the canonical spec JSON (its data are re-read, cached, in each
+    chunk), the mechanism's config dataclass, the device and the torch dtype name.
+
+    The fingerprint keys the chunk store: it changes whenever the numbers may change.
+    ``fingerprint_tag`` (a class attribute) prefixes it where a subclass set one.
+    """
+
+    fingerprint_tag: ClassVar[str | None] = None
+
+    spec_json: str
+    config: Any
+    device: str
+    dtype: str
+
+    def fingerprint(self) -> str:
+        parts = (dataclasses.astuple(self.config), self.device, self.dtype)
+        return repr(parts if self.fingerprint_tag is None else (self.fingerprint_tag, *parts))
 
 
 def model_outputs(losses: Any, params: Any, accuracy: Any, *, keep_params: bool = True

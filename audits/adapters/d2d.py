@@ -19,7 +19,6 @@ say ``adjacency = "paper"`` to run one, and the report says the certificate is n
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,6 +29,7 @@ from audits.adapter_support import (
     AdapterBase,
     AlgorithmParams,
     SpecData,
+    SpecMechanism,
     demo_audit_spec,
     float_at_least,
     mark_broken,
@@ -217,17 +217,15 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
 
 
 @dataclass(frozen=True)
-class D2DMechanism:
+class D2DMechanism(SpecMechanism):
     """D2D learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record; statistics: the
     published parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.neel2021.D2DConfig
-    device: str
-    dtype: str
+    fingerprint_tag = "d2d"
+    # config is an empirical.mechanisms.neel2021.D2DConfig
 
     @property
     def description(self) -> str:
@@ -236,9 +234,6 @@ class D2DMechanism:
                 f"sigma={c.noise_std!r}, eta={c.step_size!r}, T={c.learn_iterations}, "
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr(("d2d", dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.neel2021 import run_d2d
@@ -266,13 +261,10 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
 class D2DAdapter(AdapterBase):
     """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
 
-    name = D2DParams.name
     description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
                    "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
     params_type = D2DParams
     parameter_help = _PARAMETER_HELP
-    models = ("logistic-regression",)
-    calibratable = ("sigma",)
     bench_bound = "neel2021:thm9"
 
     def check_spec(self, spec: AuditSpec) -> None:

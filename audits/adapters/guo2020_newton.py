@@ -17,7 +17,6 @@ The budget is eps' = removals * residual_per_removal: sigma is calibrated (safe 
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -30,6 +29,7 @@ from audits.adapter_support import (
     AdapterBase,
     AlgorithmParams,
     SpecData,
+    SpecMechanism,
     broken_note,
     delta_label,
     demo_audit_spec,
@@ -197,17 +197,14 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
 
 
 @dataclass(frozen=True)
-class GuoMechanism:
+class GuoMechanism(SpecMechanism):
     """Algorithm 1 + Algorithm 2 removals and retraining as a TrialMechanism.
 
     Scores: ``loss`` = minus the logistic loss of each removed record; statistics: ``params``
     = the final parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.guo2020.GuoConfig
-    device: str
-    dtype: str
+    # config is an empirical.mechanisms.guo2020.GuoConfig
 
     @property
     def description(self) -> str:
@@ -215,9 +212,6 @@ class GuoMechanism:
         return (f"Guo et al. 2020 Newton removal (Algorithms 1-2): lambda={c.lam!r}, "
                 f"sigma={c.sigma!r}, budget eps'={c.budget!r}, gamma={c.gamma_value:.6g}, "
                 f"tol={c.tol!r}, noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         import torch
@@ -442,13 +436,10 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
 class GuoAdapter(AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
-    name = GuoParams.name
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
     parameter_help = _PARAMETER_HELP
-    models = ("logistic-regression",)
-    calibratable = ("sigma",)
     bench_bound = BOUND
     # ``unlearn reproduce ID``: reproductions that need the mechanism (not only the bounds).
     reproductions: ClassVar[dict[str, str]] = {

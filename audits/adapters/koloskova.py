@@ -524,7 +524,6 @@ class _KoloskovaAdapter(AdapterBase):
     params_type: type
     parameter_help = _HELP
     demo_params: Any
-    calibratable: tuple[str, ...] = ("sigma",)
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -565,7 +564,6 @@ class _KoloskovaAdapter(AdapterBase):
 
 
 class GradientClippingAdapter(_KoloskovaAdapter):
-    name = GradientClippingParams.name
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
@@ -573,7 +571,6 @@ class GradientClippingAdapter(_KoloskovaAdapter):
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
-    name = ModelClippingParams.name
     description = ("Koloskova et al. 2025 model clipping (eq. 4) noisy fine-tuning of a "
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
@@ -582,7 +579,6 @@ class ModelClippingAdapter(_KoloskovaAdapter):
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
-    name = OutputPerturbationParams.name
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams

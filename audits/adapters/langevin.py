@@ -14,16 +14,16 @@ Learning and unlearning are projected noisy full-batch gradient descent
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from audits.adapter import PreparedAudit
 from audits.adapter_support import (
     AdapterBase,
     AlgorithmParams,
     SpecData,
+    SpecMechanism,
     counts,
     delta_label,
     demo_audit_spec,
@@ -167,13 +167,11 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
 
 
 @dataclass(frozen=True)
-class LangevinMechanism:
+class LangevinMechanism(SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chien2024lu.LangevinConfig
-    device: str
-    dtype: str
+    fingerprint_tag = "langevin"
+    # config is an empirical.mechanisms.chien2024lu.LangevinConfig
 
     @property
     def description(self) -> str:
@@ -181,9 +179,6 @@ class LangevinMechanism:
         return (f"Langevin unlearning (PNGD, seed 000 App. P): sigma={c.sigma!r}, "
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr(("langevin", dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024lu import run_langevin
@@ -205,12 +200,10 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
 class LangevinAdapter(AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
-    name = LangevinParams.name
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
                    "certified by seed 000 eq. (98); sequences by a derived chain")
     params_type = LangevinParams
     parameter_help = _PARAMETER_HELP
-    models = ("logistic-regression",)
     calibratable = ("sigma", "K")
     bench_bound = "chien2024lu:eq98"
 

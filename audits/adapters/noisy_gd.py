@@ -296,7 +296,6 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
 class NoisyGDAdapter(AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
-    name = NoisyGDParams.name
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams

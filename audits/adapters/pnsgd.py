@@ -10,7 +10,6 @@ the trial mechanism (:func:`empirical.mechanisms.chien2024.run_pnsgd`) and the d
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
@@ -20,6 +19,7 @@ from audits.adapter_support import (
     AdapterBase,
     AlgorithmParams,
     SpecData,
+    SpecMechanism,
     broken_note,
     check_sigma_calibration,
     counts,
@@ -222,17 +222,14 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
 
 
 @dataclass(frozen=True)
-class PNSGDMechanism:
+class PNSGDMechanism(SpecMechanism):
     """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
     statistics: ``params`` = the final parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chien2024.PNSGDConfig
-    device: str
-    dtype: str
+    # config is an empirical.mechanisms.chien2024.PNSGDConfig
 
     @property
     def description(self) -> str:
@@ -240,9 +237,6 @@ class PNSGDMechanism:
         return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
                 f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
                 f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024 import run_pnsgd
@@ -276,12 +270,10 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
 class PNSGDAdapter(AdapterBase):
     """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
 
-    name = PNSGDParams.name
     description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
     parameter_help = _PARAMETER_HELP
-    models = ("logistic-regression",)
     calibratable = ("sigma", "K")
     # ``unlearn bench bounds``: Theorem 3.2 at Table 3's MNIST setting, and Table 3 itself.
     bench_bound = "chien2024:thm3.2"
