@@ -24,26 +24,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from audits import adapter_support as support
 from audits.adapter import PreparedAudit
-from audits.adapter_support import (
-    AdapterBase,
-    AlgorithmParams,
-    SpecData,
-    SpecMechanism,
-    broken_note,
-    delta_label,
-    demo_audit_spec,
-    flag,
-    float_at_most,
-    noise_scale,
-    optional_sigma,
-    positive,
-    prepared_audit,
-    time_batched_and_loop,
-    torch_threads,
-    trial_batch,
-)
-from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, number, positive_int
 from audits.protocols import Certificate, TrialBatch
@@ -56,7 +38,7 @@ BOUND = "guo2020:thm3ii"
 
 
 @dataclass(frozen=True)
-class GuoParams(AlgorithmParams):
+class GuoParams(support.AlgorithmParams):
     """Hyper-parameters of Guo et al.'s Algorithms 1 and 2 (paper's symbols).
 
     ``lam`` is lambda; ``sigma`` the standard deviation of each coordinate of b (None:
@@ -84,17 +66,17 @@ class GuoParams(AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
-        optional_sigma(self.sigma)
+        support.positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
+        support.optional_sigma(self.sigma)
         choice(self.gamma, f"{p}.gamma", ("paper", "tight"))
         if self.removals is not None:
             positive_int(self.removals, f"{p}.removals")
-        positive(self.residual_per_removal, "residual_per_removal",
-                 "a positive number (eps' per removal batch)")
+        support.positive(self.residual_per_removal, "residual_per_removal",
+                         "a positive number (eps' per removal batch)")
         number(self.tolerance, f"{p}.tolerance", low=0, high=1e-3, open_low=True,
                what="a number in (0, 1e-3]")
-        noise_scale(self.noise_multiplier_scale)
-        flag(self.report_figures, "report_figures")
+        support.noise_scale(self.noise_multiplier_scale)
+        support.flag(self.report_figures, "report_figures")
 
 
 _PARAMETER_HELP = {
@@ -113,12 +95,12 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-GuoData = SpecData  # requests: the removal batches, one Newton step each
+GuoData = support.SpecData  # requests: the removal batches, one Newton step each
 
 
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and removal requests of a spec (cached); at least one record must remain."""
-    return _spec_data(spec_json, keep_a_record=True)
+    return support.spec_data(spec_json, keep_a_record=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -138,7 +120,7 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    budget = float_at_most(removals * Fraction(params.residual_per_removal))
+    budget = support.float_at_most(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
@@ -181,8 +163,8 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
         derivation=[f"eps' = removals * residual_per_removal = {removals} * "
                     f"{params.residual_per_removal!r}; {spec.request.requests} request(s) of "
                     f"m = {spec.request.size} removal(s), one Newton step each"],
-        delta_label=delta_label(cert_spec),
-        extra_provenance=broken_note(params.noise_multiplier_scale, "b"),
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale, "b"),
         calibration=calibration)
     certificate = run.certificate
     target = cert_spec.target_epsilon
@@ -197,7 +179,7 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
 
 
 @dataclass(frozen=True)
-class GuoMechanism(SpecMechanism):
+class GuoMechanism(support.SpecMechanism):
     """Algorithm 1 + Algorithm 2 removals and retraining as a TrialMechanism.
 
     Scores: ``loss`` = minus the logistic loss of each removed record; statistics: ``params``
@@ -221,14 +203,14 @@ class GuoMechanism(SpecMechanism):
         data = spec_data(self.spec_json)
         # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
-        with torch_threads(self.device):
+        with support.torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
                            n_trials=n_trials, seed=seed, device=self.device,
                            dtype=getattr(torch, self.dtype), first_trial=first_trial,
                            retain_scores=1, mode=mode)
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        return trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
+        return support.trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -310,7 +292,7 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     rows = _removal_rows(dataset.n, removals, seed)
     requests = [removal_request([r]) for r in rows]
     counts = np.zeros((len(lams), len(sigmas)))
-    with torch_threads("cpu"):
+    with support.torch_threads("cpu"):
         for i, lam in enumerate(lams):
             for j, sigma in enumerate(sigmas):
                 budget = budget_bound.evaluate(precision="interval", sigma=sigma,
@@ -426,14 +408,14 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     """Guo et al.'s Newton removal of one record of digits 3-vs-8 (the embedded stand-in for
     the paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by
     Theorem 3 (ii) with a budget of one removal of residual 0.01 (sigma calibrated)."""
-    return demo_audit_spec(
+    return support.demo_audit_spec(
         algorithm=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
         request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4, calibrate="sigma"),
         name="demo-guo2020", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class GuoAdapter(AdapterBase):
+class GuoAdapter(support.AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
@@ -497,8 +479,8 @@ class GuoAdapter(AdapterBase):
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism
         # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
-        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
-                                       warmup_trials=2)
+        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
+                                               warmup_trials=2)
         loop_trials = timing.loop_trials
         difference = float(np.abs(timing.batched.unlearned.params[:loop_trials]
                                   - timing.looped.unlearned.params).max())
@@ -521,8 +503,8 @@ class GuoAdapter(AdapterBase):
                            tol=params.tolerance,
                            noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
 
 
 ADAPTER = register_adapter(GuoAdapter())

@@ -33,23 +33,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from audits import adapter_support as support
 from audits.adapter import PreparedAudit
-from audits.adapter_support import (
-    AdapterBase,
-    AlgorithmParams,
-    SpecData,
-    demo_audit_spec,
-    flag,
-    mark_broken,
-    model_outputs,
-    noise_scale,
-    optional_sigma,
-    positive,
-    prepared_audit,
-    time_batched_and_loop,
-    torch_threads,
-)
-from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer, number
 from audits.protocols import Certificate, TrialBatch
@@ -72,7 +57,7 @@ NETWORK_MODELS = ("mlp", "cnn", "head")
 
 
 @dataclass(frozen=True)
-class _Common(AlgorithmParams):
+class _Common(support.AlgorithmParams):
     """Fields shared by the three methods (Theorems 4.1, 4.2 and eq. 1 names)."""
 
     sigma: float | None = None
@@ -86,14 +71,14 @@ class _Common(AlgorithmParams):
 
     def _check_common(self) -> None:
         p = "spec.algorithm"
-        optional_sigma(self.sigma)
-        positive(self.C0, "C0", "a positive number (C0)")
+        support.optional_sigma(self.sigma)
+        support.positive(self.C0, "C0", "a positive number (C0)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0, what="an integer >= 0")
-        positive(self.learn_step_size, "learn_step_size")
+        support.positive(self.learn_step_size, "learn_step_size")
         integer(self.finetune_steps, f"{p}.finetune_steps", minimum=0, what="an integer >= 0")
-        positive(self.finetune_step_size, "finetune_step_size")
-        noise_scale(self.noise_multiplier_scale)
-        flag(self.report_figures, "report_figures")
+        support.positive(self.finetune_step_size, "finetune_step_size")
+        support.noise_scale(self.noise_multiplier_scale)
+        support.flag(self.report_figures, "report_figures")
 
 
 @dataclass(frozen=True)
@@ -114,9 +99,9 @@ class GradientClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        positive(self.step_size, "step_size")
+        support.positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        positive(self.clip, "clip", "a positive number (C1)")
+        support.positive(self.clip, "clip", "a positive number (C1)")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
         choice(self.noise, f"{p}.noise", ("correct", "paper-table"))
@@ -142,9 +127,9 @@ class ModelClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        positive(self.step_size, "step_size")
+        support.positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        positive(self.clip, "clip", "a positive number (C2)")
+        support.positive(self.clip, "clip", "a positive number (C2)")
         number(self.sigma0, f"{p}.sigma0", low=0, what="a number >= 0")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
@@ -188,9 +173,9 @@ _HELP = {
 # Data.
 
 
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and forget set (``indices``) of a spec (cached)."""
-    return _spec_data(spec_json)
+    return support.spec_data(spec_json)
 
 
 @functools.lru_cache(maxsize=8)
@@ -423,10 +408,10 @@ class KoloskovaMechanism:
         result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
         small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
         return TrialBatch(
-            model_outputs(result.unlearned_forget_losses, result.unlearned_params,
-                          result.unlearned_accuracy, keep_params=small),
-            model_outputs(result.reference_forget_losses, result.reference_params,
-                          result.reference_accuracy, keep_params=small))
+            support.model_outputs(result.unlearned_forget_losses, result.unlearned_params,
+                                  result.unlearned_accuracy, keep_params=small),
+            support.model_outputs(result.reference_forget_losses, result.reference_params,
+                                  result.reference_accuracy, keep_params=small))
 
 
 def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, KoloskovaMechanism]:
@@ -454,7 +439,7 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     else:
         certificate, sigma = output_perturbation_certificate(spec, delta)
         config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
-    certificate = mark_broken(certificate, params.noise_multiplier_scale)
+    certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
     mechanism = KoloskovaMechanism(spec_json, config, spec.model.name, data.indices, device,
                                    spec.dtype)
     return certificate, mechanism
@@ -510,7 +495,7 @@ DEMO_FORGET = 25  # 10% of the 256 digits training rows
 
 def _demo(params: Any, *, trials: int | None, device: str | None, name: str,
           calibrate: str = "sigma") -> AuditSpec:
-    return demo_audit_spec(
+    return support.demo_audit_spec(
         algorithm=params,
         model=ModelSpec(name="mlp"),
         request=RequestSpec(kind="remove", size=DEMO_FORGET, requests=1, seed=0),
@@ -519,7 +504,7 @@ def _demo(params: Any, *, trials: int | None, device: str | None, name: str,
         name=name, trials=trials, default_trials=DEMO_TRIALS, device=device, chunk_size=1000)
 
 
-class _KoloskovaAdapter(AdapterBase):
+class _KoloskovaAdapter(support.AdapterBase):
     models = NETWORK_MODELS
     params_type: type
     parameter_help = _HELP
@@ -556,7 +541,7 @@ class _KoloskovaAdapter(AdapterBase):
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = _task(mechanism.spec_json, mechanism.model, device, spec.dtype)
         data = spec_data(mechanism.spec_json)
-        return prepared_audit(
+        return support.prepared_audit(
             spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
             rows_key="forget_rows",
             notes=(f"dataset: {data.dataset.provenance}", f"model: {task.description}",
@@ -597,9 +582,9 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
     _, mechanism = prepare_koloskova(spec, device=device)
     # the warm-up trial builds A(D) and A(D_r)
-    with torch_threads(device):
-        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials,
-                                       loop_trials=loop_trials or 16)
+    with support.torch_threads(device):
+        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials,
+                                               loop_trials=loop_trials or 16)
     batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
     batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds
     # A(D) and A(D_r) are trained once per call in both modes; the rates count models (two per

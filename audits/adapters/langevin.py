@@ -18,25 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
+from audits import adapter_support as support
 from audits.adapter import PreparedAudit
-from audits.adapter_support import (
-    AdapterBase,
-    AlgorithmParams,
-    SpecData,
-    SpecMechanism,
-    counts,
-    delta_label,
-    demo_audit_spec,
-    float_at_most,
-    mark_broken,
-    noise_scale,
-    optional_sigma,
-    positive,
-    prepared_audit,
-    require_unit_features,
-    run_request_trials,
-)
-from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
 from audits.fields import SpecError, fail, integer
 from audits.protocols import Certificate, TrialBatch
@@ -48,7 +31,7 @@ __all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams", 
 
 
 @dataclass(frozen=True)
-class LangevinParams(AlgorithmParams):
+class LangevinParams(support.AlgorithmParams):
     """Hyper-parameters of Langevin unlearning (seed 000 App. P, Theorems P.1/P.2).
 
     ``sigma`` None: calibrated. ``unlearn_iterations`` K (one, or one per request; None: 1, or
@@ -68,14 +51,14 @@ class LangevinParams(AlgorithmParams):
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        optional_sigma(self.sigma)
-        counts(self, "unlearn_iterations", empty="must list at least one K")
+        support.optional_sigma(self.sigma)
+        support.counts(self, "unlearn_iterations", empty="must list at least one K")
         integer(self.learn_iterations, "spec.algorithm.learn_iterations", minimum=0,
                 what="a non-negative integer")
-        positive(self.l2, "l2", "a positive number (lambda = m)")
-        positive(self.clip, "clip", "a positive number (M)")
-        positive(self.radius, "radius", "a positive number (R)")
-        noise_scale(self.noise_multiplier_scale)
+        support.positive(self.l2, "l2", "a positive number (lambda = m)")
+        support.positive(self.clip, "clip", "a positive number (M)")
+        support.positive(self.radius, "radius", "a positive number (R)")
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -90,9 +73,9 @@ _PARAMETER_HELP = {
 }
 
 
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and requests of a spec (cached on the fields they depend on)."""
-    return _spec_data(spec_json)
+    return support.spec_data(spec_json)
 
 
 def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
@@ -106,7 +89,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
     from empirical.models import logistic_constants
 
     m, L, max_step = logistic_constants(Fraction(l2))
-    eta = float_at_most(max_step)
+    eta = support.float_at_most(max_step)
     M = Fraction(clip)
     contraction = (1 - float(m) * eta) ** learn_iterations
     assumptions = [
@@ -167,7 +150,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
 
 
 @dataclass(frozen=True)
-class LangevinMechanism(SpecMechanism):
+class LangevinMechanism(support.SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
     fingerprint_tag = "langevin"
@@ -183,8 +166,8 @@ class LangevinMechanism(SpecMechanism):
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024lu import run_langevin
 
-        return run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
-                                  first_trial=first_trial, n_trials=n_trials)
+        return support.run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
+                                          first_trial=first_trial, n_trials=n_trials)
 
 
 DEMO_TRIALS = 20000
@@ -192,12 +175,12 @@ DEMO_TRIALS = 20000
 
 def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
     """LU on digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1."""
-    return demo_audit_spec(
+    return support.demo_audit_spec(
         algorithm=LangevinParams(),
         name="langevin-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class LangevinAdapter(AdapterBase):
+class LangevinAdapter(support.AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
@@ -234,7 +217,7 @@ class LangevinAdapter(AdapterBase):
         params: LangevinParams = spec.algorithm
         spec_json = spec.canonical_json()
         data = spec_data(spec_json)
-        require_unit_features(data, "for L = 1/4 + lambda")
+        support.require_unit_features(data, "for L = 1/4 + lambda")
         cert_spec = spec.certificate
         certificate, sigma, epochs = langevin_certificate(
             n=data.dataset.n, size=spec.request.size, requests=spec.request.requests,
@@ -242,16 +225,16 @@ class LangevinAdapter(AdapterBase):
             target_epsilon=cert_spec.target_epsilon, calibrate=cert_spec.calibrate,
             sigma=params.sigma, iterations=params.unlearn_iterations,
             conversion=cert_spec.conversion, learn_iterations=params.learn_iterations,
-            delta_label=delta_label(cert_spec))
-        certificate = mark_broken(certificate, params.noise_multiplier_scale)
+            delta_label=support.delta_label(cert_spec))
+        certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
         config = LangevinConfig(
             step_size=float(certificate.inputs["eta"]), sigma=sigma,
             learn_iterations=params.learn_iterations, unlearn_iterations=epochs,
             l2=params.l2, clip=params.clip, radius=params.radius,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data)
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(LangevinAdapter())

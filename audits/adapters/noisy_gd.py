@@ -17,26 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from audits import adapter_support as support
 from audits.adapter import PreparedAudit
-from audits.adapter_support import (
-    AdapterBase,
-    AlgorithmParams,
-    SpecData,
-    broken_note,
-    check_sigma_calibration,
-    delta_label,
-    demo_audit_spec,
-    float_at_most,
-    noise_scale,
-    optional_sigma,
-    positive,
-    prepared_audit,
-    require_unit_features,
-    run_request_trials,
-    time_batched_and_loop,
-    torch_threads,
-)
-from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch
@@ -59,7 +41,7 @@ def model_smoothness(model: str) -> Fraction:
 
 
 @dataclass(frozen=True)
-class NoisyGDParams(AlgorithmParams):
+class NoisyGDParams(support.AlgorithmParams):
     """Hyper-parameters of Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1).
 
     ``sigma`` is Algorithm 2's sigma (each step adds sqrt(2 eta) sigma N(0, I_d); sigma^2 is the
@@ -90,19 +72,19 @@ class NoisyGDParams(AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        optional_sigma(self.sigma)
+        support.optional_sigma(self.sigma)
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=0,
                     what="a non-negative integer (K_Abar)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0,
                 what="a non-negative integer (K_A)")
-        positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
-        positive(self.clip, "clip", "a positive number (L)")
+        support.positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
+        support.positive(self.clip, "clip", "a positive number (L)")
         if self.beta is not None:
-            positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
+            support.positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
         integer(self.adaptive_requests, f"{p}.adaptive_requests", minimum=0,
                 what="a non-negative integer (p)")
-        noise_scale(self.noise_multiplier_scale)
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -122,12 +104,12 @@ _PARAMETER_HELP = {
 # Data and request of a spec.
 
 
-NoisyGDData = SpecData
+NoisyGDData = support.SpecData
 
 
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and request of a spec (cached on the fields they depend on)."""
-    return _spec_data(spec_json)
+    return support.spec_data(spec_json)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -136,7 +118,7 @@ def spec_data(spec_json: str) -> SpecData:
 
 def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     """eta = 1/(2(lam + beta)) of Theorem 5.1, rounded down to a float (never above it)."""
-    return float_at_most(1 / (2 * (Fraction(lam) + beta)))
+    return support.float_at_most(1 / (2 * (Fraction(lam) + beta)))
 
 
 def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float, int, float]:
@@ -147,7 +129,7 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
     cert_spec = spec.certificate
     model_beta = model_smoothness(spec.model.name)
     if spec.model.name == "logistic-regression":
-        require_unit_features(data, "for the logistic loss to be 1/4-smooth")
+        support.require_unit_features(data, "for the logistic loss to be 1/4-smooth")
     beta = model_beta if params.beta is None else Fraction(params.beta)
     if beta <= 0:
         raise SpecError("spec.algorithm.beta: the linear loss is beta-smooth for every beta > 0; "
@@ -208,8 +190,8 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
                     f"kappa = (lam + beta)/lam; n = {n}"]
         + ([f"Theorem 4.3: epsilon_dd(q) + p epsilon_dp(q) with p = {p} releases seen by the "
             "requester"] if p else []),
-        delta_label=delta_label(cert_spec),
-        extra_provenance=broken_note(params.noise_multiplier_scale))
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale))
     return run.certificate, float(run.values["sigma"]), int(run.values["K_Abar"]), eta
 
 
@@ -249,7 +231,7 @@ class NoisyGDMechanism:
                    mode: str = "batched") -> TrialBatch:
         # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
         # cores than several spin-waiting ones.
-        with torch_threads(self.device):
+        with support.torch_threads(self.device):
             return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
                                     mode=mode)
 
@@ -268,9 +250,9 @@ class NoisyGDMechanism:
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
-                                  n_trials=n_trials, model=model, requester=requester,
-                                  adaptive_requests=self.adaptive_requests, mode=mode)
+        return support.run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
+                                          n_trials=n_trials, model=model, requester=requester,
+                                          adaptive_requests=self.adaptive_requests, mode=mode)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -287,13 +269,13 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     allows; one deletion step (K_Abar = 1) keeps the deletion visible. ``trials`` N (default
     10000) and one pilot trial per ten set the power.
     """
-    return demo_audit_spec(
+    return support.demo_audit_spec(
         algorithm=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
         model=ModelSpec(name="logistic-regression"),
         name="demo-noisy-gd", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class NoisyGDAdapter(AdapterBase):
+class NoisyGDAdapter(support.AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
@@ -314,7 +296,7 @@ class NoisyGDAdapter(AdapterBase):
             raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
                        "record (r = 1): the audit's reference for several edits is not the "
                        "one Theorem 5.1 describes")
-        check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
+        support.check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
         if spec.certificate.target_epsilon is None:
             return
         choice(spec.model.name, "spec.model.name", self.models)
@@ -337,9 +319,9 @@ class NoisyGDAdapter(AdapterBase):
         spec = demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
-        with torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
-            timing = time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
-                                           loop_trials=loop_trials)
+        with support.torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
+            timing = support.time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
+                                                   loop_trials=loop_trials)
             threads = torch.get_num_threads()
         identical = all(
             np.array_equal(getattr(timing.batched, side).statistics["params"][:timing.loop_trials],
@@ -361,8 +343,8 @@ class NoisyGDAdapter(AdapterBase):
                                noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = NoisyGDMechanism(spec_json, config, spec.model.name, device, spec.dtype,
                                      adaptive_requests=params.adaptive_requests)
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data)
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(NoisyGDAdapter())

@@ -14,26 +14,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from audits import adapter_support as support
 from audits.adapter import PreparedAudit
-from audits.adapter_support import (
-    AdapterBase,
-    AlgorithmParams,
-    SpecData,
-    SpecMechanism,
-    broken_note,
-    check_sigma_calibration,
-    counts,
-    delta_label,
-    demo_audit_spec,
-    float_at_most,
-    noise_scale,
-    optional_sigma,
-    positive,
-    prepared_audit,
-    require_unit_features,
-    run_request_trials,
-)
-from audits.adapter_support import spec_data as _spec_data
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
@@ -47,7 +29,7 @@ SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
 
 
 @dataclass(frozen=True)
-class PNSGDParams(AlgorithmParams):
+class PNSGDParams(support.AlgorithmParams):
     """Hyper-parameters of PNSGD (Chien et al. 2024, Algorithm 1) on a linear model.
 
     ``sigma`` None: calibrated from the certificate's target. ``unlearn_epochs`` (K) is one
@@ -76,8 +58,8 @@ class PNSGDParams(AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        optional_sigma(self.sigma)
-        counts(self, "unlearn_epochs", empty="must list at least one K")
+        support.optional_sigma(self.sigma)
+        support.counts(self, "unlearn_epochs", empty="must list at least one K")
         integer(self.learn_epochs, f"{p}.learn_epochs", minimum=0,
                 what="a non-negative integer")
         if self.batch_size != "full":
@@ -87,15 +69,15 @@ class PNSGDParams(AlgorithmParams):
                 raise fail(f"{p}.step_size", f"must be a positive number or '1/L', got "
                            f"{self.step_size!r}")
         else:
-            positive(self.step_size, "step_size", "a positive number or '1/L'")
-        positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
-        positive(self.clip, "clip", "a positive number (M)")
-        positive(self.radius, "radius", "a positive number (R)")
+            support.positive(self.step_size, "step_size", "a positive number or '1/L'")
+        support.positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
+        support.positive(self.clip, "clip", "a positive number (M)")
+        support.positive(self.radius, "radius", "a positive number (R)")
         choice(self.partition, f"{p}.partition", ("per_trial", "fixed"))
         if self.init != "zero":
             raise fail(f"{p}.init", "must be 'zero': Theorem 3.2 needs the learning "
                        f"initialisation supported on C_R, got {self.init!r}")
-        noise_scale(self.noise_multiplier_scale)
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -117,19 +99,19 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-PNSGDData = SpecData  # batch_size is b; the tail is dropped to a multiple of b
+PNSGDData = support.SpecData  # batch_size is b; the tail is dropped to a multiple of b
 
 
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and request of a spec, the tail dropped to a multiple of b (cached)."""
-    return _spec_data(spec_json, batch_size_field="batch_size")
+    return support.spec_data(spec_json, batch_size_field="batch_size")
 
 
 # ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-largest_float_at_most = float_at_most  # the name other modules import
+largest_float_at_most = support.float_at_most  # the name other modules import
 
 
 def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, float, Any]:
@@ -141,10 +123,10 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
     params: PNSGDParams = spec.algorithm
     cert_spec = spec.certificate
     n, b = data.dataset.n, data.batch_size
-    require_unit_features(data, "for L = 1/4 + lambda")
+    support.require_unit_features(data, "for L = 1/4 + lambda")
     lam, L, max_step = logistic_constants(Fraction(params.l2))
     if params.step_size == "1/L":
-        eta = float_at_most(max_step)
+        eta = support.float_at_most(max_step)
     else:
         eta = float(params.step_size)
         if Fraction(eta) > max_step:
@@ -208,8 +190,8 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
         delta=delta, target_epsilon=cert_spec.target_epsilon, solve=solve,
         conversion=cert_spec.conversion, cast=int if solve == "K" else float,
         assumptions=assumptions, derivation=derivation,
-        delta_label=delta_label(cert_spec),
-        extra_provenance=broken_note(params.noise_multiplier_scale))
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale))
     sigma = float(run.values["sigma"])
     if solve == "K":
         epoch_list = [int(run.values["K"])]
@@ -222,7 +204,7 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
 
 
 @dataclass(frozen=True)
-class PNSGDMechanism(SpecMechanism):
+class PNSGDMechanism(support.SpecMechanism):
     """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
@@ -241,8 +223,8 @@ class PNSGDMechanism(SpecMechanism):
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024 import run_pnsgd
 
-        return run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
-                                  first_trial=first_trial, n_trials=n_trials)
+        return support.run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
+                                          first_trial=first_trial, n_trials=n_trials)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -261,13 +243,13 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     per ten set the power; the full demo takes under a minute to a few minutes on two
     CPU cores.
     """
-    return demo_audit_spec(
+    return support.demo_audit_spec(
         algorithm=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05,
                               radius=100.0),
         name="demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class PNSGDAdapter(AdapterBase):
+class PNSGDAdapter(support.AdapterBase):
     """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
 
     description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
@@ -288,7 +270,7 @@ class PNSGDAdapter(AdapterBase):
         if isinstance(epochs, tuple) and len(epochs) != spec.request.requests:
             raise fail("spec.algorithm.unlearn_epochs", f"lists {len(epochs)} values of K for "
                        f"{spec.request.requests} requests (spec.request.requests)")
-        check_sigma_calibration(spec, steps=("K", "unlearn_epochs"))
+        support.check_sigma_calibration(spec, steps=("K", "unlearn_epochs"))
         if (spec.certificate.target_epsilon is not None and spec.certificate.calibrate == "K"
                 and spec.request.requests > 1):
             raise fail("spec.certificate.calibrate", "K calibration is not supported for "
@@ -325,8 +307,8 @@ class PNSGDAdapter(AdapterBase):
             noise_multiplier_scale=params.noise_multiplier_scale,
         )
         mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data)
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(PNSGDAdapter(), default=True)
