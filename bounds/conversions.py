@@ -145,6 +145,29 @@ def gaussian_delta(*, epsilon: float, mu: float) -> float:
     return float(math.exp(log_a) * -math.expm1(log_b - log_a))
 
 
+def _gaussian_delta_terms(epsilon: Any, mu: Any) -> tuple[Any, Any]:
+    """Φ(μ/2 − ε/μ) and e^ε Φ(−μ/2 − ε/μ) in mpmath at the working precision (δ = first − second)."""
+    e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+    return mpmath.ncdf(m / 2 - e / m), mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+
+
+def gaussian_delta_mp(*, epsilon: Any, mu: Any, digits: int = 50) -> Any:
+    """δ(ε) of N(0,1) vs N(μ,1) in mpmath at ``digits`` significant digits (Balle and Wang 2018,
+    Theorem 8): Φ(μ/2 − ε/μ) − e^ε Φ(−μ/2 − ε/μ), clamped at 0.
+
+    The high-precision twin of :func:`gaussian_delta`: accurate to about ``digits`` digits when
+    the two terms do not cancel, but not interval-rigorous (callers that certify add a margin;
+    :func:`gaussian_epsilon` decides with an explicit error bound instead).
+    """
+    with mpmath.workdps(digits):
+        e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
+        if not (e >= 0 and m > 0):
+            raise PreconditionError(f"the Gaussian delta(epsilon) (Balle and Wang 2018, Theorem 8) "
+                                    f"needs epsilon >= 0 and mu > 0, got {epsilon!r}, {mu!r}")
+        first, second = _gaussian_delta_terms(e, m)
+        return +max(first - second, mpmath.mpf(0))
+
+
 def _gaussian_delta_exceeds(epsilon: float, mu: float, delta: float) -> bool:
     """Whether δ(ε) > ``delta`` for N(0,1) vs N(μ,1), decided in high precision with a margin.
 
@@ -155,9 +178,7 @@ def _gaussian_delta_exceeds(epsilon: float, mu: float, delta: float) -> bool:
     dps = 60
     while True:
         with mpmath.workdps(dps):
-            e, m = mpmath.mpf(epsilon), mpmath.mpf(mu)
-            first = mpmath.ncdf(m / 2 - e / m)
-            second = mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+            first, second = _gaussian_delta_terms(epsilon, mu)
             value = first - second
             error = (first + second) * mpmath.ldexp(1, 20 - mpmath.mp.prec)
             if value - error > delta:
@@ -200,6 +221,25 @@ def gaussian_epsilon(*, delta: float, mu: float) -> float:
         hi += step
         step *= 2.0
     return hi
+
+
+def gaussian_epsilon_lower(*, delta: float, mu: float) -> float:
+    """A float ε >= 0 never above the exact ε(δ) of N(0,1) vs N(μ,1): the safe side of a LOWER
+    bound (Balle and Wang 2018, Theorem 8), e.g. turning an audit's μ lower bound into ε.
+
+    Starts at :func:`gaussian_epsilon` (rounded up) and steps down until δ(ε) > ``delta`` is
+    shown in high precision (:func:`_gaussian_delta_exceeds`), so ε is below the exact answer;
+    0 is returned when δ(0) <= delta. (That check calls a difference within 1e-1900 of delta
+    "exceeded"; such a tie is the only case it could err on this side.)
+    """
+    upper = gaussian_epsilon(delta=delta, mu=mu)
+    x, step = upper, max(upper * 2.0**-52, 5e-324)
+    while x > 0.0:
+        x = max(0.0, x - step)
+        if _gaussian_delta_exceeds(x, mu, delta):
+            return x
+        step *= 2.0
+    return 0.0
 
 
 # --------------------------------------------------------------------------------------------

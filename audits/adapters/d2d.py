@@ -19,23 +19,17 @@ say ``adjacency = "paper"`` to run one, and the report says the certificate is n
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
-
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
-from audits.datasets import build_requests, load_dataset
-from audits.fields import SpecError, choice, fail, from_fields, integer, number, plain, positive_int
-from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
+from audits.fields import SpecError, choice, fail, integer, positive_int
+from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
-from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from audits.spec import AuditSpec, CertificateSpec, RequestSpec
 
 __all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan", "demo_spec"]
 
@@ -43,7 +37,7 @@ VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2
 
 
 @dataclass(frozen=True)
-class D2DParams:
+class D2DParams(support.AlgorithmParams):
     """Hyper-parameters of D2D (seed 000 App. N.3 Algorithms 2-3, Theorems O.1/O.2).
 
     ``variant``: ``"internal-state"`` (Theorem O.1: fine-tune the clean parameters) or
@@ -72,28 +66,18 @@ class D2DParams:
         p = "spec.algorithm"
         choice(self.variant, f"{p}.variant", tuple(VARIANT_BOUNDS))
         if self.noise_std is not None:
-            number(self.noise_std, f"{p}.noise_std", low=0, open_low=True,
-                   what="a positive number (or left out to take the theorem's sigma)")
+            support.positive(self.noise_std, "noise_std",
+                             "a positive number (or left out to take the theorem's sigma)")
         if self.unlearn_iterations is not None:
             positive_int(self.unlearn_iterations, f"{p}.unlearn_iterations")
         if self.learn_iterations is not None:
             integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
                     what="a non-negative integer")
-        number(self.l2, f"{p}.l2", low=0, open_low=True,
-               what="a positive number (lambda = m; the theorems need m > 0)")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
-        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
+        support.positive(self.l2, "l2", "a positive number (lambda = m; the theorems need m > 0)")
+        support.positive(self.clip, "clip", "a positive number (M)")
+        support.positive(self.radius, "radius", "a positive number (R)")
         choice(self.adjacency, f"{p}.adjacency", ("theorem", "paper"))
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> D2DParams:
-        return from_fields(cls, data, path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
-                                      for f in dataclasses.fields(self)}}
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -109,33 +93,9 @@ _PARAMETER_HELP = {
 }
 
 
-@dataclass(frozen=True)
-class SpecData:
-    dataset: Any
-    request: Any
-    indices: tuple[int, ...]
-    max_norm: float
-
-
-def spec_data(spec_json: str) -> SpecData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and requests of a spec (cached on the fields they depend on)."""
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    return _spec_data_cached(json.dumps([spec.dataset.to_dict(), spec.request.to_dict()],
-                                        sort_keys=True))
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> SpecData:
-    from empirical.data import RequestSequence
-
-    dataset_fields, request_fields = json.loads(key)
-    dataset = load_dataset(DatasetSpec(**dataset_fields))
-    indices, requests = build_requests(RequestSpec(**request_fields), dataset)
-    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
-    norms = [np.linalg.norm(dataset.features, axis=1).max()]
-    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
-              if r.replacement_features is not None]
-    return SpecData(dataset, request, indices, float(max(norms)))
+    return support.spec_data(spec_json)
 
 
 def _upper(bound_id: str, **params: Any) -> Fraction:
@@ -148,13 +108,6 @@ def _upper(bound_id: str, **params: Any) -> Fraction:
 
 def _ceil_upper(bound_id: str, **params: Any) -> int:
     return max(1, math.ceil(_upper(bound_id, **params)))
-
-
-def _float_at_least(value: Fraction) -> float:
-    x = float(value)
-    while Fraction(x) < value:
-        x = math.nextafter(x, math.inf)
-    return x
 
 
 @dataclass(frozen=True)
@@ -205,7 +158,7 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
     if variant == "no-internal-state":
         inputs["d"] = d
     sigma_upper = _upper(bound_id, **inputs)
-    sigma_needed = _float_at_least(sigma_upper)
+    sigma_needed = support.float_at_least(sigma_upper)
     sigma = sigma_needed if noise_std is None else float(noise_std)
     if sigma < sigma_needed:
         raise SpecError(f"spec.algorithm.noise_std: {bound_id} needs sigma >= {sigma_needed!r} "
@@ -250,17 +203,15 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
 
 
 @dataclass(frozen=True)
-class D2DMechanism:
+class D2DMechanism(support.SpecMechanism):
     """D2D learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record; statistics: the
     published parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.neel2021.D2DConfig
-    device: str
-    dtype: str
+    fingerprint_tag = "d2d"
+    # config is an empirical.mechanisms.neel2021.D2DConfig
 
     @property
     def description(self) -> str:
@@ -270,25 +221,11 @@ class D2DMechanism:
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
 
-    def fingerprint(self) -> str:
-        return repr(("d2d", dataclasses.astuple(self.config), self.device, self.dtype))
-
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.neel2021 import run_d2d
 
-        data = spec_data(self.spec_json)
-        result = run_d2d(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                         seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                         first_trial=first_trial, retain_scores=1)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
+        return support.run_request_trials(run_d2d, self, spec_data(self.spec_json), seed=seed,
+                                          first_trial=first_trial, n_trials=n_trials)
 
 
 DEMO_TRIALS = 20000
@@ -300,41 +237,21 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
     M = 0.05 keeps every per-example gradient at the Lipschitz bound.
     """
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=D2DParams(),
-        dataset=DatasetSpec(name="digits"),
         request=RequestSpec(kind="remove", indices=(0,)),
         certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=2500,
-        name="d2d-demo",
-    )
+        name="d2d-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class D2DAdapter:
+class D2DAdapter(support.AdapterBase):
     """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
 
-    name = D2DParams.name
     description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
                    "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
     params_type = D2DParams
-    models = ("logistic-regression",)
-    calibratable = ("sigma",)
+    parameter_help = _PARAMETER_HELP
     bench_bound = "neel2021:thm9"
-
-    def parse_params(self, data: Mapping[str, Any], path: str) -> D2DParams:
-        return D2DParams.from_dict(data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(D2DParams, _PARAMETER_HELP)
 
     def check_spec(self, spec: AuditSpec) -> None:
         params, cert = spec.algorithm, spec.certificate
@@ -362,9 +279,7 @@ class D2DAdapter:
         params: D2DParams = spec.algorithm
         spec_json = spec.canonical_json()
         data = spec_data(spec_json)
-        if data.max_norm > 1.0 + 1e-12:
-            raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
-                            f"found {data.max_norm}")
+        support.require_unit_features(data, "for L = 1/4 + lambda")
         extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
         if spec.request.kind == "replace":
             extra = ("NOT CERTIFIED: replacement adjacency (adjacency = 'paper'); the theorems "
@@ -375,11 +290,7 @@ class D2DAdapter:
                         requests=spec.request.requests, noise_std=params.noise_std,
                         unlearn_iterations=params.unlearn_iterations,
                         learn_iterations=params.learn_iterations, extra_assumptions=extra)
-        certificate = plan.certificate
-        if params.noise_multiplier_scale != 1.0:
-            certificate = dataclasses.replace(certificate, provenance={
-                **certificate.provenance, "deliberately_broken":
-                f"noise_multiplier_scale = {params.noise_multiplier_scale}"})
+        certificate = support.mark_broken(plan.certificate, params.noise_multiplier_scale)
         config = D2DConfig(
             step_size=plan.step_size, noise_std=plan.noise_std,
             learn_iterations=plan.learn_iterations, unlearn_iterations=plan.unlearn_iterations,
@@ -387,12 +298,8 @@ class D2DAdapter:
             radius=params.radius, init_std=0.0,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = D2DMechanism(spec_json, config, device, spec.dtype)
-        return PreparedAudit(
-            certificate=certificate, mechanism=mechanism, device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
-        )
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(D2DAdapter())

@@ -17,22 +17,18 @@ The budget is eps' = removals * residual_per_removal: sigma is calibrated (safe 
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
 from audits.certify import certify
-from audits.datasets import build_requests, load_dataset
-from audits.fields import SpecError, choice, fail, from_fields, number, plain, positive_int
-from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.fields import SpecError, choice, fail, number, positive_int
+from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
 
@@ -42,7 +38,7 @@ BOUND = "guo2020:thm3ii"
 
 
 @dataclass(frozen=True)
-class GuoParams:
+class GuoParams(support.AlgorithmParams):
     """Hyper-parameters of Guo et al.'s Algorithms 1 and 2 (paper's symbols).
 
     ``lam`` is lambda; ``sigma`` the standard deviation of each coordinate of b (None:
@@ -70,31 +66,17 @@ class GuoParams:
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        number(self.lam, f"{p}.lam", low=0, open_low=True,
-               what="a positive number (lambda; strong convexity needs lambda > 0)")
-        if self.sigma is not None:
-            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
-                   what="a positive number (or left out to calibrate it)")
+        support.positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
+        support.optional_sigma(self.sigma)
         choice(self.gamma, f"{p}.gamma", ("paper", "tight"))
         if self.removals is not None:
             positive_int(self.removals, f"{p}.removals")
-        number(self.residual_per_removal, f"{p}.residual_per_removal", low=0, open_low=True,
-               what="a positive number (eps' per removal batch)")
+        support.positive(self.residual_per_removal, "residual_per_removal",
+                         "a positive number (eps' per removal batch)")
         number(self.tolerance, f"{p}.tolerance", low=0, high=1e-3, open_low=True,
                what="a number in (0, 1e-3]")
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-        if not isinstance(self.report_figures, bool):
-            raise fail(f"{p}.report_figures", f"must be true or false, got "
-                       f"{self.report_figures!r}")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> GuoParams:
-        return from_fields(cls, data, path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
-                                      for f in dataclasses.fields(self)}}
+        support.noise_scale(self.noise_multiplier_scale)
+        support.flag(self.report_figures, "report_figures")
 
 
 _PARAMETER_HELP = {
@@ -113,31 +95,12 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-@dataclass(frozen=True)
-class GuoData:
-    dataset: Any  # empirical.data.Dataset
-    requests: tuple[Any, ...]  # removal requests, one Newton batch each
-    indices: tuple[int, ...]
-    max_norm: float
+GuoData = support.SpecData  # requests: the removal batches, one Newton step each
 
 
-def spec_data(spec_json: str) -> GuoData:
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict()], sort_keys=True)
-    return _spec_data_cached(key)
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> GuoData:
-    dataset_fields, request_fields = json.loads(key)
-    dataset = load_dataset(DatasetSpec(**dataset_fields))
-    request_spec = RequestSpec(**request_fields)
-    if request_spec.total_records >= dataset.n:
-        raise SpecError(f"spec.request: {request_spec.total_records} removals leave no training "
-                        f"point of the {dataset.n}")
-    indices, requests = build_requests(request_spec, dataset)
-    norm = float(np.linalg.norm(dataset.features, axis=1).max())
-    return GuoData(dataset, tuple(requests), tuple(indices), norm)
+def spec_data(spec_json: str) -> support.SpecData:
+    """Dataset and removal requests of a spec (cached); at least one record must remain."""
+    return support.spec_data(spec_json, keep_a_record=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -157,10 +120,7 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    exact_budget = removals * Fraction(params.residual_per_removal)
-    budget = float(exact_budget)
-    if Fraction(budget) > exact_budget:
-        budget = math.nextafter(budget, 0.0)
+    budget = support.float_at_most(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
@@ -192,12 +152,6 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
         "the theorem is stated in exact arithmetic; floating-point rounding of the trial engine "
         "(Hessian solves checked to rounding) is not accounted for",
     ]
-    extra: dict[str, Any] = {}
-    if params.noise_multiplier_scale != 1.0:
-        extra["deliberately_broken"] = (
-            f"noise_multiplier_scale = {params.noise_multiplier_scale}: the mechanism draws "
-            f"{params.noise_multiplier_scale} times the b this certificate assumes (a test of "
-            "the audit itself)")
     bound = bounds.get(cert_spec.bound or BOUND)
     if set(bound.parameter_names) != {"eps_prime", "sigma", "delta"}:
         raise SpecError(f"spec.certificate.bound: {bound.id} does not take Theorem 3 (ii)'s "
@@ -209,7 +163,8 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
         derivation=[f"eps' = removals * residual_per_removal = {removals} * "
                     f"{params.residual_per_removal!r}; {spec.request.requests} request(s) of "
                     f"m = {spec.request.size} removal(s), one Newton step each"],
-        delta_label="1/n" if cert_spec.delta == "1/n" else "given", extra_provenance=extra,
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale, "b"),
         calibration=calibration)
     certificate = run.certificate
     target = cert_spec.target_epsilon
@@ -224,17 +179,14 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
 
 
 @dataclass(frozen=True)
-class GuoMechanism:
+class GuoMechanism(support.SpecMechanism):
     """Algorithm 1 + Algorithm 2 removals and retraining as a TrialMechanism.
 
     Scores: ``loss`` = minus the logistic loss of each removed record; statistics: ``params``
     = the final parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.guo2020.GuoConfig
-    device: str
-    dtype: str
+    # config is an empirical.mechanisms.guo2020.GuoConfig
 
     @property
     def description(self) -> str:
@@ -243,37 +195,22 @@ class GuoMechanism:
                 f"sigma={c.sigma!r}, budget eps'={c.budget!r}, gamma={c.gamma_value:.6g}, "
                 f"tol={c.tol!r}, noise x{c.noise_multiplier_scale}")
 
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
-
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         import torch
 
         from empirical.mechanisms.guo2020 import run_guo
 
         data = spec_data(self.spec_json)
-        previous = torch.get_num_threads()
-        if self.device == "cpu":
-            # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
-            # two intra-op threads (OpenMP barriers) and 1.2 s with one.
-            torch.set_num_threads(1)
-        try:
+        # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
+        # two intra-op threads (OpenMP barriers) and 1.2 s with one.
+        with support.torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
                            n_trials=n_trials, seed=seed, device=self.device,
                            dtype=getattr(torch, self.dtype), first_trial=first_trial,
                            retain_scores=1, mode=mode)
-        finally:
-            torch.set_num_threads(previous)
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
+        return support.trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -346,7 +283,6 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     """Figure 1's shape: mean number of single removals Algorithm 2 serves before its first
     retrain, for each (lambda, sigma), with budget sigma epsilon / c (lower end of the
     interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
-    import torch
 
     import bounds
     from empirical.data import removal_request
@@ -356,9 +292,7 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     rows = _removal_rows(dataset.n, removals, seed)
     requests = [removal_request([r]) for r in rows]
     counts = np.zeros((len(lams), len(sigmas)))
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with support.torch_threads("cpu"):
         for i, lam in enumerate(lams):
             for j, sigma in enumerate(sigmas):
                 budget = budget_bound.evaluate(precision="interval", sigma=sigma,
@@ -370,8 +304,6 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
                 first = [int(np.argmax(r)) if r.any() else removals
                          for r in result.retrained_at.astype(bool)]
                 counts[i, j] = float(np.mean(first))
-    finally:
-        torch.set_num_threads(previous)
     return {"lams": list(lams), "sigmas": list(sigmas), "counts": counts,
             "removals": removals, "trials": trials, "epsilon": epsilon, "delta": delta}
 
@@ -476,34 +408,20 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     """Guo et al.'s Newton removal of one record of digits 3-vs-8 (the embedded stand-in for
     the paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by
     Theorem 3 (ii) with a budget of one removal of residual 0.01 (sigma calibrated)."""
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
-        dataset=DatasetSpec(name="digits"),
         request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4, calibrate="sigma"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=2500,
-        name="demo-guo2020",
-    )
+        name="demo-guo2020", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class GuoAdapter:
+class GuoAdapter(support.AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
-    name = GuoParams.name
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
-    models = ("logistic-regression",)
-    calibratable = ("sigma",)
+    parameter_help = _PARAMETER_HELP
     bench_bound = BOUND
     # ``unlearn reproduce ID``: reproductions that need the mechanism (not only the bounds).
     reproductions: ClassVar[dict[str, str]] = {
@@ -524,12 +442,6 @@ class GuoAdapter:
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""
         return figure_plots(spec) if spec.algorithm.report_figures else []
-
-    def parse_params(self, data: Mapping[str, Any], path: str) -> GuoParams:
-        return GuoParams.from_dict(data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(GuoParams, _PARAMETER_HELP)
 
     def check_spec(self, spec: AuditSpec) -> None:
         params, cert = spec.algorithm, spec.certificate
@@ -556,8 +468,6 @@ class GuoAdapter:
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
         """Batched against per-trial Guo trials on the demo spec (one torch thread on CPU)."""
-        import time
-
         import torch
 
         from audits.runner import prepare_audit
@@ -568,23 +478,15 @@ class GuoAdapter:
         if dataset != "digits":
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism
-        mechanism.run(seed=0, first_trial=0, n_trials=2)  # warm-up (one thread on CPU, see run)
-        start = time.perf_counter()
-        batched = mechanism.run(seed=0, first_trial=0, n_trials=n_trials)
-        batched_seconds = time.perf_counter() - start
-        loop_trials = min(n_trials, 32)
-        start = time.perf_counter()
-        looped = mechanism.run(seed=0, first_trial=0, n_trials=loop_trials, mode="loop")
-        loop_seconds = time.perf_counter() - start
-        difference = float(np.abs(batched.unlearned.params[:loop_trials]
-                                  - looped.unlearned.params).max())
-        batched_rate, loop_rate = n_trials / batched_seconds, loop_trials / loop_seconds
-        return {"n_trials": n_trials, "device": device, "dataset": spec.dataset.name,
+        # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
+        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
+                                               warmup_trials=2)
+        loop_trials = timing.loop_trials
+        difference = float(np.abs(timing.batched.unlearned.params[:loop_trials]
+                                  - timing.looped.unlearned.params).max())
+        return {"device": device, "dataset": spec.dataset.name,
                 "torch_threads": 1 if device == "cpu" else torch.get_num_threads(),
-                "batched_seconds": batched_seconds, "batched_trials_per_s": batched_rate,
-                "loop_trials_timed": loop_trials, "loop_seconds": loop_seconds,
-                "loop_trials_per_s": loop_rate, "speedup": batched_rate / loop_rate,
-                "max_abs_param_difference": difference,
+                **timing.rates(), "max_abs_param_difference": difference,
                 "note": "train (Algorithm 1) + one Newton removal + retrain per trial; both paths "
                         "run empirical.mechanisms.guo2020.run_guo (loop: one trial per call) "
                         "after the same shared per-dataset precomputation"}
@@ -601,15 +503,8 @@ class GuoAdapter:
                            tol=params.tolerance,
                            noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
-        return PreparedAudit(
-            certificate=certificate,
-            mechanism=mechanism,
-            device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}",
-                   f"largest feature norm {data.max_norm:.6g}"),
-        )
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
 
 
 ADAPTER = register_adapter(GuoAdapter())

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -34,11 +33,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
 from audits.certify import certify
-from audits.datasets import build_requests, load_dataset
-from audits.fields import SpecError, choice, fail, from_fields, integer, number, plain
-from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.fields import SpecError, choice, fail, integer, number
+from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec
 
@@ -58,7 +57,7 @@ NETWORK_MODELS = ("mlp", "cnn", "head")
 
 
 @dataclass(frozen=True)
-class _Common:
+class _Common(support.AlgorithmParams):
     """Fields shared by the three methods (Theorems 4.1, 4.2 and eq. 1 names)."""
 
     sigma: float | None = None
@@ -72,24 +71,14 @@ class _Common:
 
     def _check_common(self) -> None:
         p = "spec.algorithm"
-        if self.sigma is not None:
-            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
-                   what="a positive number (or left out to calibrate it)")
-        number(self.C0, f"{p}.C0", low=0, open_low=True, what="a positive number (C0)")
+        support.optional_sigma(self.sigma)
+        support.positive(self.C0, "C0", "a positive number (C0)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0, what="an integer >= 0")
-        number(self.learn_step_size, f"{p}.learn_step_size", low=0, open_low=True,
-               what="a positive number")
+        support.positive(self.learn_step_size, "learn_step_size")
         integer(self.finetune_steps, f"{p}.finetune_steps", minimum=0, what="an integer >= 0")
-        number(self.finetune_step_size, f"{p}.finetune_step_size", low=0, open_low=True,
-               what="a positive number")
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-        if not isinstance(self.report_figures, bool):
-            raise fail(f"{p}.report_figures", f"must be true or false, got {self.report_figures!r}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))  # type: ignore[attr-defined]
-                                      for f in dataclasses.fields(self)}}
+        support.positive(self.finetune_step_size, "finetune_step_size")
+        support.noise_scale(self.noise_multiplier_scale)
+        support.flag(self.report_figures, "report_figures")
 
 
 @dataclass(frozen=True)
@@ -110,9 +99,9 @@ class GradientClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        number(self.step_size, f"{p}.step_size", low=0, open_low=True, what="a positive number")
+        support.positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (C1)")
+        support.positive(self.clip, "clip", "a positive number (C1)")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
         choice(self.noise, f"{p}.noise", ("correct", "paper-table"))
@@ -138,9 +127,9 @@ class ModelClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        number(self.step_size, f"{p}.step_size", low=0, open_low=True, what="a positive number")
+        support.positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (C2)")
+        support.positive(self.clip, "clip", "a positive number (C2)")
         number(self.sigma0, f"{p}.sigma0", low=0, what="a number >= 0")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
@@ -184,24 +173,9 @@ _HELP = {
 # Data.
 
 
-@dataclass(frozen=True)
-class _Data:
-    dataset: Any
-    forget: tuple[int, ...]
-
-
-def spec_data(spec_json: str) -> _Data:
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict()], sort_keys=True)
-    return _spec_data_cached(key)
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> _Data:
-    dataset_fields, request_fields = json.loads(key)
-    dataset = load_dataset(DatasetSpec(**dataset_fields))
-    indices, _ = build_requests(RequestSpec(**request_fields), dataset)
-    return _Data(dataset, tuple(int(i) for i in indices))
+def spec_data(spec_json: str) -> support.SpecData:
+    """Dataset and forget set (``indices``) of a spec (cached)."""
+    return support.spec_data(spec_json)
 
 
 @functools.lru_cache(maxsize=8)
@@ -433,17 +407,11 @@ class KoloskovaMechanism:
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
         small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
-
-        def side(losses: np.ndarray, params: np.ndarray, accuracy: np.ndarray) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -losses},
-                                statistics={"params": params} if small else {},
-                                accuracy=accuracy)
-
         return TrialBatch(
-            side(result.unlearned_forget_losses, result.unlearned_params,
-                 result.unlearned_accuracy),
-            side(result.reference_forget_losses, result.reference_params,
-                 result.reference_accuracy))
+            support.model_outputs(result.unlearned_forget_losses, result.unlearned_params,
+                                  result.unlearned_accuracy, keep_params=small),
+            support.model_outputs(result.reference_forget_losses, result.reference_params,
+                                  result.reference_accuracy, keep_params=small))
 
 
 def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, KoloskovaMechanism]:
@@ -471,12 +439,8 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     else:
         certificate, sigma = output_perturbation_certificate(spec, delta)
         config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
-    if params.noise_multiplier_scale != 1.0:
-        certificate = dataclasses.replace(certificate, provenance={
-            **certificate.provenance,
-            "deliberately_broken": f"noise_multiplier_scale = {params.noise_multiplier_scale}: "
-                                   "the mechanism draws that multiple of the certified noise"})
-    mechanism = KoloskovaMechanism(spec_json, config, spec.model.name, data.forget, device,
+    certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
+    mechanism = KoloskovaMechanism(spec_json, config, spec.model.name, data.indices, device,
                                    spec.dtype)
     return certificate, mechanism
 
@@ -531,38 +495,20 @@ DEMO_FORGET = 25  # 10% of the 256 digits training rows
 
 def _demo(params: Any, *, trials: int | None, device: str | None, name: str,
           calibrate: str = "sigma") -> AuditSpec:
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=params,
-        dataset=DatasetSpec(name="digits"),
         model=ModelSpec(name="mlp"),
         request=RequestSpec(kind="remove", size=DEMO_FORGET, requests=1, seed=0),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-5, calibrate=calibrate,
                                     conversion="balle2020"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=1000,
-        name=name,
-    )
+        name=name, trials=trials, default_trials=DEMO_TRIALS, device=device, chunk_size=1000)
 
 
-class _KoloskovaAdapter:
+class _KoloskovaAdapter(support.AdapterBase):
     models = NETWORK_MODELS
     params_type: type
+    parameter_help = _HELP
     demo_params: Any
-    calibratable: tuple[str, ...] = ("sigma",)
-
-    def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
-        return from_fields(self.params_type, data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(self.params_type, _HELP)
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -594,16 +540,15 @@ class _KoloskovaAdapter:
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = _task(mechanism.spec_json, mechanism.model, device, spec.dtype)
-        return PreparedAudit(
-            certificate=certificate, mechanism=mechanism, device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"forget_rows": list(mechanism.forget), "request_seed": spec.request.seed},
-            notes=(f"dataset: {spec_data(mechanism.spec_json).dataset.provenance}",
-                   f"model: {task.description}", f"mechanism: {mechanism.description}"))
+        data = spec_data(mechanism.spec_json)
+        return support.prepared_audit(
+            spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
+            rows_key="forget_rows",
+            notes=(f"dataset: {data.dataset.provenance}", f"model: {task.description}",
+                   f"mechanism: {mechanism.description}"))
 
 
 class GradientClippingAdapter(_KoloskovaAdapter):
-    name = GradientClippingParams.name
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
@@ -611,7 +556,6 @@ class GradientClippingAdapter(_KoloskovaAdapter):
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
-    name = ModelClippingParams.name
     description = ("Koloskova et al. 2025 model clipping (eq. 4) noisy fine-tuning of a "
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
@@ -620,7 +564,6 @@ class ModelClippingAdapter(_KoloskovaAdapter):
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
-    name = OutputPerturbationParams.name
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
@@ -629,9 +572,6 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
               loop_trials: int | None) -> dict[str, Any]:
-    import resource
-    import time
-
     import torch
 
     if n_trials < 1:
@@ -641,22 +581,12 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
     if dataset != "digits":
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
     _, mechanism = prepare_koloskova(spec, device=device)
-    previous = torch.get_num_threads()
-    if device == "cpu":
-        torch.set_num_threads(1)
-    try:
-        mechanism.run(seed=0, first_trial=0, n_trials=1)  # warm-up, builds A(D) and A(D_r)
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        start = time.perf_counter()
-        batched = mechanism.run(seed=0, first_trial=0, n_trials=n_trials)
-        batched_seconds = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        looped_n = min(n_trials, loop_trials or 16)
-        start = time.perf_counter()
-        looped = mechanism.run(seed=0, first_trial=0, n_trials=looped_n, mode="loop")
-        loop_seconds = time.perf_counter() - start
-    finally:
-        torch.set_num_threads(previous)
+    # the warm-up trial builds A(D) and A(D_r)
+    with support.torch_threads(device):
+        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials,
+                                               loop_trials=loop_trials or 16)
+    batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
+    batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds
     # A(D) and A(D_r) are trained once per call in both modes; the rates count models (two per
     # trial: unlearned and certifying).
     batched_rate = 2 * n_trials / batched_seconds
@@ -673,7 +603,7 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         "speedup": batched_rate / loop_rate,
         "loop_matches_batched": bool(np.array_equal(batched.unlearned_params[:looped_n],
                                                     looped.unlearned_params)),
-        "peak_rss_growth_mib_per_model": max(0, peak - before) / 1024 / (2 * n_trials),
+        "peak_rss_growth_mib_per_model": timing.peak_rss_growth_kib / 1024 / (2 * n_trials),
         "param_bytes_per_model": bytes_per_model,
         "steps_per_model": params.unlearn_steps + params.finetune_steps,
         "note": "per model: T noisy steps + fine-tuning (full-batch retain gradients) and the "

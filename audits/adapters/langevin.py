@@ -14,31 +14,24 @@ Learning and unlearning are projected noisy full-batch gradient descent
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import ClassVar
 
-import numpy as np
-
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
 from audits.certify import certify
-from audits.datasets import build_requests, load_dataset
-from audits.fields import SpecError, fail, from_fields, integer, number, plain, positive_int
-from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.fields import SpecError, fail, integer
+from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
-from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from audits.spec import AuditSpec
 
 __all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams", "demo_spec",
            "langevin_certificate"]
 
 
 @dataclass(frozen=True)
-class LangevinParams:
+class LangevinParams(support.AlgorithmParams):
     """Hyper-parameters of Langevin unlearning (seed 000 App. P, Theorems P.1/P.2).
 
     ``sigma`` None: calibrated. ``unlearn_iterations`` K (one, or one per request; None: 1, or
@@ -58,33 +51,14 @@ class LangevinParams:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        p = "spec.algorithm"
-        if self.sigma is not None:
-            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
-                   what="a positive number (or left out to calibrate it)")
-        its = self.unlearn_iterations
-        if isinstance(its, list | tuple):
-            if not its:
-                raise fail(f"{p}.unlearn_iterations", "must list at least one K")
-            its = tuple(positive_int(k, f"{p}.unlearn_iterations[{i}]") for i, k in enumerate(its))
-            object.__setattr__(self, "unlearn_iterations", its)
-        elif its is not None:
-            positive_int(its, f"{p}.unlearn_iterations")
-        integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
+        support.optional_sigma(self.sigma)
+        support.counts(self, "unlearn_iterations", empty="must list at least one K")
+        integer(self.learn_iterations, "spec.algorithm.learn_iterations", minimum=0,
                 what="a non-negative integer")
-        number(self.l2, f"{p}.l2", low=0, open_low=True, what="a positive number (lambda = m)")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
-        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> LangevinParams:
-        return from_fields(cls, data, path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
-                                      for f in dataclasses.fields(self)}}
+        support.positive(self.l2, "l2", "a positive number (lambda = m)")
+        support.positive(self.clip, "clip", "a positive number (M)")
+        support.positive(self.radius, "radius", "a positive number (R)")
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -99,39 +73,9 @@ _PARAMETER_HELP = {
 }
 
 
-@dataclass(frozen=True)
-class SpecData:
-    dataset: Any
-    request: Any
-    indices: tuple[int, ...]
-    max_norm: float
-
-
-def spec_data(spec_json: str) -> SpecData:
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    return _spec_data_cached(json.dumps([spec.dataset.to_dict(), spec.request.to_dict()],
-                                        sort_keys=True))
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> SpecData:
-    from empirical.data import RequestSequence
-
-    dataset_fields, request_fields = json.loads(key)
-    dataset = load_dataset(DatasetSpec(**dataset_fields))
-    indices, requests = build_requests(RequestSpec(**request_fields), dataset)
-    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
-    norms = [np.linalg.norm(dataset.features, axis=1).max()]
-    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
-              if r.replacement_features is not None]
-    return SpecData(dataset, request, indices, float(max(norms)))
-
-
-def _largest_float_at_most(value: Fraction) -> float:
-    x = float(value)
-    while Fraction(x) > value:
-        x = math.nextafter(x, -math.inf)
-    return x
+def spec_data(spec_json: str) -> support.SpecData:
+    """Dataset and requests of a spec (cached on the fields they depend on)."""
+    return support.spec_data(spec_json)
 
 
 def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
@@ -145,7 +89,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
     from empirical.models import logistic_constants
 
     m, L, max_step = logistic_constants(Fraction(l2))
-    eta = _largest_float_at_most(max_step)
+    eta = support.float_at_most(max_step)
     M = Fraction(clip)
     contraction = (1 - float(m) * eta) ** learn_iterations
     assumptions = [
@@ -206,13 +150,11 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
 
 
 @dataclass(frozen=True)
-class LangevinMechanism:
+class LangevinMechanism(support.SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chien2024lu.LangevinConfig
-    device: str
-    dtype: str
+    fingerprint_tag = "langevin"
+    # config is an empirical.mechanisms.chien2024lu.LangevinConfig
 
     @property
     def description(self) -> str:
@@ -221,25 +163,11 @@ class LangevinMechanism:
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
-    def fingerprint(self) -> str:
-        return repr(("langevin", dataclasses.astuple(self.config), self.device, self.dtype))
-
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chien2024lu import run_langevin
 
-        data = spec_data(self.spec_json)
-        result = run_langevin(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                              seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                              first_trial=first_trial, retain_scores=1)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
+        return support.run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
+                                          first_trial=first_trial, n_trials=n_trials)
 
 
 DEMO_TRIALS = 20000
@@ -247,42 +175,20 @@ DEMO_TRIALS = 20000
 
 def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
     """LU on digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1."""
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=LangevinParams(),
-        dataset=DatasetSpec(name="digits"),
-        request=RequestSpec(kind="replace", replacement="flip", indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma",
-                                    conversion="mironov"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=2500,
-        name="langevin-demo",
-    )
+        name="langevin-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class LangevinAdapter:
+class LangevinAdapter(support.AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
-    name = LangevinParams.name
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
                    "certified by seed 000 eq. (98); sequences by a derived chain")
     params_type = LangevinParams
-    models = ("logistic-regression",)
+    parameter_help = _PARAMETER_HELP
     calibratable = ("sigma", "K")
     bench_bound = "chien2024lu:eq98"
-
-    def parse_params(self, data: Mapping[str, Any], path: str) -> LangevinParams:
-        return LangevinParams.from_dict(data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(LangevinParams, _PARAMETER_HELP)
 
     def check_spec(self, spec: AuditSpec) -> None:
         params, cert = spec.algorithm, spec.certificate
@@ -311,9 +217,7 @@ class LangevinAdapter:
         params: LangevinParams = spec.algorithm
         spec_json = spec.canonical_json()
         data = spec_data(spec_json)
-        if data.max_norm > 1.0 + 1e-12:
-            raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
-                            f"found {data.max_norm}")
+        support.require_unit_features(data, "for L = 1/4 + lambda")
         cert_spec = spec.certificate
         certificate, sigma, epochs = langevin_certificate(
             n=data.dataset.n, size=spec.request.size, requests=spec.request.requests,
@@ -321,23 +225,16 @@ class LangevinAdapter:
             target_epsilon=cert_spec.target_epsilon, calibrate=cert_spec.calibrate,
             sigma=params.sigma, iterations=params.unlearn_iterations,
             conversion=cert_spec.conversion, learn_iterations=params.learn_iterations,
-            delta_label="1/n" if cert_spec.delta == "1/n" else "given")
-        if params.noise_multiplier_scale != 1.0:
-            certificate = dataclasses.replace(certificate, provenance={
-                **certificate.provenance, "deliberately_broken":
-                f"noise_multiplier_scale = {params.noise_multiplier_scale}"})
+            delta_label=support.delta_label(cert_spec))
+        certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
         config = LangevinConfig(
             step_size=float(certificate.inputs["eta"]), sigma=sigma,
             learn_iterations=params.learn_iterations, unlearn_iterations=epochs,
             l2=params.l2, clip=params.clip, radius=params.radius,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
-        return PreparedAudit(
-            certificate=certificate, mechanism=mechanism, device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
-        )
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(LangevinAdapter())

@@ -11,34 +11,37 @@ mechanism (:func:`empirical.mechanisms.chourasia2023.run_noisy_gd`) and the demo
 from __future__ import annotations
 
 import dataclasses
-import functools
-import json
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
 from audits.certify import certify
-from audits.datasets import build_requests, load_dataset
-from audits.fields import SpecError, choice, fail, from_fields, integer, number, plain
-from audits.protocols import ModelOutputs, TrialBatch
+from audits.fields import SpecError, choice, fail, integer
+from audits.protocols import TrialBatch
 from audits.registry import register_adapter
-from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec
+from audits.spec import AuditSpec, DatasetSpec, ModelSpec
 
 __all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams", "demo_spec"]
 
 BOUND = "chourasia2023:thm5.1/deletion-renyi"
 ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
-# Smoothness of the per-example losses on unit-norm features (before the l2 term): the logistic
-# loss has Hessian sigmoid'(.) x x^T with norm <= 1/4; the linear loss has none.
-MODEL_SMOOTHNESS = {"logistic-regression": Fraction(1, 4), "linear": Fraction(0)}
+
+
+def model_smoothness(model: str) -> Fraction:
+    """Smoothness of the per-example loss on unit-norm features (before the l2 term): the
+    logistic loss has Hessian sigmoid'(.) x x^T with norm <= 1/4 (the one constant,
+    :data:`empirical.models.LOGISTIC_SMOOTHNESS`); the linear loss has none."""
+    from empirical.models import LOGISTIC_SMOOTHNESS
+
+    return {"logistic-regression": LOGISTIC_SMOOTHNESS, "linear": Fraction(0)}[model]
 
 
 @dataclass(frozen=True)
-class NoisyGDParams:
+class NoisyGDParams(support.AlgorithmParams):
     """Hyper-parameters of Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1).
 
     ``sigma`` is Algorithm 2's sigma (each step adds sqrt(2 eta) sigma N(0, I_d); sigma^2 is the
@@ -69,32 +72,19 @@ class NoisyGDParams:
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        if self.sigma is not None:
-            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
-                   what="a positive number (or left out to calibrate it)")
+        support.optional_sigma(self.sigma)
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=0,
                     what="a non-negative integer (K_Abar)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0,
                 what="a non-negative integer (K_A)")
-        number(self.l2, f"{p}.l2", low=0, open_low=True,
-               what="a positive number (lam; Theorem 5.1 needs lam > 0)")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (L)")
+        support.positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
+        support.positive(self.clip, "clip", "a positive number (L)")
         if self.beta is not None:
-            number(self.beta, f"{p}.beta", low=0, open_low=True,
-                   what="a positive number (Theorem 5.1 needs beta > 0)")
+            support.positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
         integer(self.adaptive_requests, f"{p}.adaptive_requests", minimum=0,
                 what="a non-negative integer (p)")
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> NoisyGDParams:
-        return from_fields(cls, data, path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
-                                      for f in dataclasses.fields(self)}}
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -114,30 +104,12 @@ _PARAMETER_HELP = {
 # Data and request of a spec.
 
 
-@dataclass(frozen=True)
-class NoisyGDData:
-    dataset: Any  # empirical.data.Dataset
-    request: Any  # UnlearningRequest
-    indices: tuple[int, ...]
-    max_norm: float
+NoisyGDData = support.SpecData
 
 
-def spec_data(spec_json: str) -> NoisyGDData:
+def spec_data(spec_json: str) -> support.SpecData:
     """Dataset and request of a spec (cached on the fields they depend on)."""
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict()], sort_keys=True)
-    return _spec_data_cached(key)
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> NoisyGDData:
-    dataset_fields, request_fields = json.loads(key)
-    dataset = load_dataset(DatasetSpec(**dataset_fields))
-    indices, requests = build_requests(RequestSpec(**request_fields), dataset)
-    norms = [np.linalg.norm(dataset.features, axis=1).max()]
-    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
-              if r.replacement_features is not None]
-    return NoisyGDData(dataset, requests[0], indices, float(max(norms)))
+    return support.spec_data(spec_json)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -146,11 +118,7 @@ def _spec_data_cached(key: str) -> NoisyGDData:
 
 def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     """eta = 1/(2(lam + beta)) of Theorem 5.1, rounded down to a float (never above it)."""
-    exact = 1 / (2 * (Fraction(lam) + beta))
-    eta = float(exact)
-    while Fraction(eta) > exact:
-        eta = float(np.nextafter(eta, 0.0))
-    return eta
+    return support.float_at_most(1 / (2 * (Fraction(lam) + beta)))
 
 
 def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float, int, float]:
@@ -159,10 +127,9 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
 
     params: NoisyGDParams = spec.algorithm
     cert_spec = spec.certificate
-    model_beta = MODEL_SMOOTHNESS[spec.model.name]
-    if spec.model.name == "logistic-regression" and data.max_norm > 1.0 + 1e-12:
-        raise SpecError(f"spec.dataset: features must have norm <= 1 for the logistic loss to be "
-                        f"1/4-smooth, found {data.max_norm}")
+    model_beta = model_smoothness(spec.model.name)
+    if spec.model.name == "logistic-regression":
+        support.require_unit_features(data, "for the logistic loss to be 1/4-smooth")
     beta = model_beta if params.beta is None else Fraction(params.beta)
     if beta <= 0:
         raise SpecError("spec.algorithm.beta: the linear loss is beta-smooth for every beta > 0; "
@@ -209,12 +176,6 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
         "the theorem is stated in exact arithmetic; floating-point rounding of the trial "
         "engine is not accounted for",
     ]
-    extra = {}
-    if params.noise_multiplier_scale != 1.0:
-        extra["deliberately_broken"] = (
-            f"noise_multiplier_scale = {params.noise_multiplier_scale}: the mechanism draws "
-            f"{params.noise_multiplier_scale} times the noise this certificate assumes (a test "
-            "of the audit itself)")
     solve = None if cert_spec.target_epsilon is None else cert_spec.calibrate
     steps = params.unlearn_steps
     run = certify(
@@ -229,7 +190,8 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
                     f"kappa = (lam + beta)/lam; n = {n}"]
         + ([f"Theorem 4.3: epsilon_dd(q) + p epsilon_dp(q) with p = {p} releases seen by the "
             "requester"] if p else []),
-        delta_label="1/n" if cert_spec.delta == "1/n" else "given", extra_provenance=extra)
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale))
     return run.certificate, float(run.values["sigma"]), int(run.values["K_Abar"]), eta
 
 
@@ -267,24 +229,14 @@ class NoisyGDMechanism:
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
                    mode: str = "batched") -> TrialBatch:
-        import torch
-
-        previous_threads = torch.get_num_threads()
-        if self.device == "cpu":
-            # Batched trials are many small tensor operations: with several intra-op threads on
-            # a busy machine they spin-wait; one thread measured ~30x less CPU time for 1000
-            # demo trials on two shared cores (restored afterwards).
-            torch.set_num_threads(1)
-        try:
+        # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
+        # cores than several spin-waiting ones.
+        with support.torch_threads(self.device):
             return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
                                     mode=mode)
-        finally:
-            torch.set_num_threads(previous_threads)
 
     def _run_trials(self, *, seed: int, first_trial: int, n_trials: int,
                     mode: str) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chourasia2023 import (
             LinearLoss,
             PublishedDirectionRequester,
@@ -298,18 +250,9 @@ class NoisyGDMechanism:
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        result = run_noisy_gd(data.dataset, data.request, config=self.config, model=model,
-                              requester=requester, adaptive_requests=self.adaptive_requests,
-                              n_trials=n_trials, seed=seed, device=self.device,
-                              dtype=getattr(torch, self.dtype), first_trial=first_trial,
-                              retain_scores=1, mode=mode)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
+        return support.run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
+                                          n_trials=n_trials, model=model, requester=requester,
+                                          adaptive_requests=self.adaptive_requests, mode=mode)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -326,34 +269,19 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     allows; one deletion step (K_Abar = 1) keeps the deletion visible. ``trials`` N (default
     10000) and one pilot trial per ten set the power.
     """
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
-        dataset=DatasetSpec(name="digits"),
         model=ModelSpec(name="logistic-regression"),
-        request=RequestSpec(kind="replace", replacement="flip", indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma",
-                                    conversion="mironov"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=2500,
-        name="demo-noisy-gd",
-    )
+        name="demo-noisy-gd", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class NoisyGDAdapter:
+class NoisyGDAdapter(support.AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
-    name = NoisyGDParams.name
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams
+    parameter_help = _PARAMETER_HELP
     models = ("logistic-regression", "linear")
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
@@ -362,34 +290,15 @@ class NoisyGDAdapter:
     }
     bench_reproduction = "chourasia2023:footnote5"
 
-    def parse_params(self, data: Mapping[str, Any], path: str) -> NoisyGDParams:
-        return NoisyGDParams.from_dict(data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(NoisyGDParams, _PARAMETER_HELP)
-
     def check_spec(self, spec: AuditSpec) -> None:
-        params, cert, request = spec.algorithm, spec.certificate, spec.request
-        p = "spec.algorithm"
+        request = spec.request
         if request.requests != 1 or request.size != 1:
             raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
                        "record (r = 1): the audit's reference for several edits is not the "
                        "one Theorem 5.1 describes")
-        if cert.target_epsilon is None:
-            if params.sigma is None:
-                raise fail(f"{p}.sigma", "is required when spec.certificate.target_epsilon "
-                           "is not given (nothing to calibrate it from)")
+        support.check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
+        if spec.certificate.target_epsilon is None:
             return
-        if cert.calibrate == "sigma" and params.sigma is not None:
-            raise fail(f"{p}.sigma", "is calibrated from spec.certificate.target_epsilon: "
-                       "leave it out, or leave out the target")
-        if cert.calibrate == "K_Abar":
-            if params.sigma is None:
-                raise fail(f"{p}.sigma", "is required when K_Abar is calibrated "
-                           "(spec.certificate.calibrate = 'K_Abar')")
-            if params.unlearn_steps is not None:
-                raise fail(f"{p}.unlearn_steps", "is calibrated (spec.certificate.calibrate "
-                           "= 'K_Abar'): leave it out")
         choice(spec.model.name, "spec.model.name", self.models)
 
     def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
@@ -407,44 +316,20 @@ class NoisyGDAdapter:
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        previous_threads = torch.get_num_threads()
-        if device == "cpu":  # as the PNSGD benchmark: one intra-op thread, restored afterwards
-            torch.set_num_threads(CPU_BENCH_THREADS)
-        try:
-            return self._benchmark_trials(n_trials=n_trials, device=device, dataset=dataset,
-                                          loop_trials=loop_trials)
-        finally:
-            torch.set_num_threads(previous_threads)
-
-    def _benchmark_trials(self, *, n_trials: int, device: str, dataset: str,
-                          loop_trials: int) -> dict[str, Any]:
-        import time
-
-        import torch
         spec = demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
-        mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up (data, caches)
-        start = time.perf_counter()
-        batched = mechanism.run_trials(seed=0, first_trial=0, n_trials=n_trials)
-        batched_seconds = time.perf_counter() - start
-        looped_n = min(n_trials, loop_trials)
-        start = time.perf_counter()
-        looped = mechanism.run_trials(seed=0, first_trial=0, n_trials=looped_n, mode="loop")
-        loop_seconds = time.perf_counter() - start
+        with support.torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
+            timing = support.time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
+                                                   loop_trials=loop_trials)
+            threads = torch.get_num_threads()
         identical = all(
-            np.array_equal(getattr(batched, side).statistics["params"][:looped_n],
-                           getattr(looped, side).statistics["params"])
+            np.array_equal(getattr(timing.batched, side).statistics["params"][:timing.loop_trials],
+                           getattr(timing.looped, side).statistics["params"])
             for side in ("unlearned", "retrained"))
-        batched_rate, loop_rate = n_trials / batched_seconds, looped_n / loop_seconds
-        return {
-            "n_trials": n_trials, "device": device, "dataset": dataset,
-            "torch_threads": torch.get_num_threads(), "mechanism": mechanism.description,
-            "batched_seconds": batched_seconds, "batched_trials_per_s": batched_rate,
-            "loop_trials_timed": looped_n, "loop_seconds": loop_seconds,
-            "loop_trials_per_s": loop_rate, "speedup": batched_rate / loop_rate,
-            "loop_matches_batched": identical,
-        }
+        return {"device": device, "dataset": dataset, "torch_threads": threads,
+                "mechanism": mechanism.description, **timing.rates(),
+                "loop_matches_batched": identical}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
@@ -458,14 +343,8 @@ class NoisyGDAdapter:
                                noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = NoisyGDMechanism(spec_json, config, spec.model.name, device, spec.dtype,
                                      adaptive_requests=params.adaptive_requests)
-        return PreparedAudit(
-            certificate=certificate,
-            mechanism=mechanism,
-            device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
-        )
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(NoisyGDAdapter())

@@ -10,33 +10,17 @@ the trial mechanism (:func:`empirical.mechanisms.chien2024.run_pnsgd`) and the d
 
 from __future__ import annotations
 
-import dataclasses
-import functools
-import json
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-import numpy as np
-
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits import adapter_support as support
+from audits.adapter import PreparedAudit
 from audits.certify import certify
-from audits.datasets import build_requests, load_dataset
-from audits.fields import (
-    SpecError,
-    choice,
-    fail,
-    from_fields,
-    integer,
-    number,
-    plain,
-    positive_int,
-)
-from audits.protocols import Certificate, ModelOutputs, TrialBatch
+from audits.fields import SpecError, choice, fail, integer, positive_int
+from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
-from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from audits.spec import AuditSpec
 
 __all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams", "demo_spec"]
 
@@ -45,7 +29,7 @@ SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
 
 
 @dataclass(frozen=True)
-class PNSGDParams:
+class PNSGDParams(support.AlgorithmParams):
     """Hyper-parameters of PNSGD (Chien et al. 2024, Algorithm 1) on a linear model.
 
     ``sigma`` None: calibrated from the certificate's target. ``unlearn_epochs`` (K) is one
@@ -74,19 +58,8 @@ class PNSGDParams:
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        if self.sigma is not None:
-            number(self.sigma, f"{p}.sigma", low=0, open_low=True,
-                   what="a positive number (or left out to calibrate it)")
-        epochs = self.unlearn_epochs
-        if isinstance(epochs, list | tuple):
-            if not epochs:
-                raise fail(f"{p}.unlearn_epochs", "must list at least one K")
-            epochs = tuple(
-                positive_int(k, f"{p}.unlearn_epochs[{i}]") for i, k in enumerate(epochs)
-            )
-            object.__setattr__(self, "unlearn_epochs", epochs)
-        elif epochs is not None:
-            positive_int(epochs, f"{p}.unlearn_epochs")
+        support.optional_sigma(self.sigma)
+        support.counts(self, "unlearn_epochs", empty="must list at least one K")
         integer(self.learn_epochs, f"{p}.learn_epochs", minimum=0,
                 what="a non-negative integer")
         if self.batch_size != "full":
@@ -96,26 +69,15 @@ class PNSGDParams:
                 raise fail(f"{p}.step_size", f"must be a positive number or '1/L', got "
                            f"{self.step_size!r}")
         else:
-            number(self.step_size, f"{p}.step_size", low=0, open_low=True,
-                   what="a positive number or '1/L'")
-        number(self.l2, f"{p}.l2", low=0, open_low=True,
-               what="a positive number (lambda; the theorem needs m = lambda > 0)")
-        number(self.clip, f"{p}.clip", low=0, open_low=True, what="a positive number (M)")
-        number(self.radius, f"{p}.radius", low=0, open_low=True, what="a positive number (R)")
+            support.positive(self.step_size, "step_size", "a positive number or '1/L'")
+        support.positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
+        support.positive(self.clip, "clip", "a positive number (M)")
+        support.positive(self.radius, "radius", "a positive number (R)")
         choice(self.partition, f"{p}.partition", ("per_trial", "fixed"))
         if self.init != "zero":
             raise fail(f"{p}.init", "must be 'zero': Theorem 3.2 needs the learning "
                        f"initialisation supported on C_R, got {self.init!r}")
-        number(self.noise_multiplier_scale, f"{p}.noise_multiplier_scale", low=0,
-               what="a number >= 0")
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str = "spec.algorithm") -> PNSGDParams:
-        return from_fields(cls, data, path)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, **{f.name: plain(getattr(self, f.name))
-                                      for f in dataclasses.fields(self)}}
+        support.noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -137,56 +99,19 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-@dataclass(frozen=True)
-class PNSGDData:
-    dataset: Any  # empirical.data.Dataset, tail dropped to a multiple of b
-    request: Any  # UnlearningRequest or RequestSequence
-    batch_size: int
-    indices: tuple[int, ...]
-    max_norm: float
+PNSGDData = support.SpecData  # batch_size is b; the tail is dropped to a multiple of b
 
 
-def spec_data(spec_json: str) -> PNSGDData:
-    """Dataset and request of a spec (cached on the fields they depend on)."""
-    spec = AuditSpec.from_dict(json.loads(spec_json))
-    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(),
-                      spec.algorithm.batch_size], sort_keys=True)
-    return _spec_data_cached(key)
-
-
-@functools.lru_cache(maxsize=8)
-def _spec_data_cached(key: str) -> PNSGDData:
-    from empirical.data import RequestSequence, drop_to_multiple
-
-    dataset_fields, request_fields, batch_size = json.loads(key)
-    dataset_spec = DatasetSpec(**dataset_fields)
-    request_spec = RequestSpec(**request_fields)
-    dataset = load_dataset(dataset_spec)
-    if batch_size == "full":
-        batch = dataset.n
-    else:
-        batch = int(batch_size)
-        if batch > dataset.n:
-            raise SpecError(f"spec.algorithm.batch_size: {batch} exceeds the {dataset.n} "
-                            "training records")
-        dataset = drop_to_multiple(dataset, batch)
-    indices, requests = build_requests(request_spec, dataset)
-    request = requests[0] if len(requests) == 1 else RequestSequence(tuple(requests))
-    norms = [np.linalg.norm(dataset.features, axis=1).max()]
-    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
-              if r.replacement_features is not None]
-    return PNSGDData(dataset, request, batch, indices, float(max(norms)))
+def spec_data(spec_json: str) -> support.SpecData:
+    """Dataset and request of a spec, the tail dropped to a multiple of b (cached)."""
+    return support.spec_data(spec_json, batch_size_field="batch_size")
 
 
 # ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-def largest_float_at_most(value: Fraction) -> float:
-    x = float(value)
-    while Fraction(x) > value:
-        x = math.nextafter(x, -math.inf)
-    return x
+largest_float_at_most = support.float_at_most  # the name other modules import
 
 
 def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, float, Any]:
@@ -198,12 +123,10 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
     params: PNSGDParams = spec.algorithm
     cert_spec = spec.certificate
     n, b = data.dataset.n, data.batch_size
-    if data.max_norm > 1.0 + 1e-12:
-        raise SpecError(f"spec.dataset: features must have norm <= 1 for L = 1/4 + lambda, "
-                        f"found {data.max_norm}")
+    support.require_unit_features(data, "for L = 1/4 + lambda")
     lam, L, max_step = logistic_constants(Fraction(params.l2))
     if params.step_size == "1/L":
-        eta = largest_float_at_most(max_step)
+        eta = support.float_at_most(max_step)
     else:
         eta = float(params.step_size)
         if Fraction(eta) > max_step:
@@ -260,12 +183,6 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
         "the theorem is stated in exact arithmetic; floating-point rounding of the trial engine "
         "is not accounted for",
     ]
-    extra = {}
-    if params.noise_multiplier_scale != 1.0:
-        extra["deliberately_broken"] = (
-            f"noise_multiplier_scale = {params.noise_multiplier_scale}: the mechanism draws "
-            f"{params.noise_multiplier_scale} times the noise this certificate assumes (a test of "
-            "the audit itself)")
     solve = None if cert_spec.target_epsilon is None else cert_spec.calibrate
     run = certify(
         bound, inputs=inputs,
@@ -273,7 +190,8 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
         delta=delta, target_epsilon=cert_spec.target_epsilon, solve=solve,
         conversion=cert_spec.conversion, cast=int if solve == "K" else float,
         assumptions=assumptions, derivation=derivation,
-        delta_label="1/n" if cert_spec.delta == "1/n" else "given", extra_provenance=extra)
+        delta_label=support.delta_label(cert_spec),
+        extra_provenance=support.broken_note(params.noise_multiplier_scale))
     sigma = float(run.values["sigma"])
     if solve == "K":
         epoch_list = [int(run.values["K"])]
@@ -286,17 +204,14 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
 
 
 @dataclass(frozen=True)
-class PNSGDMechanism:
+class PNSGDMechanism(support.SpecMechanism):
     """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
     statistics: ``params`` = the final parameters; accuracy on the test split.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chien2024.PNSGDConfig
-    device: str
-    dtype: str
+    # config is an empirical.mechanisms.chien2024.PNSGDConfig
 
     @property
     def description(self) -> str:
@@ -305,26 +220,11 @@ class PNSGDMechanism:
                 f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
                 f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.device, self.dtype))
-
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        import torch
-
         from empirical.mechanisms.chien2024 import run_pnsgd
 
-        data = spec_data(self.spec_json)
-        result = run_pnsgd(data.dataset, data.request, config=self.config, n_trials=n_trials,
-                           seed=seed, device=self.device, dtype=getattr(torch, self.dtype),
-                           # retain_scores=0 trips an empty-reshape in empirical.models (reported)
-                           first_trial=first_trial, retain_scores=1)
-
-        def side(samples) -> ModelOutputs:
-            return ModelOutputs(scores={"loss": -samples.forget_losses},
-                                statistics={"params": samples.params},
-                                accuracy=samples.test_accuracy)
-
-        return TrialBatch(side(result.unlearned), side(result.retrained))
+        return support.run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
+                                          first_trial=first_trial, n_trials=n_trials)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -343,35 +243,19 @@ def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditS
     per ten set the power; the full demo takes under a minute to a few minutes on two
     CPU cores.
     """
-    n = DEMO_TRIALS if trials is None else trials
-    return AuditSpec(
+    return support.demo_audit_spec(
         algorithm=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05,
                               radius=100.0),
-        dataset=DatasetSpec(name="digits"),
-        request=RequestSpec(kind="replace", replacement="flip", indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma",
-                                    conversion="mironov"),
-        trials=n,
-        pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=("loss", "projection"),
-        statistics=("bonferroni-pareto", "sample-split"),
-        estimators=("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl"),
-        confidence=0.95,
-        seed=0,
-        device="cpu" if device is None else device,
-        chunk_size=2500,
-        name="demo",
-    )
+        name="demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
 
 
-class PNSGDAdapter:
+class PNSGDAdapter(support.AdapterBase):
     """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
 
-    name = PNSGDParams.name
     description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
-    models = ("logistic-regression",)
+    parameter_help = _PARAMETER_HELP
     calibratable = ("sigma", "K")
     # ``unlearn bench bounds``: Theorem 3.2 at Table 3's MNIST setting, and Table 3 itself.
     bench_bound = "chien2024:thm3.2"
@@ -381,37 +265,16 @@ class PNSGDAdapter:
     }
     bench_reproduction = "chien2024:table3"
 
-    def parse_params(self, data: Mapping[str, Any], path: str) -> PNSGDParams:
-        return PNSGDParams.from_dict(data, path)
-
-    def parameters(self) -> tuple[ParameterDoc, ...]:
-        return describe_parameters(PNSGDParams, _PARAMETER_HELP)
-
     def check_spec(self, spec: AuditSpec) -> None:
-        params, cert = spec.algorithm, spec.certificate
-        p = "spec.algorithm"
-        epochs = params.unlearn_epochs
+        epochs = spec.algorithm.unlearn_epochs
         if isinstance(epochs, tuple) and len(epochs) != spec.request.requests:
-            raise fail(f"{p}.unlearn_epochs", f"lists {len(epochs)} values of K for "
+            raise fail("spec.algorithm.unlearn_epochs", f"lists {len(epochs)} values of K for "
                        f"{spec.request.requests} requests (spec.request.requests)")
-        if cert.target_epsilon is None:
-            if params.sigma is None:
-                raise fail(f"{p}.sigma", "is required when spec.certificate.target_epsilon "
-                           "is not given (nothing to calibrate it from)")
-            return
-        if cert.calibrate == "sigma" and params.sigma is not None:
-            raise fail(f"{p}.sigma", "is calibrated from spec.certificate.target_epsilon: "
-                       "leave it out, or leave out the target")
-        if cert.calibrate == "K":
-            if params.sigma is None:
-                raise fail(f"{p}.sigma", "is required when K is calibrated "
-                           "(spec.certificate.calibrate = 'K')")
-            if epochs is not None:
-                raise fail(f"{p}.unlearn_epochs", "is calibrated (spec.certificate.calibrate "
-                           "= 'K'): leave it out")
-            if spec.request.requests > 1:
-                raise fail("spec.certificate.calibrate", "K calibration is not supported for "
-                           "a sequence of requests; give unlearn_epochs and calibrate sigma")
+        support.check_sigma_calibration(spec, steps=("K", "unlearn_epochs"))
+        if (spec.certificate.target_epsilon is not None and spec.certificate.calibrate == "K"
+                and spec.request.requests > 1):
+            raise fail("spec.certificate.calibrate", "K calibration is not supported for "
+                       "a sequence of requests; give unlearn_epochs and calibrate sigma")
 
     def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
         return demo_spec(trials=trials, device=device)
@@ -444,14 +307,8 @@ class PNSGDAdapter:
             noise_multiplier_scale=params.noise_multiplier_scale,
         )
         mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
-        return PreparedAudit(
-            certificate=certificate,
-            mechanism=mechanism,
-            device=device,
-            fingerprint=mechanism.fingerprint(),
-            seeds={"request_indices": list(data.indices), "request_seed": spec.request.seed},
-            notes=(f"dataset: {data.dataset.provenance}", f"mechanism: {mechanism.description}"),
-        )
+        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+                                      data=data)
 
 
 ADAPTER = register_adapter(PNSGDAdapter(), default=True)

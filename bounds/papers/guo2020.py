@@ -35,7 +35,7 @@ from typing import Any, Literal
 import mpmath
 import sympy as sp
 
-from bounds.conversions import gaussian_delta, gaussian_epsilon
+from bounds.conversions import gaussian_delta, gaussian_delta_mp, gaussian_epsilon
 from bounds.engine import (
     Bound,
     BoundError,
@@ -535,16 +535,10 @@ def exact_gaussian_delta(*, epsilon: Any, mu: Any, digits: int = EXACT_DIGITS) -
 
     delta = Phi(mu/2 - epsilon/mu) - e^epsilon Phi(-mu/2 - epsilon/mu) (Balle and Wang 2018,
     Theorem 8). For Theorem 3 (ii), mu = eps'/sigma = epsilon/c. Evaluated in mpmath at
-    ``digits`` significant digits (accurate, not interval-rigorous).
+    ``digits`` significant digits (accurate, not interval-rigorous) by the one high-precision
+    implementation, :func:`bounds.conversions.gaussian_delta_mp`.
     """
-    with mpmath.workdps(digits):
-        e, u = mpmath.mpf(epsilon), mpmath.mpf(mu)
-        if not (e >= 0 and u > 0):
-            raise PreconditionError(f"exact_gaussian_delta needs epsilon >= 0 and mu > 0, got "
-                                    f"{epsilon!r}, {mu!r}")
-        a = mpmath.ncdf(u / 2 - e / u)
-        b = mpmath.exp(e) * mpmath.ncdf(-u / 2 - e / u)
-        return +max(a - b, mpmath.mpf(0))
+    return gaussian_delta_mp(epsilon=epsilon, mu=mu, digits=digits)
 
 
 def _exact_delta_at(*, epsilon: float, total: Fraction, sigma: float) -> mpmath.mpf:

@@ -28,10 +28,12 @@ Public API
     Clopper-Pearson epsilon lower bounds (Nasr et al. 2021, Sec. 3).
 ``epsilon_estimate(scores_positive, scores_negative, *, delta, ...)``
     plug-in epsilon (an estimate).
-``gdp_mu_lower_bound(...)`` and ``epsilon_from_gdp(bound, *, delta, mechanism_is_gaussian)``
-    Gaussian-DP mu lower bound (Nasr et al. 2023) and its epsilon for Gaussian mechanisms.
+``gdp_mu_lower_bound(...)`` and ``epsilon_from_gdp(bound, *, delta, epsilon_of_mu, ...)``
+    Gaussian-DP mu lower bound (Nasr et al. 2023) and its epsilon for Gaussian mechanisms
+    (the caller passes the privacy profile's inverse, e.g. from ``bounds.conversions``).
 ``gaussian_delta(*, mu, epsilon)``
-    exact hockey-stick divergence between N(mu, 1) and N(0, 1) (Dong, Roth, Su 2019, Cor 2.13).
+    exact hockey-stick divergence between N(mu, 1) and N(0, 1) (Dong, Roth, Su 2019, Cor 2.13):
+    the ground truth of Gaussian test beds, never used to state a bound.
 ``roc_curve(...)``, ``tpr_at_fpr(...)``
     attack ROC, AUC and TPR at a fixed FPR (estimates).
 ``max_certifiable_epsilon(*, n_positive, n_negative, delta, alpha, ...)``
@@ -65,6 +67,7 @@ from empirical.statistics.checks import (
     KIND_ESTIMATE,
     KIND_INTERVAL,
     KIND_LOWER_BOUND,
+    as_finite_array,
     epsilon_from_error_rates,
 )
 from empirical.statistics.gdp import (
@@ -111,6 +114,7 @@ from empirical.statistics.thresholds import (
 )
 
 __all__ = [
+    "as_finite_array",
     "BonferroniPareto",
     "EpsilonCeiling",
     "EpsilonEstimate",

@@ -34,15 +34,44 @@ def _check_delta(delta: float) -> float:
     return _check_probability(delta, "delta", open_low=False, open_high=True)
 
 
-def _as_scores(scores, name: str) -> np.ndarray:
-    array = np.asarray(scores, dtype=np.float64)
-    if array.ndim != 1:
-        raise ValueError(f"{name} must be one-dimensional, got shape {array.shape}")
-    if array.size == 0:
+def as_finite_array(values, name: str, *, ndim: int | tuple[int, ...] = 1, shape: str = "",
+                    min_shape: tuple[int, ...] = (), numbers_only: bool = False,
+                    low: float | None = None, high: float | None = None) -> np.ndarray:
+    """``values`` as a float64 array, or a ValueError naming ``name``: the one array check of
+    the statistics (and of the audit layer's trial outputs).
+
+    ``ndim``: the allowed number(s) of dimensions (``shape`` describes them in the message,
+    e.g. ``"[n_models, n_examples]"``); ``min_shape``: the least length of each leading axis
+    (default: not empty); ``numbers_only``: refuse non-numeric dtypes instead of parsing them
+    (strings, objects); ``low``/``high``: a closed range every entry must lie in. NaN and
+    infinities are always refused.
+    """
+    raw = np.asarray(values)
+    if numbers_only and raw.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must hold numbers, got dtype {raw.dtype}")
+    array = np.asarray(raw, dtype=np.float64)
+    allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+    if array.ndim not in allowed:
+        what = f"have shape {shape}" if shape else (
+            "be one-dimensional" if allowed == (1,) else f"have {' or '.join(map(str, allowed))} "
+            "dimensions")
+        raise ValueError(f"{name} must {what}, got shape {array.shape}")
+    if not min_shape and array.size == 0:
         raise ValueError(f"{name} is empty")
+    if any(length < least for length, least in zip(array.shape, min_shape, strict=False)):
+        raise ValueError(f"{name} {'of shape ' + shape + ' ' if shape else ''}needs at least "
+                         f"{' x '.join(map(str, min_shape))} entries, got shape {array.shape}")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{name} contains NaN or infinite values")
+    if (low is not None and np.any(array < low)) or (high is not None and np.any(array > high)):
+        raise ValueError(f"{name} must lie in [{'-inf' if low is None else low}, "
+                         f"{'inf' if high is None else high}]")
     return array
+
+
+def _as_scores(scores, name: str) -> np.ndarray:
+    """One-dimensional, non-empty, finite attack scores (kept name: other modules import it)."""
+    return as_finite_array(scores, name)
 
 
 def _check_count(value, name: str, *, minimum: int = 0) -> int:

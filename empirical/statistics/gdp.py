@@ -1,8 +1,19 @@
-"""Gaussian differential privacy: the Gaussian privacy profile and mu lower bounds."""
+"""Gaussian differential privacy: mu lower bounds, and the Gaussian privacy profile as a test bed.
+
+The certified side of the toolkit owns the Gaussian privacy profile
+(``bounds.conversions.gaussian_delta`` / ``gaussian_epsilon``, with rigorous rounding and
+Balle and Wang's theorem cited). The empirical floor may not import it, so a function here that
+turns a mu lower bound into an epsilon lower bound, :func:`epsilon_from_gdp`, takes the profile
+from its caller (``epsilon_of_mu``; the audit layer passes the bounds' solver). The one copy of
+the profile kept on this floor, :func:`gaussian_delta` and its inverse :func:`_gaussian_epsilon`,
+is the ground truth of Gaussian test beds (the power benchmark's mechanisms, the divergence
+estimators' fitted Gaussians) and is never used to state a bound.
+"""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +26,7 @@ from empirical.statistics.checks import (
     _check_probability,
 )
 from empirical.statistics.thresholds import (
+    TEST_RECORD_FIELDS,
     BonferroniPareto,
     EpsilonLowerBound,
     ThresholdStrategy,
@@ -23,7 +35,9 @@ from empirical.statistics.thresholds import (
 )
 
 # ----------------------------------------------------------------------------------------------
-# Gaussian differential privacy.
+# The Gaussian privacy profile as a test bed (the certified one lives in bounds.conversions).
+
+EpsilonOfMu = Callable[..., float]  # epsilon_of_mu(*, mu, delta) -> epsilon
 
 
 def gaussian_delta(*, mu: float, epsilon: float) -> float:
@@ -32,6 +46,9 @@ def gaussian_delta(*, mu: float, epsilon: float) -> float:
     delta(eps) = Phi(-eps/mu + mu/2) - e^eps Phi(-eps/mu - mu/2) (Balle and Wang 2018, Thm 8;
     Dong, Roth, Su 2019, Cor 2.13); it is the privacy profile of every mu-GDP mechanism whose
     trade-off curve is exactly Gaussian. Evaluated in log space so large eps does not overflow.
+    The empirical floor's one copy, kept as the ground truth of Gaussian test beds and for
+    fitted-Gaussian estimates (mu = 0 allowed); float, rounding direction not tracked. Bounds
+    use ``bounds.conversions.gaussian_delta`` (passed in by the audit layer).
     """
     mu = float(mu)
     epsilon = float(epsilon)
@@ -49,7 +66,11 @@ def gaussian_delta(*, mu: float, epsilon: float) -> float:
 
 
 def _gaussian_epsilon(*, mu: float, delta: float) -> float:
-    """Smallest eps with gaussian_delta(mu, eps) <= delta (0 < delta < 1)."""
+    """Smallest eps with gaussian_delta(mu, eps) <= delta (0 < delta < 1), to ~1e-12 either way.
+
+    The test-bed inverse (no rounding direction): a lower bound takes its profile from the
+    caller (:func:`epsilon_from_gdp`).
+    """
     if mu <= 0.0 or gaussian_delta(mu=mu, epsilon=0.0) <= delta:
         return 0.0
     # delta(eps) <= Phi(-eps/mu + mu/2) < delta at this bracket end.
@@ -117,36 +138,30 @@ def gdp_mu_lower_bound(
         two_sided_threshold=two_sided_threshold,
         functional=functional,
     )
-    return GdpMuLowerBound(
-        mu=choice.value,
-        confidence=1.0 - alpha,
-        threshold=choice.threshold,
-        positive_above=choice.positive_above,
-        fpr_upper=choice.fpr_upper,
-        fnr_upper=choice.fnr_upper,
-        false_positives=choice.false_positives,
-        false_negatives=choice.false_negatives,
-        n_positive=choice.n_positive,
-        n_negative=choice.n_negative,
-        strategy=strategy.name,
-        n_rules_considered=choice.n_rules,
-    )
+    return GdpMuLowerBound(mu=choice.value, confidence=1.0 - alpha,
+                           **choice.test_record(strategy.name))
 
 
 def epsilon_from_gdp(
     bound: GdpMuLowerBound,
     *,
     delta: float,
+    epsilon_of_mu: EpsilonOfMu,
     mechanism_is_gaussian: bool = False,
 ) -> EpsilonLowerBound:
     """epsilon lower bound from a mu lower bound, for mechanisms declared Gaussian.
 
     If the audited mechanism's trade-off curve is exactly Gaussian (Gaussian noise added to a
     deterministic quantity, e.g. noisy-Newton or Langevin unlearning at a fixed point), its
-    privacy profile is :func:`gaussian_delta` at its true mu; delta(eps) grows with mu, so the
-    eps solving gaussian_delta(mu_lower, eps) = delta is a valid lower bound. For any other
-    mechanism it is an extrapolation, so this function refuses unless the caller sets
-    ``mechanism_is_gaussian=True``.
+    privacy profile is the Gaussian one at its true mu (Balle and Wang 2018, Theorem 8);
+    delta(eps) grows with mu, so the eps solving delta_mu_lower(eps) = delta is a valid lower
+    bound. For any other mechanism it is an extrapolation, so this function refuses unless the
+    caller sets ``mechanism_is_gaussian=True``.
+
+    ``epsilon_of_mu(*, mu, delta)`` is that inverse for mu > 0, supplied by the caller because
+    the certified profile lives in ``bounds`` (the audit layer passes
+    ``bounds.conversions.gaussian_epsilon_lower``, which never exceeds the exact value). It is
+    not called at mu = 0: identical laws give epsilon = 0 at every delta.
     """
     if mechanism_is_gaussian is not True:
         raise ValueError(
@@ -156,22 +171,18 @@ def epsilon_from_gdp(
         )
     if not isinstance(bound, GdpMuLowerBound):
         raise ValueError(f"bound must be a GdpMuLowerBound, got {type(bound).__name__}")
+    if not callable(epsilon_of_mu):
+        raise ValueError("epsilon_of_mu must be a callable epsilon_of_mu(*, mu, delta), e.g. "
+                         "bounds.conversions.gaussian_epsilon_lower passed in by the caller")
     delta = _check_probability(delta, "delta", open_low=True, open_high=True)
+    epsilon = 0.0 if bound.mu <= 0.0 else float(epsilon_of_mu(mu=bound.mu, delta=delta))
+    if not (math.isfinite(epsilon) and epsilon >= 0.0):
+        raise ValueError(f"epsilon_of_mu returned {epsilon!r} at mu = {bound.mu!r}; expected a "
+                         "finite epsilon >= 0")
     return EpsilonLowerBound(
-        epsilon=_gaussian_epsilon(mu=bound.mu, delta=delta),
+        epsilon=epsilon,
         delta=delta,
         confidence=bound.confidence,
-        threshold=bound.threshold,
-        positive_above=bound.positive_above,
-        fpr_upper=bound.fpr_upper,
-        fnr_upper=bound.fnr_upper,
-        false_positives=bound.false_positives,
-        false_negatives=bound.false_negatives,
-        n_positive=bound.n_positive,
-        n_negative=bound.n_negative,
-        strategy=bound.strategy,
-        n_rules_considered=bound.n_rules_considered,
+        **{name: getattr(bound, name) for name in TEST_RECORD_FIELDS},
         method="GDP mu lower bound through the Gaussian privacy profile (Gaussian mechanism)",
     )
-
-

@@ -10,6 +10,7 @@ import numpy as np
 from empirical.statistics.checks import (
     KIND_ESTIMATE,
     _check_count,
+    as_finite_array,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -168,14 +169,8 @@ class NeurIPS2023ForgetQuality:
 
 
 def _as_score_matrix(array, name: str) -> np.ndarray:
-    matrix = np.asarray(array, dtype=np.float64)
-    if matrix.ndim != 2:
-        raise ValueError(f"{name} must have shape [n_models, n_examples], got {matrix.shape}")
-    if matrix.shape[0] < 2 or matrix.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 2 models and 1 example, got {matrix.shape}")
-    if not np.all(np.isfinite(matrix)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return matrix
+    """Scores of at least 2 models (rows) on at least 1 forgotten example (columns)."""
+    return as_finite_array(array, name, ndim=2, shape="[n_models, n_examples]", min_shape=(2, 1))
 
 
 def neurips2023_forget_quality(unlearned_scores, retrained_scores) -> NeurIPS2023ForgetQuality:
@@ -228,10 +223,11 @@ class NeurIPS2023Score:
 
 
 def _mean_accuracy(values, name: str) -> float:
-    arr = np.atleast_1d(np.asarray(values, dtype=np.float64))
-    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any((arr < 0) | (arr > 1)):
-        raise ValueError(f"{name} must be non-empty accuracies in [0, 1]")
-    return float(arr.mean())
+    """Mean of non-empty accuracies in [0, 1] (one number or one per model)."""
+    try:
+        return float(as_finite_array(np.atleast_1d(values), name, low=0.0, high=1.0).mean())
+    except ValueError as error:
+        raise ValueError(f"{name} must be non-empty accuracies in [0, 1] ({error})") from None
 
 
 def neurips2023_final_score(

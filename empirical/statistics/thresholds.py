@@ -204,6 +204,20 @@ class _Choice:
     fnr_upper: float
     n_rules: int
 
+    def test_record(self, strategy: str) -> dict:
+        """The fields every bound reports about the chosen test (threshold, counts, rates)."""
+        return {"threshold": self.threshold, "positive_above": self.positive_above,
+                "fpr_upper": self.fpr_upper, "fnr_upper": self.fnr_upper,
+                "false_positives": self.false_positives, "false_negatives": self.false_negatives,
+                "n_positive": self.n_positive, "n_negative": self.n_negative,
+                "strategy": strategy, "n_rules_considered": self.n_rules}
+
+
+# The fields of :meth:`_Choice.test_record`, which a bound derived from another copies.
+TEST_RECORD_FIELDS = ("threshold", "positive_above", "fpr_upper", "fnr_upper", "false_positives",
+                      "false_negatives", "n_positive", "n_negative", "strategy",
+                      "n_rules_considered")
+
 
 def _select(
     positive: np.ndarray,
@@ -411,16 +425,7 @@ def epsilon_lower_bound(
         epsilon=choice.value,
         delta=delta,
         confidence=1.0 - alpha,
-        threshold=choice.threshold,
-        positive_above=choice.positive_above,
-        fpr_upper=choice.fpr_upper,
-        fnr_upper=choice.fnr_upper,
-        false_positives=choice.false_positives,
-        false_negatives=choice.false_negatives,
-        n_positive=choice.n_positive,
-        n_negative=choice.n_negative,
-        strategy=strategy.name,
-        n_rules_considered=choice.n_rules,
+        **choice.test_record(strategy.name),
         method="Clopper-Pearson upper bounds on FPR/FNR into the (epsilon, delta) test region",
     )
 

@@ -18,7 +18,9 @@ from bounds.conversions import (
     best_epsilon,
     dp_epsilon_float,
     gaussian_delta,
+    gaussian_delta_mp,
     gaussian_epsilon,
+    gaussian_epsilon_lower,
     renyi_difference,
     renyi_to_dp,
 )
@@ -183,6 +185,28 @@ def test_gaussian_delta_matches_the_hockey_stick_integral(epsilon, mu):
     assert value == pytest.approx(float(integral), rel=1e-10, abs=0)
 
 
+@pytest.mark.parametrize(("epsilon", "mu"), [(0.0, 1.0), (0.5, 1.0), (1.0, 0.3), (3.0, 2.0),
+                                             (10.0, 5.0), (1.0, 0.228)])
+def test_gaussian_delta_mp_matches_the_hockey_stick_integral(epsilon, mu):
+    # The quadrature (40 digits) integrates the densities; the implementation uses normal CDFs.
+    integral = _delta_by_integration(epsilon, mu)
+    value = gaussian_delta_mp(epsilon=epsilon, mu=mu)
+    assert abs(value - integral) <= mpmath.mpf("1e-30") * integral
+    # the float twin agrees to float accuracy
+    assert gaussian_delta(epsilon=epsilon, mu=mu) == pytest.approx(float(value), rel=1e-10, abs=0)
+
+
+def test_gaussian_delta_mp_is_tiny_far_out_and_checks_its_domain():
+    # delta(800) at mu = 0.01 is at most Phi(-x) <= exp(-x^2/2), x = eps/mu - mu/2 (Chernoff)
+    far = gaussian_delta_mp(epsilon=800.0, mu=0.01)
+    x = mpmath.mpf(800) / mpmath.mpf(0.01) - mpmath.mpf(0.01) / 2
+    assert 0 < far <= mpmath.exp(-x**2 / 2)
+    with pytest.raises(PreconditionError, match="Theorem 8"):
+        gaussian_delta_mp(epsilon=1.0, mu=0.0)
+    with pytest.raises(PreconditionError, match="epsilon >= 0"):
+        gaussian_delta_mp(epsilon=-1.0, mu=1.0)
+
+
 @SOME
 @given(st.floats(0.0, 50.0), st.floats(0.01, 30.0))
 def test_gaussian_delta_matches_mpmath(epsilon, mu):
@@ -205,6 +229,20 @@ def test_gaussian_epsilon_inverts_gaussian_delta(delta, mu):
     if eps > 0:  # the least such epsilon, up to float resolution
         below = eps * (1 - 1e-9)
         assert _mp_gaussian_delta(below, mu) > delta
+
+
+@pytest.mark.parametrize(("delta", "mu"), [(1e-5, 1.0), (1e-3, 1.5), (1e-10, 0.3), (0.2, 4.0),
+                                           (1e-12, 20.0), (0.5, 0.01)])
+def test_gaussian_epsilon_lower_is_never_above_the_exact_answer(delta, mu):
+    low = gaussian_epsilon_lower(delta=delta, mu=mu)
+    high = gaussian_epsilon(delta=delta, mu=mu)
+    assert 0.0 <= low <= high
+    if high > 0:
+        # an independent 50-digit evaluation: delta(low) > delta puts low below the exact epsilon
+        assert _mp_gaussian_delta(low, mu) > delta
+        assert high - low <= 1e-12 * high
+    else:
+        assert low == 0.0 and _mp_gaussian_delta(0.0, mu) <= delta
 
 
 def _mp_gaussian_delta(epsilon: float, mu: float) -> mpmath.mpf:

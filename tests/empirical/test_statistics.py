@@ -19,6 +19,15 @@ ALPHA = 0.05
 MAX_VIOLATIONS = int(stats.binom.ppf(0.999, REPS, ALPHA))
 
 
+def reference_epsilon_of_mu(*, mu: float, delta: float) -> float:
+    """The caller-supplied Gaussian profile inverse, written here from scipy's normal CDF (not
+    the library's log-space copy): the root of Phi(mu/2 - e/mu) - e^e Phi(-mu/2 - e/mu) = delta."""
+    def excess(e: float) -> float:
+        return stats.norm.cdf(mu / 2 - e / mu) - math.exp(e) * stats.norm.cdf(-mu / 2 - e / mu) - delta
+
+    return 0.0 if excess(0.0) <= 0 else optimize.brentq(excess, 0.0, 60.0, xtol=1e-14)
+
+
 def true_epsilon(mu: float, delta: float) -> float:
     """epsilon(delta) of N(mu, 1) vs N(0, 1), by root-finding on the exact delta(eps)."""
     if S.gaussian_delta(mu=mu, epsilon=0.0) <= delta:
@@ -258,7 +267,8 @@ def test_gdp_bounds_coverage_gaussian_shift():
     for r in range(REPS):
         bound = S.gdp_mu_lower_bound(pos[r], neg[r], alpha=ALPHA)
         mus.append(bound.mu)
-        epss.append(S.epsilon_from_gdp(bound, delta=delta, mechanism_is_gaussian=True).epsilon)
+        epss.append(S.epsilon_from_gdp(bound, delta=delta, mechanism_is_gaussian=True,
+                                       epsilon_of_mu=reference_epsilon_of_mu).epsilon)
     mus, epss = np.array(mus), np.array(epss)
     assert np.sum(mus > mu) <= MAX_VIOLATIONS
     assert np.sum(epss > truth_eps) <= MAX_VIOLATIONS
@@ -388,14 +398,39 @@ def test_gaussian_delta_edge_cases_and_inversion():
 def test_epsilon_from_gdp_requires_gaussian_declaration():
     rng = np.random.default_rng(17)
     bound = S.gdp_mu_lower_bound(rng.normal(1, 1, 200), rng.normal(0, 1, 200))
+    profile = reference_epsilon_of_mu
     with pytest.raises(ValueError, match="Gaussian"):
-        S.epsilon_from_gdp(bound, delta=1e-5)
+        S.epsilon_from_gdp(bound, delta=1e-5, epsilon_of_mu=profile)
     with pytest.raises(ValueError, match="Gaussian"):
-        S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian="yes")
-    result = S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian=True)
+        S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian="yes", epsilon_of_mu=profile)
+    result = S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian=True, epsilon_of_mu=profile)
     assert result.kind == "lower bound" and result.epsilon > 0
+    assert result.epsilon == profile(mu=bound.mu, delta=1e-5)
     with pytest.raises(ValueError, match="delta"):
-        S.epsilon_from_gdp(bound, delta=0.0, mechanism_is_gaussian=True)
+        S.epsilon_from_gdp(bound, delta=0.0, mechanism_is_gaussian=True, epsilon_of_mu=profile)
+    with pytest.raises(ValueError, match="epsilon_of_mu"):
+        S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian=True, epsilon_of_mu=None)
+    with pytest.raises(ValueError, match="finite"):
+        S.epsilon_from_gdp(bound, delta=1e-5, mechanism_is_gaussian=True,
+                           epsilon_of_mu=lambda *, mu, delta: -1.0)
+
+
+def test_epsilon_from_gdp_at_mu_zero_is_zero_without_calling_the_profile():
+    null = S.gdp_mu_lower_bound(np.zeros(50), np.zeros(50))
+    assert null.mu == 0.0
+
+    def refuse(*, mu, delta):
+        raise AssertionError("the profile is not defined at mu = 0")
+
+    assert S.epsilon_from_gdp(null, delta=1e-5, mechanism_is_gaussian=True,
+                              epsilon_of_mu=refuse).epsilon == 0.0
+
+
+def test_reference_profile_agrees_with_the_test_bed_copy():
+    # the test-bed inverse kept on the empirical floor and the scipy-CDF root agree
+    for mu, delta in ((0.5, 1e-2), (1.5, 1e-3), (3.0, 1e-5)):
+        assert S._gaussian_epsilon(mu=mu, delta=delta) == pytest.approx(
+            reference_epsilon_of_mu(mu=mu, delta=delta), rel=1e-8)
 
 
 # ----------------------------------------------------------------------------------------------
