@@ -46,6 +46,7 @@ from torch.func import functional_call, grad, vmap
 from empirical.data import Dataset
 from empirical.mechanisms.common import one_cpu_thread
 from empirical.models import FunctionalClassifier, TinyCNN, TinyMLP, clip_scale
+from empirical.statistics.gdp import gaussian_delta
 from empirical.trials import TrialRandom, run_trials
 
 __all__ = [
@@ -353,12 +354,9 @@ def run_retrain_budget(task: NetworkTask, *, forget: tuple[int, ...] | list[int]
 
 
 def exact_gaussian_delta(*, epsilon: float, mu: float) -> float:
-    """delta(eps) of N(0, 1) vs N(mu, 1): Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu)."""
-    if mu <= 0:
-        return 0.0
-    def phi(z: float) -> float:
-        return 0.5 * math.erfc(-z / math.sqrt(2))
-    return max(0.0, phi(mu / 2 - epsilon / mu) - math.exp(epsilon) * phi(-mu / 2 - epsilon / mu))
+    """delta(eps) of N(0, 1) vs N(mu, 1): the empirical floor's one Gaussian privacy profile
+    (:func:`empirical.statistics.gdp.gaussian_delta`), the truth of this module's test beds."""
+    return gaussian_delta(mu=mu, epsilon=epsilon)
 
 
 def gaussian_ground_truth(*, method: str, start_distance: float, steps: int, step_size: float,
