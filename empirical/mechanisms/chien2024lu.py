@@ -32,28 +32,26 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    as_requests,
-    data_versions,
-    evaluate,
-    model_samples,
+    TrialCount,
+    check_number,
+    counts_for,
+    full_batch_bytes_per_trial,
+    full_batch_gradient,
+    learn_unlearn_retrain,
     noisy_step,
-    score_sets,
-    tensor_versions,
+    one_cpu_thread,
+    per_request_counts,
+    prepare_mechanism,
+    result_fields,
 )
-from empirical.mechanisms.counting import CountingModel
+from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.models import LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, resolve_device, run_trials
+from empirical.trials import TrialRandom, run_trials
 
 __all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]
 
 # Steps whose noise is drawn in one generator call per trial.
 NOISE_BLOCK = 256
-
-
-def _check(value: float, name: str, *, positive: bool) -> None:
-    ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
-    if not ok:
-        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -79,27 +77,20 @@ class LangevinConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        _check(self.step_size, "step_size", positive=True)
-        _check(self.sigma, "sigma", positive=False)
+        check_number(self.step_size, "step_size", positive=True)
+        check_number(self.sigma, "sigma", positive=False)
         if int(self.learn_iterations) != self.learn_iterations or self.learn_iterations < 0:
             raise ValueError(f"learn_iterations must be an integer >= 0, got {self.learn_iterations}")
-        iterations = self.unlearn_iterations
-        if isinstance(iterations, list | tuple):
-            iterations = tuple(int(k) for k in iterations)
-            if not iterations:
-                raise ValueError("unlearn_iterations must list at least one value")
-            object.__setattr__(self, "unlearn_iterations", iterations)
-        checked = iterations if isinstance(iterations, tuple) else (iterations,)
-        if any(int(k) != k or k < 0 for k in checked):
-            raise ValueError(f"unlearn_iterations must be integers >= 0, got {iterations}")
-        _check(self.l2, "l2", positive=False)
+        object.__setattr__(self, "unlearn_iterations",
+                           per_request_counts(self.unlearn_iterations, "unlearn_iterations"))
+        check_number(self.l2, "l2", positive=False)
         if self.clip is not None:
-            _check(self.clip, "clip", positive=True)
+            check_number(self.clip, "clip", positive=True)
         if self.radius is not None:
-            _check(self.radius, "radius", positive=True)
+            check_number(self.radius, "radius", positive=True)
         if self.init_std is not None:
-            _check(self.init_std, "init_std", positive=False)
-        _check(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
+            check_number(self.init_std, "init_std", positive=False)
+        check_number(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
 
     @property
     def step_noise_std(self) -> float:
@@ -107,16 +98,11 @@ class LangevinConfig:
         return math.sqrt(2.0 * self.step_size * self.sigma**2)
 
     def iterations_for(self, n_requests: int) -> tuple[int, ...]:
-        if isinstance(self.unlearn_iterations, tuple):
-            if len(self.unlearn_iterations) != n_requests:
-                raise ValueError(f"unlearn_iterations lists {len(self.unlearn_iterations)} "
-                                 f"values for {n_requests} requests")
-            return self.unlearn_iterations
-        return (int(self.unlearn_iterations),) * n_requests
+        return counts_for(self.unlearn_iterations, n_requests, "unlearn_iterations")
 
 
 @dataclass(frozen=True, eq=False)
-class LangevinResult:
+class LangevinResult(TrialCount):
     """``n_trials`` runs of LU learn -> unlearn and of retraining on the final D'.
 
     ``gradient_evaluations`` counts per-example gradients of one trial: ``learn``, ``unlearn``
@@ -138,34 +124,6 @@ class LangevinResult:
     strong_convexity: float
     device: str
     dtype: str
-
-    @property
-    def n_trials(self) -> int:
-        return int(self.trial_indices.shape[0])
-
-
-def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
-                        clip: float | None, l2: float) -> torch.Tensor:
-    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x on broadcast views of the data: [N, P]."""
-    trials, n = params.shape[0], data.features.shape[0]
-    gradient = model.data_gradient_sum(
-        params,
-        data.features.expand(trials, *data.features.shape),
-        data.labels.expand(trials, n),
-        data.weights.expand(trials, n),
-        clip=clip,
-        feature_norms=None if clip is None else data.norms.expand(trials, n),
-    ) / n
-    if l2:
-        gradient = gradient + l2 * params
-    return gradient
-
-
-def _counts(outputs: dict[str, np.ndarray], key: str) -> int:
-    values = outputs.pop(key)
-    if not np.all(values == values[0]):  # pragma: no cover - every trial runs the same steps
-        raise RuntimeError(f"trials disagree on {key}")
-    return int(values[0])
 
 
 def run_langevin(
@@ -190,11 +148,10 @@ def run_langevin(
     """
     base = LogisticRegression(dataset.dim) if model is None else model
     counted = CountingModel(base)
-    requests = as_requests(request)
-    iterations = config.iterations_for(len(requests))
-    if retain_scores < 0:
-        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
-    n, n_params = dataset.n, base.num_params
+    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype)
+    iterations = config.iterations_for(len(setup.requests))
+    versions, n_params = setup.versions, base.num_params
     strong_convexity = base.strong_convexity + config.l2
     scale = config.noise_multiplier_scale
     if config.init_std is None:
@@ -204,20 +161,6 @@ def run_langevin(
     else:
         init_std = config.init_std
     step_noise_std = config.step_noise_std * scale
-
-    versions_np = data_versions(dataset, requests)
-    forget = tuple(i for r in requests for i in r.indices)
-    retained = np.setdiff1d(np.arange(n), np.array(forget))
-    if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
-        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
-    resolved = resolve_device(device)
-
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
-
-    versions = tensor_versions(versions_np, tensor)
-    sets = score_sets(dataset, forget, retained, tensor)
 
     def pngd(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
              stream: str) -> torch.Tensor:
@@ -238,54 +181,38 @@ def run_langevin(
             done += block
         return params
 
-    def count(random: TrialRandom) -> torch.Tensor:
-        value = torch.full((random.size,), counted.evaluations, dtype=torch.int64)
-        counted.reset()
-        return value
+    def trained(random: TrialRandom, phase: str, data: DataVersion) -> torch.Tensor:
+        params = random.normal(f"init/{phase}", (n_params,)) * init_std
+        return pngd(params, data, config.learn_iterations, random, f"noise/{phase}")
+
+    def learn(random: TrialRandom) -> tuple[torch.Tensor, torch.Tensor]:
+        params = trained(random, "learn", versions[0])
+        return params, params
+
+    def unlearn(random: TrialRandom, position: int,
+                params: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        # From the learned model, no other state (App. P).
+        params = pngd(params, versions[position + 1], iterations[position], random,
+                      f"noise/unlearn/{position}")
+        return params, params
 
     def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
-        counted.reset()
-        params = random.normal("init/learn", (n_params,)) * init_std
-        params = pngd(params, versions[0], config.learn_iterations, random, "noise/learn")
-        outputs = evaluate(counted, "learned", params, sets)
-        outputs["evaluations/learn"] = count(random)
-        for position, steps in enumerate(iterations):
-            params = pngd(params, versions[position + 1], steps, random,
-                          f"noise/unlearn/{position}")
-            outputs[f"evaluations/unlearn/{position}"] = count(random)
-        outputs.update(evaluate(counted, "unlearned", params, sets))
-        params = random.normal("init/retrain", (n_params,)) * init_std
-        params = pngd(params, versions[-1], config.learn_iterations, random, "noise/retrain")
-        outputs.update(evaluate(counted, "retrained", params, sets))
-        outputs["evaluations/retrain"] = count(random)
-        return outputs
+        return learn_unlearn_retrain(
+            random, model=counted, sets=setup.sets, n_requests=len(iterations), learn=learn,
+            unlearn=unlearn, retrain=lambda random: trained(random, "retrain", versions[-1]))[0]
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    bytes_per_trial = 2 * itemsize * (base.workspace_elements(n) + 2 * n * dataset.dim
-                                      + 12 * n_params)
-    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
-                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
-                         first_trial=first_trial)
-    evaluations: dict[str, int | tuple[int, ...]] = {
-        "learn": _counts(outputs, "evaluations/learn"),
-        "unlearn": tuple(_counts(outputs, f"evaluations/unlearn/{p}")
-                         for p in range(len(iterations))),
-        "retrain": _counts(outputs, "evaluations/retrain"),
-    }
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
+    with one_cpu_thread(setup.device):
+        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=setup.device,
+                             dtype=dtype, mode=mode, chunk_size=chunk_size,
+                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    evaluations = phase_counts(outputs, len(iterations))
     return LangevinResult(
         config=config,
         model_name=base.name,
-        learned=model_samples(outputs, "learned"),
-        unlearned=model_samples(outputs, "unlearned"),
-        retrained=model_samples(outputs, "retrained"),
         gradient_evaluations=evaluations,
-        forget_indices=forget,
-        retain_indices=retained,
-        trial_indices=np.arange(first_trial, first_trial + n_trials),
-        seed=int(seed),
-        n=n,
+        n=dataset.n,
         num_params=n_params,
         strong_convexity=float(strong_convexity),
-        device=str(resolved),
-        dtype=str(dtype).replace("torch.", ""),
+        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
     )

@@ -9,8 +9,18 @@ A mechanism module (one per paper) combines these pieces instead of copying them
 * :func:`noisy_step`: one step x <- Pi_R(x - eta * g + noise) with the projection onto the ball
   C_R and the (already scaled) Gaussian noise of noisy projected (S)GD;
 * :func:`batch_gradient`: the mean clipped data gradient of a mini-batch plus the l2 term;
+* :func:`full_batch_gradient`: the same on every row of a shared data version (broadcast views);
 * :class:`ScoreSets` and :func:`evaluate`, :func:`model_samples`: the losses and accuracies an
-  audit reads, and the per-side :class:`ModelSamples`.
+  audit reads, and the per-side :class:`ModelSamples`;
+* :func:`prepare_mechanism` (:class:`MechanismSetup`): the setup every mechanism starts with
+  (requests, data versions on the device, forget rows, the retained subset, score sets);
+* :func:`learn_unlearn_retrain`: the learn -> unlearn (each request) -> retrain skeleton with
+  the evaluations and counted gradients of each phase;
+* :func:`result_fields`, :class:`TrialCount`: the fields every result dataclass carries;
+* :func:`check_number`, :func:`per_request_counts`, :func:`counts_for`: the validation shared
+  by the configs (finite numbers, one count or one count per request);
+* :func:`one_cpu_thread`: runs a block with one intra-op CPU thread (the measured reason is in
+  its docstring).
 
 Everything is batched over trials (leading dimension N) and keeps the order of floating-point
 operations of the original PNSGD code, so batched and per-trial runs stay bit-identical on CPU.
@@ -18,26 +28,42 @@ operations of the original PNSGD code, so batched and per-trial runs stay bit-id
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.mechanisms.counting import CountingModel
 from empirical.models import TrialModel, clip_scale
+from empirical.trials import TrialRandom, resolve_device
 
 __all__ = [
     "DataVersion",
+    "MechanismSetup",
     "ModelSamples",
     "ScoreSets",
+    "TrialCount",
     "as_requests",
     "batch_gradient",
+    "check_number",
+    "counts_for",
     "data_versions",
     "evaluate",
+    "full_batch_gradient",
+    "full_batch_bytes_per_trial",
     "gather",
+    "learn_unlearn_retrain",
     "model_samples",
     "noisy_step",
+    "one_cpu_thread",
+    "per_request_counts",
+    "prepare_mechanism",
+    "result_fields",
     "score_sets",
     "tensor_versions",
 ]
@@ -132,6 +158,28 @@ def batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion,
     return gradient
 
 
+def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
+                        clip: float | None, l2: float) -> torch.Tensor:
+    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x over every row of a shared data version: [N, P].
+
+    The arithmetic of :func:`batch_gradient` on all n rows, on broadcast views of the shared
+    data instead of per-trial gathered copies (full-batch (projected) gradient descent of D2D,
+    seed 000 App. N.3 Algorithm 2, and of Langevin unlearning, App. P).
+    """
+    trials, n = params.shape[0], data.features.shape[0]
+    gradient = model.data_gradient_sum(
+        params,
+        data.features.expand(trials, *data.features.shape),
+        data.labels.expand(trials, n),
+        data.weights.expand(trials, n),
+        clip=clip,
+        feature_norms=None if clip is None else data.norms.expand(trials, n),
+    ) / n
+    if l2:
+        gradient = gradient + l2 * params
+    return gradient
+
+
 def noisy_step(params: torch.Tensor, gradient: torch.Tensor, *, step_size: float,
                noise: torch.Tensor | None, radius: float | None) -> torch.Tensor:
     """x <- Pi_{C_R}(x - eta g + noise): the noisy projected gradient step ([N, P])."""
@@ -185,3 +233,185 @@ def model_samples(outputs: dict[str, np.ndarray], prefix: str) -> ModelSamples:
         retain_losses=outputs[f"{prefix}/retain_losses"],
         test_accuracy=outputs[f"{prefix}/test_accuracy"],
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Setup, results and configuration checks shared by the mechanism modules.
+
+
+@dataclass(frozen=True, eq=False)
+class MechanismSetup:
+    """What a mechanism prepares before its trials (:func:`prepare_mechanism`).
+
+    ``versions_np`` are the (features, labels, weights) of D and after each request,
+    ``versions`` the same on the device with row norms; ``forget`` the requested rows in order,
+    ``retained`` the sorted retained rows whose losses are reported, ``sets`` the score sets.
+    """
+
+    requests: tuple[UnlearningRequest, ...]
+    versions_np: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
+    versions: list[DataVersion]
+    forget: tuple[int, ...]
+    retained: np.ndarray
+    sets: ScoreSets
+    device: torch.device
+    dtype: torch.dtype
+
+    def tensor(self, array: np.ndarray) -> torch.Tensor:
+        """``array`` as a tensor of the trials' dtype on the trials' device."""
+        return torch.tensor(np.asarray(array), dtype=self.dtype, device=self.device)
+
+
+def prepare_mechanism(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    retain_scores: int,
+    score_seed: int,
+    device: str | torch.device | None,
+    dtype: torch.dtype,
+    least_retain_scores: int = 0,
+) -> MechanismSetup:
+    """Requests, data versions on the device, forget rows, retained subset and score sets.
+
+    ``retain_scores`` retained rows (all when fewer remain; at least ``least_retain_scores``)
+    are drawn with ``score_seed`` and sorted.
+    """
+    if retain_scores < 0:
+        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
+    requests = as_requests(request)
+    versions_np = data_versions(dataset, requests)
+    forget = tuple(i for r in requests for i in r.indices)
+    retained = np.setdiff1d(np.arange(dataset.n), np.array(forget))
+    if retain_scores < retained.size:
+        rng = np.random.default_rng(score_seed)
+        retained = np.sort(rng.choice(retained, size=max(least_retain_scores, retain_scores),
+                                      replace=False))
+    resolved = resolve_device(device)
+
+    def tensor(array: np.ndarray) -> torch.Tensor:
+        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
+
+    return MechanismSetup(requests, versions_np, tensor_versions(versions_np, tensor), forget,
+                          retained, score_sets(dataset, forget, retained, tensor), resolved,
+                          dtype)
+
+
+def learn_unlearn_retrain(
+    random: TrialRandom,
+    *,
+    model: CountingModel,
+    sets: ScoreSets,
+    n_requests: int,
+    learn: Callable[[TrialRandom], tuple[Any, torch.Tensor]],
+    unlearn: Callable[[TrialRandom, int, Any], tuple[Any, torch.Tensor]],
+    retrain: Callable[[TrialRandom], torch.Tensor],
+) -> tuple[dict[str, torch.Tensor], Any]:
+    """One chunk of the learn -> unlearn -> retrain pipeline; returns its outputs and the state
+    after the last request.
+
+    ``learn`` returns (state, published model); ``unlearn(random, position, state)`` serves
+    request ``position`` and returns the same pair; ``retrain`` returns the published model
+    trained on the final data. The published models are evaluated as ``learned``,
+    ``unlearned`` (after the last request) and ``retrained``; the per-example gradients of each
+    phase are counted as ``evaluations/learn``, ``evaluations/unlearn/<position>`` and
+    ``evaluations/retrain`` (read back with :func:`~empirical.mechanisms.counting.phase_counts`).
+    """
+    model.reset()
+    state, published = learn(random)
+    outputs = evaluate(model, "learned", published, sets)
+    outputs["evaluations/learn"] = model.take(random.size)
+    for position in range(n_requests):
+        state, published = unlearn(random, position, state)
+        outputs[f"evaluations/unlearn/{position}"] = model.take(random.size)
+    outputs.update(evaluate(model, "unlearned", published, sets))
+    outputs.update(evaluate(model, "retrained", retrain(random), sets))
+    outputs["evaluations/retrain"] = model.take(random.size)
+    return outputs, state
+
+
+def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dim: int,
+                               dtype: torch.dtype) -> int:
+    """Memory estimate of one trial of full-batch descent (chunk sizing): the model's step
+    workspace, the broadcast products over the n x d data and a dozen parameter vectors."""
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 2 * itemsize * (model.workspace_elements(n) + 2 * n * dim + 12 * model.num_params)
+
+
+class TrialCount:
+    """Mixin for result dataclasses with ``trial_indices``: their number of trials."""
+
+    trial_indices: np.ndarray
+
+    @property
+    def n_trials(self) -> int:
+        return int(self.trial_indices.shape[0])
+
+
+def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray], *, seed: int,
+                  first_trial: int, n_trials: int,
+                  sides: Sequence[str] = ("learned", "unlearned", "retrained")) -> dict[str, Any]:
+    """The result fields every mechanism reports: the :class:`ModelSamples` of each side, the
+    forget and retained rows, the trial indices, the seed, the device and the dtype name."""
+    return {
+        **{side: model_samples(outputs, side) for side in sides},
+        "forget_indices": setup.forget,
+        "retain_indices": setup.retained,
+        "trial_indices": np.arange(first_trial, first_trial + n_trials),
+        "seed": int(seed),
+        "device": str(setup.device),
+        "dtype": str(setup.dtype).replace("torch.", ""),
+    }
+
+
+def check_number(value: float, name: str, *, positive: bool) -> None:
+    """``value`` must be finite and > 0 (``positive``) or >= 0; the error names it."""
+    if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
+
+
+def per_request_counts(value: int | Sequence[int], name: str, *,
+                       what: str = "value") -> int | tuple[int, ...]:
+    """One count for every request, or a non-empty tuple of one count per request (a list
+    becomes a tuple); each an integer >= 0. The error names the field ``name``."""
+    if isinstance(value, list | tuple):
+        value = tuple(int(k) for k in value)
+        if not value:
+            raise ValueError(f"{name} must list at least one {what}")
+    checked = value if isinstance(value, tuple) else (value,)
+    if any(int(k) != k or k < 0 for k in checked):
+        raise ValueError(f"{name} must be integers >= 0, got {value}")
+    return value
+
+
+def counts_for(value: int | tuple[int, ...], n_requests: int, name: str) -> tuple[int, ...]:
+    """The count of each of ``n_requests`` sequential requests (a tuple must match in length)."""
+    if isinstance(value, tuple):
+        if len(value) != n_requests:
+            raise ValueError(f"{name} lists {len(value)} values for {n_requests} requests")
+        return value
+    return (int(value),) * n_requests
+
+
+@contextlib.contextmanager
+def one_cpu_thread(device: torch.device) -> Iterator[None]:
+    """One torch intra-op thread on CPU for the duration (restored afterwards).
+
+    A batched step works on [chunk, n, d] tensors above PyTorch's parallel grain size, so it is
+    split over the intra-op threads, while a single trial's step is below it and runs on one.
+    On a shared machine every parallel region waits at a barrier for threads the scheduler has
+    put aside: on the 2-core test machine under load, batched D2D and Langevin trials ran about
+    20x and 50x slower with 2 threads than with 1 (300 trials of their demo specs), and the
+    networks of seed 004 about 40x. The trials are the parallel work (chunks, Ray workers);
+    with one thread no reduction is split between threads either.
+    """
+    if torch.device(device).type != "cpu":
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+

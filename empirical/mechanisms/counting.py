@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 
 from empirical.models import TrialModel
 
-__all__ = ["CountingModel"]
+__all__ = ["CountingModel", "phase_counts"]
 
 
 @dataclass(eq=False)
@@ -34,6 +35,13 @@ class CountingModel:
     def reset(self) -> None:
         self.evaluations = 0
 
+    def take(self, size: int) -> torch.Tensor:
+        """The tally as a pipeline output (one int64 per trial of a chunk of ``size``), then
+        reset: the evaluations of the phase that just ended."""
+        value = torch.full((size,), self.evaluations, dtype=torch.int64)
+        self.reset()
+        return value
+
     def data_gradient_sum(self, params: torch.Tensor, features: torch.Tensor,
                           labels: torch.Tensor, weights: torch.Tensor, *,
                           clip: float | None,
@@ -48,3 +56,19 @@ class CountingModel:
         if name == "model":
             raise AttributeError(name)
         return getattr(self.model, name)
+
+
+def _pop_count(outputs: dict[str, np.ndarray], key: str) -> int:
+    values = outputs.pop(key)
+    if not np.all(values == values[0]):  # pragma: no cover - every trial runs the same steps
+        raise RuntimeError(f"trials disagree on {key}")
+    return int(values[0])
+
+
+def phase_counts(outputs: dict[str, np.ndarray], n_requests: int) -> dict[str, int | tuple[int, ...]]:
+    """Pops the ``evaluations/...`` outputs of :meth:`CountingModel.take`: per-example gradients
+    of one trial in ``learn``, ``unlearn`` (one count per request) and ``retrain``."""
+    return {"learn": _pop_count(outputs, "evaluations/learn"),
+            "unlearn": tuple(_pop_count(outputs, f"evaluations/unlearn/{p}")
+                             for p in range(n_requests)),
+            "retrain": _pop_count(outputs, "evaluations/retrain")}

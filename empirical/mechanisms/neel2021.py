@@ -20,6 +20,11 @@ One trial:
 The noise is added once per publication, never inside the descent. A removal is served as a
 null record (weight 0, the row kept), as in :mod:`empirical.mechanisms.chien2024`. Gradient
 evaluations are counted as the trials run (:class:`~empirical.mechanisms.counting.CountingModel`).
+
+A descent from a start that is the same in every trial (``init_std`` 0: the point 0) is the same
+in every trial: the learning and retraining descents, and with ``internal_state`` the
+fine-tuning too, are then computed once (as one trial, so loop and batched runs agree bit for
+bit) and shared; only the publication noise is drawn per trial.
 """
 
 from __future__ import annotations
@@ -36,19 +41,24 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
-    as_requests,
-    data_versions,
-    evaluate,
-    model_samples,
+    TrialCount,
+    check_number,
+    counts_for,
+    full_batch_bytes_per_trial,
+    full_batch_gradient,
+    learn_unlearn_retrain,
     noisy_step,
-    score_sets,
-    tensor_versions,
+    one_cpu_thread,
+    per_request_counts,
+    prepare_mechanism,
+    result_fields,
 )
-from empirical.mechanisms.counting import CountingModel
+from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.models import LogisticRegression, TrialModel
-from empirical.trials import TrialRandom, resolve_device, run_trials
+from empirical.trials import TrialRandom, run_trials
 
-__all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "run_d2d"]
+__all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "full_batch_gradient",
+           "run_d2d"]
 
 
 def d2d_step_size(*, smoothness: float, strong_convexity: float) -> float:
@@ -64,12 +74,6 @@ def d2d_contraction(*, smoothness: float, strong_convexity: float) -> float:
     """gamma = (L - m)/(L + m): one step with eta = 2/(L + m) contracts distances by gamma."""
     d2d_step_size(smoothness=smoothness, strong_convexity=strong_convexity)
     return (smoothness - strong_convexity) / (smoothness + strong_convexity)
-
-
-def _check(value: float, name: str, *, positive: bool) -> None:
-    ok = math.isfinite(value) and (value > 0 if positive else value >= 0)
-    if not ok:
-        raise ValueError(f"{name} must be finite and {'> 0' if positive else '>= 0'}, got {value}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,41 +101,29 @@ class D2DConfig:
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        _check(self.step_size, "step_size", positive=True)
-        _check(self.noise_std, "noise_std", positive=False)
+        check_number(self.step_size, "step_size", positive=True)
+        check_number(self.noise_std, "noise_std", positive=False)
         if int(self.learn_iterations) != self.learn_iterations or self.learn_iterations < 0:
             raise ValueError(f"learn_iterations must be an integer >= 0, got {self.learn_iterations}")
-        iterations = self.unlearn_iterations
-        if isinstance(iterations, list | tuple):
-            iterations = tuple(int(k) for k in iterations)
-            if not iterations:
-                raise ValueError("unlearn_iterations must list at least one value")
-            object.__setattr__(self, "unlearn_iterations", iterations)
-        checked = iterations if isinstance(iterations, tuple) else (iterations,)
-        if any(int(k) != k or k < 0 for k in checked):
-            raise ValueError(f"unlearn_iterations must be integers >= 0, got {iterations}")
+        object.__setattr__(self, "unlearn_iterations",
+                           per_request_counts(self.unlearn_iterations, "unlearn_iterations"))
         if not isinstance(self.internal_state, bool):
             raise ValueError(f"internal_state must be True or False, got {self.internal_state!r}")
-        _check(self.l2, "l2", positive=False)
+        check_number(self.l2, "l2", positive=False)
         if self.clip is not None:
-            _check(self.clip, "clip", positive=True)
+            check_number(self.clip, "clip", positive=True)
         if self.radius is not None:
-            _check(self.radius, "radius", positive=True)
-        _check(self.init_std, "init_std", positive=False)
-        _check(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
+            check_number(self.radius, "radius", positive=True)
+        check_number(self.init_std, "init_std", positive=False)
+        check_number(self.noise_multiplier_scale, "noise_multiplier_scale", positive=False)
 
     def iterations_for(self, n_requests: int) -> tuple[int, ...]:
         """The fine-tuning length of each of ``n_requests`` sequential requests."""
-        if isinstance(self.unlearn_iterations, tuple):
-            if len(self.unlearn_iterations) != n_requests:
-                raise ValueError(f"unlearn_iterations lists {len(self.unlearn_iterations)} "
-                                 f"values for {n_requests} requests")
-            return self.unlearn_iterations
-        return (int(self.unlearn_iterations),) * n_requests
+        return counts_for(self.unlearn_iterations, n_requests, "unlearn_iterations")
 
 
 @dataclass(frozen=True, eq=False)
-class D2DResult:
+class D2DResult(TrialCount):
     """``n_trials`` runs of D2D learn -> unlearn and of retraining on the final D'.
 
     ``learned``, ``unlearned``, ``retrained`` are the published (noisy) models;
@@ -155,38 +147,6 @@ class D2DResult:
     num_params: int
     device: str
     dtype: str
-
-    @property
-    def n_trials(self) -> int:
-        return int(self.trial_indices.shape[0])
-
-
-def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
-                        clip: float | None, l2: float) -> torch.Tensor:
-    """(1/n) sum_i clip_M(grad l_i) + lambda x over the whole data version: [N, P].
-
-    The same arithmetic as :func:`~empirical.mechanisms.common.batch_gradient` on all rows, on
-    broadcast views of the shared data instead of per-trial copies (no [N, n, d] gather).
-    """
-    trials, n = params.shape[0], data.features.shape[0]
-    gradient = model.data_gradient_sum(
-        params,
-        data.features.expand(trials, *data.features.shape),
-        data.labels.expand(trials, n),
-        data.weights.expand(trials, n),
-        clip=clip,
-        feature_norms=None if clip is None else data.norms.expand(trials, n),
-    ) / n
-    if l2:
-        gradient = gradient + l2 * params
-    return gradient
-
-
-def _counts(outputs: dict[str, np.ndarray], key: str) -> int:
-    values = outputs.pop(key)
-    if not np.all(values == values[0]):  # pragma: no cover - every trial runs the same steps
-        raise RuntimeError(f"trials disagree on {key}")
-    return int(values[0])
 
 
 def run_d2d(
@@ -213,30 +173,15 @@ def run_d2d(
     """
     base = LogisticRegression(dataset.dim) if model is None else model
     counted = CountingModel(base)
-    requests = as_requests(request)
-    iterations = config.iterations_for(len(requests))
-    if retain_scores < 0:
-        raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
-    n, n_params = dataset.n, base.num_params
+    setup = prepare_mechanism(dataset, request, retain_scores=retain_scores,
+                              score_seed=score_seed, device=device, dtype=dtype)
+    iterations = config.iterations_for(len(setup.requests))
+    versions, n_params = setup.versions, base.num_params
     noise_std = config.noise_std * config.noise_multiplier_scale
-
-    versions_np = data_versions(dataset, requests)
-    forget = tuple(i for r in requests for i in r.indices)
-    retained = np.setdiff1d(np.arange(n), np.array(forget))
-    if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
-        retained = np.sort(rng.choice(retained, size=retain_scores, replace=False))
-    resolved = resolve_device(device)
-
-    def tensor(array: np.ndarray) -> torch.Tensor:
-        return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
-
-    versions = tensor_versions(versions_np, tensor)
-    sets = score_sets(dataset, forget, retained, tensor)
-
-    def start(random: TrialRandom, stream: str) -> torch.Tensor:
-        params = random.normal(stream, (n_params,))
-        return params * config.init_std
+    # The start x_0 = 0 is the same in every trial, and so is every noiseless descent from it.
+    shared_start = config.init_std == 0
+    # Descents shared by all trials: key -> (parameters [1, P], evaluations of one trial).
+    shared: dict[tuple[str, int], tuple[torch.Tensor, int]] = {}
 
     def descend(params: torch.Tensor, data: DataVersion, steps: int) -> torch.Tensor:
         # Noiseless projected gradient descent (Algorithm 2, line 4; Algorithm 3, line 5).
@@ -246,62 +191,73 @@ def run_d2d(
                                 radius=config.radius)
         return params
 
+    def descend_once(key: tuple[str, int], begin, data: DataVersion, steps: int) -> torch.Tensor:
+        """The descent shared by every trial, computed as one trial ([1, P]) on first use."""
+        if key not in shared:
+            before = counted.evaluations
+            params = descend(begin(), data, steps)
+            shared[key] = (params, counted.evaluations - before)
+        else:
+            counted.evaluations += shared[key][1]
+        return shared[key][0]
+
+    def start(random: TrialRandom, stream: str) -> torch.Tensor:
+        return random.normal(stream, (n_params,)) * config.init_std
+
+    def zero() -> torch.Tensor:
+        return torch.zeros((1, n_params), dtype=dtype, device=setup.device)
+
+    def trained(random: TrialRandom, phase: str, data: DataVersion) -> torch.Tensor:
+        """The learning descent from x_0 ([1, P] when shared, else [N, P])."""
+        if shared_start:
+            return descend_once((phase, 0), zero, data, config.learn_iterations)
+        return descend(start(random, f"init/{phase}"), data, config.learn_iterations)
+
     def publish(params: torch.Tensor, random: TrialRandom, stream: str) -> torch.Tensor:
         # Output perturbation N(0, sigma^2 I_d) (Algorithm 3, lines 8-9): once per publication.
         if noise_std == 0:
-            return params.clone()
+            return params.expand(random.size, n_params).clone()
         return params + random.normal(stream, (n_params,)) * noise_std
 
-    def count(random: TrialRandom) -> torch.Tensor:
-        value = torch.full((random.size,), counted.evaluations, dtype=torch.int64)
-        counted.reset()
-        return value
+    def learn(random: TrialRandom) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
+        clean = trained(random, "learn", versions[0])
+        published = publish(clean, random, "noise/learn")
+        return (clean, published), published
+
+    def unlearn(random: TrialRandom, position: int, state):
+        clean, published = state
+        data, steps = versions[position + 1], iterations[position]
+        if config.internal_state and shared_start:
+            # The shared internal state fine-tunes alike in every trial (Theorem O.1's variant).
+            clean = descend_once(("unlearn", position), lambda: clean, data, steps)
+        else:
+            begin = clean if config.internal_state else published
+            clean = descend(begin, data, steps)
+        published = publish(clean, random, f"noise/unlearn/{position}")
+        return (clean, published), published
+
+    def retrain(random: TrialRandom) -> torch.Tensor:
+        return publish(trained(random, "retrain", versions[-1]), random, "noise/retrain")
 
     def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
-        counted.reset()
-        clean = descend(start(random, "init/learn"), versions[0], config.learn_iterations)
-        published = publish(clean, random, "noise/learn")
-        outputs = evaluate(counted, "learned", published, sets)
-        outputs["evaluations/learn"] = count(random)
-        for position, steps in enumerate(iterations):
-            begin = clean if config.internal_state else published
-            clean = descend(begin, versions[position + 1], steps)
-            published = publish(clean, random, f"noise/unlearn/{position}")
-            outputs[f"evaluations/unlearn/{position}"] = count(random)
-        outputs.update(evaluate(counted, "unlearned", published, sets))
-        outputs["unlearned_clean"] = clean
-        retrained = descend(start(random, "init/retrain"), versions[-1], config.learn_iterations)
-        outputs.update(evaluate(counted, "retrained", publish(retrained, random, "noise/retrain"),
-                                sets))
-        outputs["evaluations/retrain"] = count(random)
+        outputs, (clean, _) = learn_unlearn_retrain(
+            random, model=counted, sets=setup.sets, n_requests=len(iterations), learn=learn,
+            unlearn=unlearn, retrain=retrain)
+        outputs["unlearned_clean"] = clean.expand(random.size, n_params).clone()
         return outputs
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    bytes_per_trial = 2 * itemsize * (base.workspace_elements(n) + 2 * n * dataset.dim
-                                      + 12 * n_params)
-    outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=resolved, dtype=dtype,
-                         mode=mode, chunk_size=chunk_size, bytes_per_trial=bytes_per_trial,
-                         first_trial=first_trial)
-    evaluations: dict[str, int | tuple[int, ...]] = {
-        "learn": _counts(outputs, "evaluations/learn"),
-        "unlearn": tuple(_counts(outputs, f"evaluations/unlearn/{p}")
-                         for p in range(len(iterations))),
-        "retrain": _counts(outputs, "evaluations/retrain"),
-    }
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
+    with one_cpu_thread(setup.device):
+        outputs = run_trials(pipeline, n_trials=n_trials, seed=seed, device=setup.device,
+                             dtype=dtype, mode=mode, chunk_size=chunk_size,
+                             bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    evaluations = phase_counts(outputs, len(iterations))
     return D2DResult(
         config=config,
         model_name=base.name,
-        learned=model_samples(outputs, "learned"),
-        unlearned=model_samples(outputs, "unlearned"),
-        retrained=model_samples(outputs, "retrained"),
         unlearned_clean=outputs["unlearned_clean"],
         gradient_evaluations=evaluations,
-        forget_indices=forget,
-        retain_indices=retained,
-        trial_indices=np.arange(first_trial, first_trial + n_trials),
-        seed=int(seed),
-        n=n,
+        n=dataset.n,
         num_params=n_params,
-        device=str(resolved),
-        dtype=str(dtype).replace("torch.", ""),
+        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
     )
