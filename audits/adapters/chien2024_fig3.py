@@ -426,6 +426,29 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
     return spec, n, epochs
 
 
+def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: float) -> str:
+    """Why no K certifies: the burn-in term alone (the sequence bound at Z = 0), by the engine."""
+    import bounds
+    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.conversions import best_epsilon
+    from empirical.models import logistic_constants
+
+    n, _ = _n_and_dim(setting, batch)
+    m, L, max_step = logistic_constants(Fraction(_lambda(setting, n)))
+    T = dict(setting.burn_in)[batch]
+    try:
+        floor = best_epsilon(bounds.get("chien2024:thm3.2+thm3.11/sequence"), delta=1.0 / n,
+                             sigma=Fraction(sigma), eta=largest_float_at_most(max_step), m=m, L=L,
+                             M=Fraction(setting.clip), n=n, b=n if batch == "full" else int(batch),
+                             T=T, K=1, R=Fraction(setting.radius), Z=0).epsilon
+    except Exception:  # the note is an explanation only; the refusal stands without it
+        return ""
+    if floor <= target:
+        return ""
+    return (f"; Theorem 3.2's burn-in term alone certifies only epsilon = {floor:.4g} > {target} "
+            f"at T = {T} epochs, whatever K (erratum E16)")
+
+
 def panel_b(setting: Fig3Setting) -> list[dict[str, Any]]:
     """Accumulated unlearning epochs over sequential removals at (1, 1/n) (Figure 3b)."""
     from audits.adapters.d2d import D2DParams
@@ -440,7 +463,7 @@ def panel_b(setting: Fig3Setting) -> list[dict[str, Any]]:
         except Exception as error:  # e.g. the burn-in term alone exceeds the target
             rows.append({"method": "pnsgd", "batch": batch, "status": "not certifiable",
                          "label": f"PNSGD b={'n' if batch == 'full' else batch}",
-                         "reason": str(error)})
+                         "reason": str(error) + _burn_in_floor_note(setting, batch, sigma, 1.0)})
             continue
         row = _point(setting, "pnsgd", spec, n, label=f"PNSGD b={'n' if batch == 'full' else batch}",
                      batch=batch)
@@ -514,7 +537,8 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
                                                   removals=setting.removals)
             except Exception as error:
                 rows.append({"method": "pnsgd", "batch": batch, "sigma": sigma,
-                             "status": "not certifiable", "reason": str(error)})
+                             "status": "not certifiable",
+                             "reason": str(error) + _burn_in_floor_note(setting, batch, sigma, 0.01)})
                 continue
             row = _point(setting, "pnsgd", spec, n, batch=batch, sigma=sigma,
                          label=f"b={'n' if batch == 'full' else batch}")
