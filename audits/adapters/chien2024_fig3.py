@@ -669,7 +669,8 @@ TITLES = {
 def run_panel(panel: str, *, dataset: tuple[str, str | None] = ("digits", None),
               trials: int = 100, device: str = "cpu", out_dir: str | Path | None = None,
               reduced: bool = False, l2: float | None = None,
-              burn_in_rule: str = "paper") -> dict[str, Any]:
+              burn_in_rule: str = "paper", budget: float | None = None,
+              count_budget: float | None = None) -> dict[str, Any]:
     """Run one panel of Figure 3 and write its PNG, JSON and HTML report.
 
     Panels (c) and (d) plot two columns of the same runs, so either one runs them once and
@@ -677,6 +678,11 @@ def run_panel(panel: str, *, dataset: tuple[str, str | None] = ("digits", None),
     """
     setting = fig3_setting(dataset=dataset, trials=trials, device=device, reduced=reduced, l2=l2,
                            burn_in_rule=burn_in_rule)
+    # Budgets cap the work only (which points are audited or counted), never a certificate.
+    if budget is not None:
+        setting = dataclasses.replace(setting, budget=budget)
+    if count_budget is not None:
+        setting = dataclasses.replace(setting, count_budget=count_budget)
     start = time.perf_counter()
     rows = {"a": panel_a, "b": panel_b, "c": panel_cd, "d": panel_cd}[panel](setting)
     seconds = time.perf_counter() - start
