@@ -145,3 +145,27 @@ def test_long_burn_in_is_the_least_t_meeting_its_target():
     assert best_epsilon(bound, delta=1 / n, T=T, **fixed).epsilon <= 0.001
     assert best_epsilon(bound, delta=1 / n, T=T - 1, **fixed).epsilon > 0.001
     assert T > 20
+
+
+@pytest.mark.slow
+def test_fig3d_long_burn_in_writes_both_panels_with_engine_t(tmp_path, capsys):
+    """The long-burn-in variant: T per batch is burn_in_epochs_long's, K is the engine's least,
+    and one run writes the files of (c) and (d)."""
+    code = main(["reproduce", "chien2024:fig3d/long-burn-in", "--dataset", "digits", "--trials",
+                 "4", "--reduced", "--out", str(tmp_path), "--json"])
+    assert code in (0, None)
+    result = json.loads(capsys.readouterr().out)
+    setting = result["setting"]
+    assert setting["burn_in_rule"] == "long"
+    n, lam = setting["n"], setting["lambda"]
+    for batch in (128, "full"):
+        b = n if batch == "full" else batch
+        assert setting["burn_in_epochs"][str(batch)] == burn_in_epochs_long(
+            n=n, b=b, l2=lam, clip=1.0, radius=100.0)
+    for row in result["rows"]:
+        if row["status"] == "run":
+            b = n if row["batch"] == "full" else row["batch"]
+            _least_k_check(row, n=n, lam=lam, target=0.01,
+                           T=setting["burn_in_epochs"][str(row["batch"])], b=b)
+    for panel in "cd":
+        assert (tmp_path / f"chien2024_fig3{panel}_long-burn-in.json").stat().st_size > 0
