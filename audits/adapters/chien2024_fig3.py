@@ -20,9 +20,15 @@ batches of S); (c)/(d) accuracy and accumulated epochs vs sigma for b in {32, 12
 10% (b = n) of the gradient computations of the best baseline, Section 4) is evaluated on panel
 (b)'s counted evaluations.
 
+``chien2024:fig3X/long-burn-in`` runs the same panel with the least burn-in T at which Theorem
+3.2's burn-in term alone meets (0.001, 1/n) at sigma = 0.03 (:func:`burn_in_epochs_long`): with
+Table 2's T and lambda = 1e-6 n on a small data set no PNSGD point of (b)-(d) is certifiable
+(docs/errata.md E16). Panels (c) and (d) share their runs: either writes both.
+
 Deviations from the paper, stated in every report: requests are removals served as null records
 (the theorems of all three methods cover them; D2D's do not cover replacement); a point whose
-planned gradient evaluations exceed the budget is not run (its planned count is reported, labelled
+planned gradient evaluations exceed the audit budget is not audited (its unlearning is still run
+once and counted when it fits the count budget, otherwise its planned count is reported, labelled
 as planned); CIFAR-10 features are read from a user-supplied file only.
 """
 
