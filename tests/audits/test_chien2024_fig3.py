@@ -7,10 +7,13 @@ import json
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import bounds
+from audits.adapters.chien2024_fig3 import burn_in_epochs_long, least_integer_near
 from audits.cli import main
-from bounds.calibration import calibrate
+from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance
 
@@ -112,3 +115,57 @@ def test_fig3b_end_to_end_with_headline(tmp_path, capsys):
     n, lam = result["setting"]["n"], result["setting"]["lambda"]
     _least_k_check(ran["PNSGD b=n"], n=n, lam=lam, target=1.0,
                    T=result["setting"]["burn_in_epochs"]["full"], b=n)
+
+
+@settings(max_examples=200, deadline=None)
+@given(answer=st.integers(min_value=1, max_value=5000), hint=st.integers(min_value=-3, max_value=6000))
+def test_warm_started_search_equals_least_integer(answer, hint):
+    """least_integer_near finds the same least k as bounds.calibration.least_integer."""
+    calls = []
+
+    def predicate(k: int) -> bool:
+        calls.append(k)
+        return k >= answer
+
+    assert least_integer_near(predicate, hint=hint) == answer == least_integer(predicate, start=1)
+    assert min(calls) >= 1
+
+
+def test_long_burn_in_is_the_least_t_meeting_its_target():
+    """The long burn-in T: the burn-in term alone meets (0.001, 1/n) at sigma = 0.03, at T and
+    not at T - 1, by the engine, and it is longer than Table 2's T (erratum E16)."""
+    from audits.adapters.pnsgd import largest_float_at_most
+
+    n, b, lam = 256, 128, 256e-6
+    T = burn_in_epochs_long(n=n, b=b, l2=lam, clip=1.0, radius=100.0)
+    m, L = Fraction(lam), Fraction(1, 4) + Fraction(lam)
+    fixed = {"sigma": Fraction(3, 100), "eta": largest_float_at_most(1 / L), "m": m, "L": L,
+             "M": Fraction(1), "n": n, "b": b, "K": 1, "R": Fraction(100), "Z": 0}
+    bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
+    assert best_epsilon(bound, delta=1 / n, T=T, **fixed).epsilon <= 0.001
+    assert best_epsilon(bound, delta=1 / n, T=T - 1, **fixed).epsilon > 0.001
+    assert T > 20
+
+
+@pytest.mark.slow
+def test_fig3d_long_burn_in_writes_both_panels_with_engine_t(tmp_path, capsys):
+    """The long-burn-in variant: T per batch is burn_in_epochs_long's, K is the engine's least,
+    and one run writes the files of (c) and (d)."""
+    code = main(["reproduce", "chien2024:fig3d/long-burn-in", "--dataset", "digits", "--trials",
+                 "4", "--reduced", "--out", str(tmp_path), "--json"])
+    assert code in (0, None)
+    result = json.loads(capsys.readouterr().out)
+    setting = result["setting"]
+    assert setting["burn_in_rule"] == "long"
+    n, lam = setting["n"], setting["lambda"]
+    for batch in (128, "full"):
+        b = n if batch == "full" else batch
+        assert setting["burn_in_epochs"][str(batch)] == burn_in_epochs_long(
+            n=n, b=b, l2=lam, clip=1.0, radius=100.0)
+    for row in result["rows"]:
+        if row["status"] == "run":
+            b = n if row["batch"] == "full" else row["batch"]
+            _least_k_check(row, n=n, lam=lam, target=0.01,
+                           T=setting["burn_in_epochs"][str(row["batch"])], b=b)
+    for panel in "cd":
+        assert (tmp_path / f"chien2024_fig3{panel}_long-burn-in.json").stat().st_size > 0
