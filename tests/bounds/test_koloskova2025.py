@@ -527,3 +527,16 @@ def test_best_epsilon_on_a9_matches_reference_conversions() -> None:
     for conversion, fn in (("mironov", ref.mironov_epsilon), ("balle2020", ref.balle_epsilon)):
         cert = best_epsilon("koloskova2025:thmA.9/lambda0", delta=1e-5, conversion=conversion, **p)
         assert float(fn(rate, "1e-5")) <= cert.epsilon <= float(fn(rate, "1e-5")) * (1 + 1e-6)
+
+
+def test_adaptive_steps_interval_widens_past_its_cap_and_still_encloses() -> None:
+    # About 12,800 adaptive steps: more than interval mode's recursion cap, fewer than float's.
+    params = dict(epsilon=1, delta="1e-5", C0=10, C2=1, sigma0=1, sigma="0.26")
+    assert K._INTERVAL_ITERATION_CAP < 12_000 < K._ADAPTIVE_ITERATION_CAP
+    adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
+    exact = adaptive.evaluate(precision="float", **params).value
+    enclosure = adaptive.evaluate(precision="interval", digits=40, **params)
+    closed = bounds.get("koloskova2025:thm4.2/steps").evaluate(precision="interval", digits=40,
+                                                               **params)
+    assert K._INTERVAL_ITERATION_CAP < exact < closed.lower
+    assert enclosure.lower == 1 and enclosure.upper == closed.upper
