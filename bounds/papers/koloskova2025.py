@@ -824,6 +824,12 @@ EQ9 = register(Bound(
 MC_PARAMS = (P_EPS, P_DELTA, P_C0, P_C2, P_SIGMA0, P_SIGMA)
 MC_MONOTONE = {"sigma": "decreasing", "C2": "increasing", "delta": "decreasing",
                "epsilon": "decreasing", "sigma0": "decreasing", "C0": "increasing"}
+# eq. (10) unrounded is N / D with D = -log theta_eps(2C2/sigma) > 0 and N = log(1/delta) +
+# log theta_eps(2C0/sigma0). Where N < 0 (the initial noise alone certifies) a larger D moves
+# N / D up toward 0, so sigma, C2 and epsilon, which act on D, are monotone only where N >= 0
+# (measured: sigma 1 -> 3 takes -1.580 to -0.306 at C0 = C2 = 1, sigma0 = 2, delta = e^-1).
+# Only the parameters acting on N alone are declared; the rounded counts keep all six.
+EQ10_MONOTONE = {"delta": "decreasing", "sigma0": "decreasing", "C0": "increasing"}
 MC_EXAMPLE = {"epsilon": 1, "delta": "1e-5", "C0": 30, "C2": "1/2", "sigma0": 0, "sigma": "1/2"}
 
 EQ10 = register(Bound(
@@ -835,9 +841,11 @@ EQ10 = register(Bound(
     expression=(LOG_1_DELTA + LogTheta(eps, 2 * C0, sigma0)) / (-LogTheta(eps, 2 * C2, sigma)),
     guarantee=ITERATIONS,
     assumptions=MODEL_CLIPPING + CERTIFIER,
-    monotone=MC_MONOTONE,
+    monotone=EQ10_MONOTONE,
     notes=("Recursion delta_{t+1} = theta_eps(2C2/sigma) delta_t from delta_0 = theta_eps(2C0/"
            "sigma0) (1 when sigma0 = 0). A value <= 0 means the initial noise alone certifies.",
+           "Not monotone in sigma, C2 or epsilon where the value is negative (it rises toward 0); "
+           "solve for them with koloskova2025:thm4.2/steps, which is.",
            "The tables' step counts come from the adaptive accountant "
            "koloskova2025:thm4.2/adaptive (erratum K4)."),
     example=MC_EXAMPLE,

@@ -540,3 +540,20 @@ def test_adaptive_steps_interval_widens_past_its_cap_and_still_encloses() -> Non
                                                                **params)
     assert K._INTERVAL_ITERATION_CAP < exact < closed.lower
     assert enclosure.lower == 1 and enclosure.upper == closed.upper
+
+
+def test_eq10_is_not_declared_monotone_where_it_is_not() -> None:
+    # Where the initial noise alone certifies (numerator < 0), eq. (10) rises toward 0 with
+    # sigma and falls with C2: found by the CI monotonicity sample at these inputs.
+    eq10 = bounds.get("koloskova2025:eq10")
+    steps = bounds.get("koloskova2025:thm4.2/steps")
+    base = dict(epsilon=1, delta="828390857088487/2251799813685248", C0=1, C2=1, sigma0=2,
+                sigma=1)
+    low, high = (eq10.evaluate(precision="interval", digits=40, **{**base, "sigma": s})
+                 for s in (1, 3))
+    assert low.upper < high.lower < 0  # increasing in sigma here
+    smaller_c2 = eq10.evaluate(precision="interval", digits=40, **{**base, "C2": "1/2"})
+    assert smaller_c2.lower > low.upper  # decreasing in C2 here
+    assert not {"sigma", "C2", "epsilon"} & set(eq10.monotone)
+    assert steps.monotone["sigma"] == "decreasing" and steps.monotone["C2"] == "increasing"
+    assert [steps.evaluate(precision="float", **{**base, "sigma": s}).value for s in (1, 3)] == [1, 1]
