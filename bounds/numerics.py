@@ -202,6 +202,8 @@ def _pow1p_iv(y: Any, x: Any) -> Any:
     # intersecting its enclosure with [0, inf) keeps the result rigorous.
     lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
     x_lo, x_hi = interval_endpoints(x)
+    if x_lo == x_hi == 0:  # no steps: c**0 = 1 for every c >= 0, with 0**0 = 1 as in float and mp
+        return mpmath.iv.mpf(1)
     lo = max(lo, mpmath.mpf(0))
     if hi <= 0:
         if x_lo == x_hi == 0:

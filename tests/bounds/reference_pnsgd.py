@@ -47,8 +47,23 @@ class P:
         return num(self._inputs[name])
 
 
+def _exact_rational(x: Any) -> Fraction | None:
+    if isinstance(x, Fraction | int) and not isinstance(x, bool):
+        return Fraction(x)
+    if isinstance(x, str) and "/" in x:
+        p, q = x.split("/")
+        return Fraction(int(p), int(q))
+    if hasattr(x, "p") and hasattr(x, "q"):  # sympy Rational
+        return Fraction(int(x.p), int(x.q))
+    return None
+
+
 def contraction(v: P) -> mpmath.mpf:
-    """c = 1 - eta m, the per-step contraction of the projected noisy gradient map."""
+    """c = 1 - eta m, the per-step contraction of the projected noisy gradient map; exact when
+    eta and m are rationals (eta = 1/m makes c exactly 0, not a rounding residue)."""
+    eta, m = _exact_rational(v._inputs["eta"]), _exact_rational(v._inputs["m"])
+    if eta is not None and m is not None:
+        return num(1 - eta * m)
     return 1 - v.eta * v.m
 
 
