@@ -19,11 +19,9 @@ import pytest
 from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, replacement_request
 from empirical.mechanisms.chien2024lu import LangevinConfig, run_langevin
 from empirical.models import QuadraticLoss
+from tests.empirical.hand_data import line_dataset
 
-
-def _line(n: int = 4) -> Dataset:
-    points = np.arange(1.0, n + 1.0)[:, None]
-    return Dataset("line", points, np.ones(n), np.zeros((0, 1)), [], "hand")
+_line = line_dataset
 
 
 def test_config_validation():

@@ -29,11 +29,9 @@ from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.mechanisms.neel2021 import D2DConfig, run_d2d
 from empirical.models import LinearModel, LogisticRegression, QuadraticLoss
 from empirical.trials import TrialRandom, run_trials
+from tests.empirical.hand_data import line_dataset
 
-
-def _line(n: int = 4) -> Dataset:
-    points = np.arange(1.0, n + 1.0)[:, None]
-    return Dataset("line", points, np.ones(n), np.zeros((0, 1)), [], "hand")
+_line = line_dataset
 
 
 def _small_digits(rows: int = 24) -> Dataset:

@@ -27,11 +27,9 @@ from empirical.mechanisms.neel2021 import (
     run_d2d,
 )
 from empirical.models import LogisticRegression, QuadraticLoss
+from tests.empirical.hand_data import line_dataset
 
-
-def _line(n: int = 4) -> Dataset:
-    points = np.arange(1.0, n + 1.0)[:, None]
-    return Dataset("line", points, np.ones(n), np.zeros((0, 1)), [], "hand")
+_line = line_dataset
 
 
 def _config(**change) -> D2DConfig:
