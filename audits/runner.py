@@ -32,6 +32,7 @@ from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechani
 from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
 from audits.spec import ESTIMATORS, STATISTICS, AuditSpec, load_spec
+from audits.store import STORE_NAME
 
 __all__ = [
     "SCHEMA_ID",
@@ -91,33 +92,33 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _finish(report: dict, out_dir: str | Path | None, *, replace: bool = False,
-            same_audit_by: str = "spec_hash") -> AuditResult:
+def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report import validate_report, write_report
 
     if out_dir is None:
         return AuditResult(validate_report(report), None)
-    if not replace:
-        _refuse_foreign_report(report, Path(out_dir), same_audit_by)
     paths = write_report(report, out_dir)
     return AuditResult(validate_report(report), paths)
 
 
-def _refuse_foreign_report(report: Mapping[str, Any], out_dir: Path, same_audit_by: str) -> None:
-    """Refuse to overwrite another audit's report in ``out_dir`` (``replace=True`` allows it).
-
-    ``same_audit_by`` names the report field that identifies an audit: ``"spec"`` for spec-driven
+def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: str,
+                           value: Any) -> None:
+    """Before any work: refuse an ``out_dir`` whose report.json belongs to another audit, unless
+    ``replace``. ``field``/``value`` identify this audit in the report: ``"spec"`` for spec-driven
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
     from audits.report_schema import JSON_NAME
 
-    existing = out_dir / JSON_NAME
+    if out_dir is None or replace:
+        return
+    existing = Path(out_dir) / JSON_NAME
     if not existing.exists():
         return
     try:
         previous = json.loads(existing.read_text(encoding="utf-8"))
-        same = isinstance(previous, dict) and previous.get(same_audit_by) == report[same_audit_by]
+        # compare as JSON reads back (tuples become lists)
+        same = isinstance(previous, dict) and previous.get(field) == json.loads(json.dumps(value))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         same = False
     if not same:
@@ -164,6 +165,10 @@ def run_audit(
     """
     start = time.perf_counter()
     spec = load_spec(spec)
+    if out_dir is not None and not (Path(out_dir) / STORE_NAME).exists():
+        # with a store, the store itself refuses another spec (and says which); without one,
+        # a report.json left by another kind of audit must not be overwritten either
+        _refuse_foreign_report(out_dir, replace=replace, field="spec", value=spec.to_dict())
     prepared = prepare_audit(spec, backend=backend)
     spec_json = spec.canonical_json()
     audit_key = hashlib.sha256(
@@ -184,7 +189,7 @@ def run_audit(
                             "(empirical.trials.trial_seed)"},
         device=prepared.device, wall_seconds=time.perf_counter() - start, chunks=chunks,
         chunks_resumed=resumed, notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec))
-    return _finish(report, out_dir, replace=replace, same_audit_by="spec")
+    return _finish(report, out_dir)
 
 
 def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
@@ -237,6 +242,7 @@ def audit_mechanism(
     settings_json = json.dumps(settings, sort_keys=True)
     audit_key = hashlib.sha256(
         f"{settings_json}|{code_version()}|{cache_key}".encode()).hexdigest()
+    _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=audit_key)
     store_dir = out_dir if cache_key is not None else None
     main, pilot, chunks, resumed, pilot_seed, _ = run_chunks(
         mechanism, trials=trials, pilot_trials=pilot_trials, chunk_size=chunk_size, seed=seed,
@@ -249,7 +255,7 @@ def audit_mechanism(
         seeds={"pilot_seed": pilot_seed}, device=str(getattr(mechanism, "device", "cpu")),
         wall_seconds=time.perf_counter() - start, chunks=chunks, chunks_resumed=resumed,
         direction=direction)
-    return _finish(report, out_dir, replace=replace)
+    return _finish(report, out_dir)
 
 
 def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statistics,
@@ -324,10 +330,11 @@ def audit_scores(
     for key, array in sorted(batch.to_arrays().items()):
         digest.update(key.encode())
         digest.update(np.ascontiguousarray(array).tobytes())
+    _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=digest.hexdigest())
     report = build_report(
         spec_dict=settings, spec_hash=digest.hexdigest(), certificate=certificate, main=batch,
         pilot=None, attacks=None, statistics=statistics, estimators=estimators,
         confidence=confidence, seed=seed, seeds={}, device="precomputed",
         wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0,
         direction=direction)
-    return _finish(report, out_dir, replace=replace)
+    return _finish(report, out_dir)

@@ -422,3 +422,14 @@ def test_a_report_of_other_scores_is_not_overwritten(tmp_path):
     (tmp_path / "report.json").write_text("{not json")
     with pytest.raises(ValueError, match="another audit"):
         audit_mechanism(GaussianShift(0.5), certificate=cert, trials=100, out_dir=tmp_path)
+
+
+def test_a_foreign_report_is_refused_before_any_trial_runs(tmp_path):
+    class MustNotRun:
+        def run_trials(self, *, seed, first_trial, n_trials):
+            raise AssertionError("trials ran before the out_dir was checked")
+
+    (tmp_path / "report.json").write_text(json.dumps({"spec_hash": "someone else's"}))
+    with pytest.raises(ValueError, match="another audit"):
+        audit_mechanism(MustNotRun(), certificate=Certificate(epsilon=1.0, delta=1e-3),
+                        trials=100, out_dir=tmp_path)
