@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from audits.execution import code_version, toolkit_version
-from audits.protocols import Certificate, TrialBatch
+from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
 from audits.report_schema import (
     EXIT_CODES,
     KIND_ESTIMATE,
@@ -58,17 +58,18 @@ class _AttackScores:
     details: Mapping[str, Any]
 
 
-def _projection_direction(pilot: TrialBatch, statistic: str) -> np.ndarray:
-    u = pilot.unlearned.statistics[statistic]
-    r = pilot.retrained.statistics[statistic]
-    return u.mean(axis=0) - r.mean(axis=0)
-
-
 def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
-                   attacks: Sequence[str] | None) -> list[_AttackScores]:
-    """Turn a batch into 1-D scores per attack (unlearned = positive class)."""
+                   attacks: Sequence[str] | None,
+                   projections: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
+                   ) -> list[_AttackScores]:
+    """Turn a batch into 1-D scores per attack (unlearned = positive class).
+
+    ``projections``: statistics already projected on the pilot's direction, chunk by chunk
+    (stat -> (unlearned, retrained)); statistics not listed there are projected here, with the
+    same row-by-row product, so both give the same scores."""
+    projections = dict(projections or {})
     score_names = list(main.unlearned.scores)
-    stat_names = list(main.unlearned.statistics)
+    stat_names = list(projections) + [s for s in main.unlearned.statistics if s not in projections]
     if attacks is None:
         attacks = score_names + (["projection"] if stat_names and pilot is not None else [])
     out: list[_AttackScores] = []
@@ -89,15 +90,15 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
             if pilot is None:
                 raise ValueError("the projection attack needs pilot trials (pilot_trials > 0)")
             for stat in stat_names:
-                direction = _projection_direction(pilot, stat)
-                norm = float(np.linalg.norm(direction))
-                unit = direction / norm if norm > 0 else direction
+                unit, norm = projection_unit(pilot, stat)
+                if stat in projections:
+                    u, r = projections[stat]
+                else:
+                    u = project_rows(main.unlearned.statistics[stat], unit)
+                    r = project_rows(main.retrained.statistics[stat], unit)
                 name = "projection" if len(stat_names) == 1 else f"projection[{stat}]"
                 out.append(_AttackScores(
-                    name,
-                    main.unlearned.statistics[stat] @ unit,
-                    main.retrained.statistics[stat] @ unit,
-                    None,
+                    name, u, r, None,
                     {"statistic": stat, "direction": "mean(unlearned) - mean(retrained) over "
                      f"{pilot.n_trials} pilot trials (independent seed)",
                      "direction_norm": norm},
@@ -524,14 +525,15 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   statistics: Sequence[str], estimators: Sequence[str], confidence: float,
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
-                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both") -> dict:
+                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both",
+                  projections: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict:
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:
         raise ValueError(f"the lower bounds need a certificate delta in (0, 1), got {delta}")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    scored = _attack_scores(main, pilot, attacks)
+    scored = _attack_scores(main, pilot, attacks, projections)
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
                                   renyi=use_renyi)

@@ -19,6 +19,7 @@ spec (:func:`default_out_dir`), so the demo of each algorithm and each example h
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,22 @@ def default_out_dir(*, algorithm: str | None = None, spec_path: str | Path | Non
     """Where an audit writes without ``--out``: the demo of an algorithm (the default one when
     None) in ``audit-out/demo-<name>``, a spec file in ``audit-out/<its stem>``."""
     if spec_path is not None:
-        return _DEFAULT_OUT / Path(spec_path).stem
+        return _DEFAULT_OUT / _folder_name(Path(spec_path).stem)
     if algorithm is None:
         from audits.registry import default_adapter
 
         algorithm = default_adapter().name
     return _DEFAULT_OUT / f"demo-{algorithm}"
+
+
+def _folder_name(stem: str) -> str:
+    """A spec file's stem as one folder name inside ``audit-out``: characters other than
+    letters, digits (Unicode ones included), ``-``, ``_`` and ``.`` become ``_``, and so does a
+    leading dot (``...toml``, whose stem is ``..``, never names the parent folder); at most 100
+    characters."""
+    safe = re.sub(r"[^\w.-]", "_", stem)[:100]
+    safe = re.sub(r"^\.", "_", safe)
+    return safe or "spec"
 
 
 def _error(message: str) -> Exception:
@@ -72,7 +83,8 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     result = run_audit(spec, out_dir=out_dir, backend=args.backend,
                        progress=not args.json and not args.quiet,
                        ray_address=getattr(args, "ray_address", None),
-                       replace=args.replace, resume=args.resume)
+                       replace=args.replace, resume=args.resume,
+                       keep_statistics=args.keep_statistics)
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
@@ -159,6 +171,9 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
         p.add_argument("--resume", action="store_true",
                        help="recompute stored chunks that fail their checksum (without this flag "
                             "they are named and the run stops)")
+        p.add_argument("--keep-statistics", action="store_true",
+                       help="store every trial's statistics (e.g. parameter vectors) too; by "
+                            "default the store keeps what the report needs (their projections)")
 
     p = with_json(sub.add_parser(
         "demo", help="an algorithm's embedded demo audit (see 'unlearn audit algorithms')"))

@@ -277,6 +277,18 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------
 
 
+class _Version(argparse.Action):
+    """``--version``: the version as text, or as a JSON object when ``--json`` is anywhere on
+    the command line."""
+
+    as_json = False
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        version = toolkit_version()
+        emit({"program": "unlearn", "version": version}, _Version.as_json, f"unlearn {version}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="unlearn",
@@ -284,7 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Errors: one line 'error: ...' on stderr, exit 1 (2 for a malformed command line); "
                "with --json also {\"error\": {\"type\", \"message\"}} on stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"unlearn {toolkit_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version (a JSON object with --json) and exit")
+    parser.add_argument("--json", action="store_true", dest="json_first", default=False,
+                        help="print one JSON object (may be given before the command too)")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error (may be given anywhere)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -385,7 +400,7 @@ def _error_kind(error: BaseException) -> str:
     return "internal"
 
 
-def _error_message(error: BaseException) -> str:
+def _error_message(error: BaseException, *, debug: bool = False) -> str:
     if isinstance(error, KeyError) and error.args:
         message = str(error.args[0])
     elif isinstance(error, OSError) and error.strerror:
@@ -398,8 +413,8 @@ def _error_message(error: BaseException) -> str:
     else:
         message = str(error) or type(error).__name__
     if _error_kind(error) == "internal":
-        message = (f"{type(error).__name__}: {message} (unexpected; rerun with --debug for the "
-                   "traceback)")
+        hint = "the traceback is above on stderr" if debug else "rerun with --debug for the traceback"
+        message = f"{type(error).__name__}: {message} (unexpected; {hint})"
     return one_line(message)
 
 
@@ -419,7 +434,7 @@ def _fail(error: BaseException, *, argv: Sequence[str], as_json: bool, debug: bo
     if debug:
         traceback.print_exception(error, file=sys.stderr)
     kind = _error_kind(error)
-    message = one_line(_shorten_inputs(_error_message(error), argv))
+    message = one_line(_shorten_inputs(_error_message(error, debug=debug), argv))
     print(f"error: {message}", file=sys.stderr)
     if as_json:
         emit(error_payload(kind, message), True, "")
@@ -445,6 +460,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = argv[: argv.index("--")] if "--" in argv else argv
     as_json, debug = "--json" in head, "--debug" in head
     argv = [a for i, a in enumerate(argv) if not (a == "--debug" and i < len(head))]
+    if argv and argv[0] == "--json":
+        # ``unlearn --json bounds list``: the command's own flag, given before the command
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = [*argv[1:cut], "--json", *argv[cut:]]
+    _Version.as_json = as_json
     try:
         return _run(argv)
     except SystemExit as done:  # --help, --version, or a command's own status (VIOLATION)

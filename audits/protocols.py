@@ -40,6 +40,8 @@ __all__ = [
     "TrialBatch",
     "TrialMechanism",
     "certified_renyi_curve",
+    "project_rows",
+    "projection_unit",
 ]
 
 
@@ -165,6 +167,23 @@ class TrialBatch:
             if set(part) != keys:
                 raise ValueError("chunks disagree on their outputs")
         return cls.from_arrays({k: np.concatenate([p[k] for p in parts]) for k in sorted(keys)})
+
+
+def projection_unit(pilot: TrialBatch, statistic: str) -> tuple[np.ndarray, float]:
+    """The projection attack's direction: mean(unlearned) - mean(retrained) of a statistic over
+    the pilot trials, as a unit vector (itself when zero), and its norm."""
+    direction = (pilot.unlearned.statistics[statistic].mean(axis=0)
+                 - pilot.retrained.statistics[statistic].mean(axis=0))
+    norm = float(np.linalg.norm(direction))
+    return (direction / norm if norm > 0 else direction), norm
+
+
+def project_rows(statistics: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``unit``, computed row by row (a row's value never depends
+    on which other rows are in the array, unlike a BLAS matrix-vector product), so that scores
+    projected chunk by chunk equal those of the whole array bit for bit."""
+    rows = np.ascontiguousarray(statistics, dtype=np.float64)
+    return np.add.reduce(rows * np.asarray(unit, dtype=np.float64), axis=1)
 
 
 @runtime_checkable

@@ -54,8 +54,9 @@ def _png_base64(figure) -> str:
 
 def _certificate_tpr(fpr: np.ndarray, epsilon: float, delta: float) -> np.ndarray:
     """Largest TPR any test can reach at ``fpr`` under an (epsilon, delta) guarantee."""
-    with np.errstate(over="ignore"):
-        first = np.exp(epsilon) * fpr + delta
+    # e^epsilon may overflow (a user's certificate of epsilon 1e300): inf * 0 at fpr = 0 is 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = np.where(fpr > 0, np.exp(epsilon) * fpr, 0.0) + delta
     second = 1.0 - np.exp(-epsilon) * (1.0 - delta - fpr)
     return np.clip(np.minimum(np.minimum(first, second), 1.0), 0.0, 1.0)
 

@@ -160,7 +160,8 @@ def simultaneous_boxes(counts: np.ndarray, *, gamma: float) -> tuple[np.ndarray,
 
 def _edge_min_q_fixed(q0: np.ndarray, p_lo, p_hi, order: float, lam: float, nu: float) -> np.ndarray:
     """min over p in [p_lo, p_hi] of p^a q0^(1-a) + lam p + nu q0 (convex in p)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    # p^a q^(1-a) beyond the float range is inf, as it is for q = 0 (a warning says nothing more)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if lam < 0:
             p_star = q0 * (-lam / order) ** (1.0 / (order - 1.0))
         else:
@@ -172,7 +173,7 @@ def _edge_min_q_fixed(q0: np.ndarray, p_lo, p_hi, order: float, lam: float, nu: 
 
 def _edge_min_p_fixed(p0: np.ndarray, q_lo, q_hi, order: float, lam: float, nu: float) -> np.ndarray:
     """min over q in [q_lo, q_hi] of p0^a q^(1-a) + lam p0 + nu q (convex in q > 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if nu > 0:
             q_star = ((order - 1.0) * p0**order / nu) ** (1.0 / order)
         else:

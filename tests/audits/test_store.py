@@ -128,8 +128,8 @@ def test_every_read_checks_the_blob_checksum(tmp_path):
         np.testing.assert_array_equal(store.get("audit", 0).arrays["scores"], arrays["scores"])
         with pytest.raises(CorruptChunkError, match=r"audit/1 \(array 'scores'\)") as info:
             store.get("audit", 1)
-        assert info.value.bad == [("audit", 1, "scores")]
-        assert store.verify() == [("audit", 1, "scores")]
+        assert info.value.bad == [("audit", 1, "array 'scores'")]
+        assert store.verify() == [("audit", 1, "array 'scores'")]
         store.drop({("audit", 1)})
         assert store.verify() == [] and store.finished() == {("audit", 0)}
 
