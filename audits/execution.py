@@ -238,7 +238,7 @@ def _ray_chunk(mechanism, plan: _Plan):
 
 
 def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
-             address: str | None, keep: _Keep | None) -> str:
+             address: str | None, keep: _Keep | None = None) -> str:
     try:
         import ray
     except ImportError:

@@ -283,9 +283,12 @@ class CertificateSpec:
     def __post_init__(self) -> None:
         p = "spec.certificate"
         if self.target_epsilon is not None:
-            number(self.target_epsilon, f"{p}.target_epsilon", low=0, high=MAX_EPSILON,
-                   open_low=True, what=f"a positive number at most {MAX_EPSILON:g} (e^epsilon "
-                   "must be a finite float; a larger epsilon certifies nothing)")
+            number(self.target_epsilon, f"{p}.target_epsilon", low=0, open_low=True,
+                   what="a positive number")
+            if self.target_epsilon > MAX_EPSILON:
+                raise fail(f"{p}.target_epsilon", f"must be at most {MAX_EPSILON:g} (e^epsilon "
+                           "must be a finite float; a larger epsilon certifies nothing), got "
+                           f"{self.target_epsilon!r}")
         if isinstance(self.delta, str):
             if self.delta != "1/n":
                 raise fail(f"{p}.delta", f"must be a number in (0, 1) or '1/n', got "
@@ -350,8 +353,10 @@ class AuditSpec:
             raise fail(f"{p}.algorithm", f"must be the parameters of a registered algorithm "
                        f"({', '.join(adapters())}), got {type(self.algorithm).__name__}")
         positive_int(self.trials, f"{p}.trials")
-        if not 2 <= self.trials <= MAX_TRIALS:
-            raise fail(f"{p}.trials", f"must be in [2, {MAX_TRIALS}], got {self.trials}")
+        if self.trials < 2:
+            raise fail(f"{p}.trials", f"must be at least 2, got {self.trials}")
+        if self.trials > MAX_TRIALS:
+            raise fail(f"{p}.trials", f"must be at most {MAX_TRIALS}, got {self.trials}")
         object.__setattr__(self, "attacks", names(self.attacks, f"{p}.attacks", ATTACKS))
         object.__setattr__(self, "statistics",
                            names(self.statistics, f"{p}.statistics", STATISTICS))
