@@ -60,13 +60,13 @@ class _AttackScores:
 
 def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                    attacks: Sequence[str] | None,
-                   projections: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
+                   projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
                    ) -> list[_AttackScores]:
     """Turn a batch into 1-D scores per attack (unlearned = positive class).
 
     ``projections``: statistics already projected on the pilot's direction, chunk by chunk
-    (stat -> (unlearned, retrained)); statistics not listed there are projected here, with the
-    same row-by-row product, so both give the same scores."""
+    (stat -> (unlearned, retrained, direction norm)); statistics not listed there are projected
+    here, with the same direction and row-by-row product, so both give the same scores."""
     projections = dict(projections or {})
     score_names = list(main.unlearned.scores)
     stat_names = list(projections) + [s for s in main.unlearned.statistics if s not in projections]
@@ -90,10 +90,10 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
             if pilot is None:
                 raise ValueError("the projection attack needs pilot trials (pilot_trials > 0)")
             for stat in stat_names:
-                unit, norm = projection_unit(pilot, stat)
                 if stat in projections:
-                    u, r = projections[stat]
+                    u, r, norm = projections[stat]
                 else:
+                    unit, norm = projection_unit(pilot, stat)
                     u = project_rows(main.unlearned.statistics[stat], unit)
                     r = project_rows(main.retrained.statistics[stat], unit)
                 name = "projection" if len(stat_names) == 1 else f"projection[{stat}]"
@@ -526,7 +526,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
                   extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both",
-                  projections: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None) -> dict:
+                  projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
+                  ) -> dict:
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:

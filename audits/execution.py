@@ -5,10 +5,11 @@ order, on any worker, and be stored and reused: a killed audit resumes from its 
 (:mod:`audits.store`) and gives a bit-identical report.
 
 The store keeps what the verdict and the report need. With the projection attack, the pilot
-chunks run first and keep their statistics (they choose the direction); every main chunk then
-stores each statistic's projection on that direction (one number per trial and side) instead
-of the statistic itself (a parameter vector per trial), unless ``keep_statistics`` asks for
-both, or the mechanism returns no score (the statistics are then all a side has).
+chunks run first and store the exact column sums of each statistic
+(:func:`audits.protocols.exact_column_sums`, from which the direction comes); every main chunk
+then stores each statistic's projection on that direction (one number per trial and side).
+The statistics themselves (a parameter vector per trial) are stored only with
+``keep_statistics``, or when the mechanism returns no score (they are then all a side has).
 """
 
 from __future__ import annotations
@@ -27,7 +28,13 @@ from typing import Any
 import numpy as np
 
 from audits.fields import SpecError
-from audits.protocols import TrialBatch, TrialMechanism, project_rows, projection_unit
+from audits.protocols import (
+    TrialBatch,
+    TrialMechanism,
+    direction_from_sums,
+    exact_column_sums,
+    project_rows,
+)
 from audits.seeds import derived_seed
 from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError, inspect_store
 
@@ -161,7 +168,7 @@ class _MemorySink:
         return set(self._chunks)
 
     def put(self, *, phase, chunk, arrays, **_: Any) -> None:
-        self._chunks[(phase, chunk)] = dict(arrays)
+        self._chunks[(phase, chunk)] = dict(arrays)  # the same arrays the store would keep
 
     def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
         return self._chunks[(phase, chunk)]
@@ -174,51 +181,65 @@ class _StoreSink:
     def finished(self) -> set[tuple[str, int]]:
         return self.store.finished()
 
-    def put(self, *, phase, chunk, first_trial, n_trials, seed, arrays, seconds, worker) -> None:
+    def put(self, *, phase, chunk, first_trial, n_trials, seed, arrays, seconds, worker,
+            per_chunk=()) -> None:
         self.store.put(phase=phase, chunk=chunk, first_trial=first_trial, n_trials=n_trials,
-                       seed=seed, arrays=arrays, seconds=seconds, worker=worker)
+                       seed=seed, arrays=arrays, seconds=seconds, worker=worker,
+                       per_chunk=per_chunk)
 
     def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
         return dict(self.store.get(phase, chunk).arrays)
 
 
-_PROJECTION = "projection"  # array names side.projection.STAT: a statistic's projected scores
+_PROJECTION = "projection"  # side.projection.STAT: a statistic's projected scores, per trial
+_SUMS = "column_sums"  # side.column_sums.STAT: its exact column sums over the chunk (hex text)
+
+
+def _encode_sums(sums: list[int]) -> np.ndarray:
+    return np.array([format(v, "x") for v in sums], dtype="S")
+
+
+def _decode_sums(array: np.ndarray) -> list[int]:
+    return [int(v.decode("ascii"), 16) for v in np.asarray(array).tolist()]
 
 
 @dataclass(frozen=True)
 class _Keep:
-    """How main chunks are stored: statistics projected on ``units`` (stat -> unit vector),
-    and whether the statistics themselves are kept too."""
+    """How chunks are stored with the projection attack: pilot statistics as exact column sums,
+    main statistics projected on ``units`` (stat -> unit vector; None for pilot chunks), the
+    statistics themselves too when ``statistics``."""
 
-    units: dict[str, np.ndarray]
+    units: dict[str, np.ndarray] | None
     statistics: bool
 
 
 def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, np.ndarray]:
-    """A main chunk's arrays as stored: each projected statistic replaced by its projection."""
-    if keep is None or not keep.units:
+    """A chunk's arrays as stored (see :class:`_Keep`)."""
+    if keep is None:
         return arrays
-    has_scores = any(key.split(".")[1] == "scores" for key in arrays if "." in key)
+    has_scores = any(".scores." in key for key in arrays)
     out: dict[str, np.ndarray] = {}
     for key, array in arrays.items():
         side, _, rest = key.partition(".")
         kind, _, name = rest.partition(".")
-        if kind == "statistics" and name in keep.units:
-            out[f"{side}.{_PROJECTION}.{name}"] = project_rows(array, keep.units[name])
-            if keep.statistics or not has_scores:
-                out[key] = array
+        if kind != "statistics" or (keep.units is not None and name not in keep.units):
+            out[key] = array
+            continue
+        if keep.units is None:
+            out[f"{side}.{_SUMS}.{name}"] = _encode_sums(exact_column_sums(array))
         else:
+            out[f"{side}.{_PROJECTION}.{name}"] = project_rows(array, keep.units[name])
+        if keep.statistics or not has_scores:
             out[key] = array
     return out
 
 
 def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str,
                   keep: _Keep | None = None) -> None:
-    if plan.phase == MAIN:
-        arrays = _light(arrays, keep)
+    arrays = _light(arrays, keep)
     sink.put(phase=plan.phase, chunk=plan.chunk, first_trial=plan.first_trial,
              n_trials=plan.n_trials, seed=plan.seed, arrays=arrays, seconds=seconds,
-             worker=worker)
+             worker=worker, per_chunk=[k for k in arrays if f".{_SUMS}." in k])
 
 
 def _run_local(mechanism, plans: list[_Plan], sink, progress: _Progress,
@@ -285,10 +306,10 @@ def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
 
 def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: bool,
              label: str, ray_address: str | None,
-             keep: Callable[[], _Keep | None] = lambda: None) -> tuple[int, str | None]:
-    """Compute every plan not yet in ``sink``, pilot chunks first (``keep()``, called once
-    they are all stored, says how main chunks are stored); returns (chunks resumed, Ray
-    description)."""
+             keep: Callable[[str], _Keep | None] = lambda phase: None) -> tuple[int, str | None]:
+    """Compute every plan not yet in ``sink``, pilot chunks first (``keep(phase)`` says how a
+    phase's chunks are stored; for the main phase it is called once the pilot chunks are all
+    stored); returns (chunks resumed, Ray description)."""
     if backend not in ("local", "ray"):
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     done = sink.finished()
@@ -298,7 +319,7 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
     try:
         for phase in (PILOT, MAIN):
             stage = [p for p in todo if p.phase == phase]
-            how = keep() if phase == MAIN else None
+            how = keep(phase) if stage else None
             if stage and backend == "local":
                 _run_local(mechanism, stage, sink, bar, how)
             elif stage:
@@ -308,11 +329,19 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
     return len(plans) - len(todo), cluster
 
 
-def _collect(sink, plans: list[_Plan], phase: str
-             ) -> tuple[TrialBatch | None, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """A phase's stored chunks as one batch, and the projected statistics
-    (stat -> (unlearned, retrained) scores) stored instead of or beside the statistics."""
-    parts, projected = [], []
+@dataclass(frozen=True)
+class _Phase:
+    """A phase's stored chunks read back: the batch (what the analysis reads per trial), the
+    projected statistics (stat -> (unlearned, retrained) scores) and the exact column sums
+    (stat -> (unlearned, retrained) sums), each over all chunks."""
+
+    batch: TrialBatch | None
+    projected: dict[str, tuple[np.ndarray, np.ndarray]]
+    sums: dict[str, tuple[list[int], list[int]]]
+
+
+def _collect(sink, plans: list[_Plan], phase: str) -> _Phase:
+    parts, extras = [], []
     for plan in plans:
         if plan.phase != phase:
             continue
@@ -320,29 +349,34 @@ def _collect(sink, plans: list[_Plan], phase: str
         expected = np.arange(plan.first_trial, plan.first_trial + plan.n_trials)
         if not np.array_equal(arrays.get("trial_index"), expected):
             raise ValueError(f"stored chunk {phase}/{plan.chunk} holds other trials than planned")
-        marker = f".{_PROJECTION}."
-        mine = {k: v for k, v in arrays.items() if marker in k}
-        rest = {k: v for k, v in arrays.items() if marker not in k}
+        extra = {k: v for k, v in arrays.items() if k.split(".")[1:2] in ([_PROJECTION], [_SUMS])}
+        rest = {k: v for k, v in arrays.items() if k not in extra}
         if any(".scores." in k for k in rest):
-            # statistics kept beside their projection (keep_statistics) are not read back, so
-            # chunks stored with and without them make one batch
-            names = {k.split(".", 2)[2] for k in mine}
+            # statistics kept beside their projection or sums (keep_statistics) are not read
+            # back, so chunks stored with and without them make one batch
+            names = {k.split(".", 2)[2] for k in extra}
             rest = {k: v for k, v in rest.items()
                     if not (".statistics." in k and k.split(".", 2)[2] in names)}
-        projected.append(mine)
+        extras.append(extra)
         parts.append(TrialBatch.from_arrays(rest))
     if not parts:
-        return None, {}
-    keys = set(projected[0])
-    if any(set(p) != keys for p in projected):
+        return _Phase(None, {}, {})
+    if any(set(e) != set(extras[0]) for e in extras):
         raise ValueError(f"stored chunks of phase {phase} disagree on their projected statistics")
-    names = [k.split(".", 2)[2] for k in projected[0] if k.startswith("unlearned.")]
-    projections = {
-        name: tuple(np.concatenate([p[f"{side}.{_PROJECTION}.{name}"] for p in projected])
-                    for side in ("unlearned", "retrained"))
-        for name in names}
-    return TrialBatch.concatenate(parts), projections
-
+    projected: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    sums: dict[str, tuple[list[int], list[int]]] = {}
+    for key in extras[0]:
+        side, kind, name = key.split(".", 2)
+        if side != "unlearned":
+            continue
+        pair = [[e[f"{s}.{kind}.{name}"] for e in extras] for s in ("unlearned", "retrained")]
+        if kind == _PROJECTION:
+            projected[name] = (np.concatenate(pair[0]), np.concatenate(pair[1]))
+        else:
+            sums[name] = tuple([sum(col) for col in zip(*map(_decode_sums, side_parts),
+                                                      strict=True)]
+                               for side_parts in pair)
+    return _Phase(TrialBatch.concatenate(parts), projected, sums)
 
 
 def resolve_device(device: str, backend: str) -> str:
@@ -393,12 +427,12 @@ def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
 @dataclass(frozen=True)
 class ChunkResults:
     """What :func:`run_chunks` returns: the main and pilot batches, the main chunks' projected
-    statistics (stat -> (unlearned, retrained) scores), chunk counts, the pilot seed, and
-    where the chunks ran (None: locally)."""
+    statistics (stat -> (unlearned, retrained) scores, direction norm), chunk counts, the pilot
+    seed, and where the chunks ran (None: locally)."""
 
     main: TrialBatch
     pilot: TrialBatch | None
-    projections: dict[str, tuple[np.ndarray, np.ndarray]]
+    projections: dict[str, tuple[np.ndarray, np.ndarray, float]]
     chunks: int
     resumed: int
     pilot_seed: int
@@ -447,20 +481,33 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     else:
         sink = _MemorySink()
 
-    def keep() -> _Keep | None:
+    directions: dict[str, tuple[np.ndarray, float]] = {}
+
+    def keep(phase: str) -> _Keep | None:
         if not (project and pilot_trials):
             return None
-        pilot_batch, _ = _collect(sink, plans, PILOT)
-        units = {name: projection_unit(pilot_batch, name)[0]
-                 for name in pilot_batch.unlearned.statistics}
-        return _Keep(units, keep_statistics)
+        if phase == PILOT:
+            return _Keep(None, keep_statistics)
+        directions.update(_directions(_collect(sink, plans, PILOT)))
+        return _Keep({name: unit for name, (unit, _) in directions.items()}, keep_statistics)
 
     try:
         resumed, cluster = _execute(mechanism, plans, sink, backend=backend, progress=progress,
                                     label=label, ray_address=ray_address, keep=keep)
-        pilot, _ = _collect(sink, plans, PILOT) if pilot_trials else (None, {})
-        main, projections = _collect(sink, plans, MAIN)
+        pilot = _collect(sink, plans, PILOT) if pilot_trials else _Phase(None, {}, {})
+        main = _collect(sink, plans, MAIN)
     finally:
         if store is not None:
             store.close()
-    return ChunkResults(main, pilot, projections, len(plans), resumed, pilot_seed, cluster)
+    norms = {name: norm for name, (_, norm) in _directions(pilot).items()}
+    projections = {name: (u, r, norms[name]) for name, (u, r) in main.projected.items()}
+    return ChunkResults(main.batch, pilot.batch, projections, len(plans), resumed, pilot_seed,
+                        cluster)
+
+
+def _directions(pilot: _Phase) -> dict[str, tuple[np.ndarray, float]]:
+    """Each statistic's projection direction (unit vector, norm) from the pilot's exact sums."""
+    if pilot.batch is None:
+        return {}
+    n = pilot.batch.n_trials
+    return {name: direction_from_sums(u, n, r, n) for name, (u, r) in pilot.sums.items()}

@@ -286,10 +286,14 @@ class ChunkStore:
 
     def put(self, *, phase: str, chunk: int, first_trial: int, n_trials: int, seed: int,
             arrays: Mapping[str, np.ndarray], seconds: float = 0.0,
-            worker: str | None = None) -> None:
-        """Store one finished chunk and log its computation (one transaction)."""
+            worker: str | None = None, per_chunk: Iterable[str] = ()) -> None:
+        """Store one finished chunk and log its computation (one transaction).
+
+        Every array has one row per trial, except those named in ``per_chunk`` (summaries of
+        the chunk, such as exact column sums)."""
+        per_chunk = set(per_chunk)
         for name, array in arrays.items():
-            if np.asarray(array).shape[:1] != (n_trials,):
+            if name not in per_chunk and np.asarray(array).shape[:1] != (n_trials,):
                 raise ValueError(f"array {name!r} of chunk {phase}/{chunk} has leading size "
                                  f"{np.asarray(array).shape[:1]}, expected ({n_trials},)")
         now = time.time()

@@ -14,7 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits.protocols import Certificate, ModelOutputs, TrialBatch, project_rows
+from audits.protocols import (
+    Certificate,
+    ModelOutputs,
+    TrialBatch,
+    direction_from_sums,
+    exact_column_sums,
+    project_rows,
+)
 from audits.runner import audit_mechanism, comparable, run_audit
 from audits.spec import AuditSpec
 from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, FolderLock, StoreError
@@ -221,15 +228,17 @@ def _array_names(store_path: Path, phase: str) -> set[str]:
         conn.close()
 
 
-def test_main_chunks_store_projections_not_parameter_vectors(tmp_path):
+def test_the_store_keeps_projections_and_sums_not_parameter_vectors(tmp_path):
     light = run_audit(_projection_spec(), out_dir=tmp_path / "light")
     main_names = _array_names(tmp_path / "light" / STORE_NAME, "audit")
-    assert not any(".statistics." in n for n in main_names)
+    pilot_names = _array_names(tmp_path / "light" / STORE_NAME, "pilot")
+    assert not any(".statistics." in n for n in main_names | pilot_names)
     assert {"unlearned.projection.params", "retrained.projection.params"} <= main_names
-    assert "unlearned.statistics.params" in _array_names(tmp_path / "light" / STORE_NAME, "pilot")
+    assert {"unlearned.column_sums.params", "retrained.column_sums.params"} <= pilot_names
 
     full = run_audit(_projection_spec(), out_dir=tmp_path / "full", keep_statistics=True)
-    assert "unlearned.statistics.params" in _array_names(tmp_path / "full" / STORE_NAME, "audit")
+    for phase in ("audit", "pilot"):
+        assert "unlearned.statistics.params" in _array_names(tmp_path / "full" / STORE_NAME, phase)
     in_memory = run_audit(_projection_spec())
     assert comparable(light.report) == comparable(full.report) == comparable(in_memory.report)
     assert (tmp_path / "light" / STORE_NAME).stat().st_size < \
@@ -253,3 +262,23 @@ def test_the_lock_is_released_after_an_audit(tmp_path):
     with FolderLock(tmp_path):
         pass
     assert os.path.isdir(tmp_path)
+
+
+def test_exact_column_sums_add_up_over_any_chunking_and_equal_fractions():
+    from fractions import Fraction
+
+    rng = np.random.default_rng(4)
+    rows = rng.standard_normal((300, 5)) * np.array([1e-300, 1e-3, 1.0, 1e100, 1.0])
+    rows[0, 0], rows[1, 4] = 5e-324, -0.0  # a subnormal and a negative zero
+    whole = exact_column_sums(rows)
+    for j in range(5):
+        assert Fraction(whole[j], 2**1074) == sum(Fraction(x) for x in rows[:, j])
+    parts = [exact_column_sums(rows[i:i + 37]) for i in range(0, 300, 37)]
+    assert [sum(col) for col in zip(*parts, strict=True)] == whole
+    # the direction: the exact difference of the means, rounded once
+    u, r = rows[:150], rows[150:]
+    unit, norm = direction_from_sums(exact_column_sums(u), 150, exact_column_sums(r), 150)
+    exact = [float(sum(map(Fraction, u[:, j])) / 150 - sum(map(Fraction, r[:, j])) / 150)
+             for j in range(5)]
+    assert norm == float(np.linalg.norm(exact))
+    assert np.array_equal(unit, np.array(exact) / norm)
