@@ -147,8 +147,15 @@ def _test_family(attacks: list[_AttackScores], *, statistics: Sequence[str], dir
     return len(attacks) * per_attack, n_renyi
 
 
+def _privacy_direction(certificate: Certificate) -> str:
+    """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
+    P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
+    D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
+    return "forward" if certificate.renyi_direction == "forward" else "both"
+
+
 def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
-                     alpha_each: float, seed: int):
+                     alpha_each: float, seed: int, privacy_direction: str):
     from empirical import statistics as st
     from empirical.threshold_power import pilot_epsilon_lower_bound
 
@@ -159,21 +166,22 @@ def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delt
         return pilot_epsilon_lower_bound(
             u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
             seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
-            both_orientations=orientation == "both")
+            both_orientations=orientation == "both", direction=privacy_direction)
     return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
-                                  strategy=_strategy(name, seed))
+                                  strategy=_strategy(name, seed), direction=privacy_direction)
 
 
 def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], delta: float,
                   confidence: float, seed: int, direction: str, alpha_each: float,
-                  family: int) -> tuple[list[dict], float]:
+                  family: int, privacy_direction: str) -> tuple[list[dict], float]:
     """Every (attack, statistic, orientation) lower bound at level ``alpha_each``."""
     entries = []
     for attack in attacks:
         for name in statistics:
             for orientation in _orientations(name, direction):
                 lb = _one_lower_bound(attack, name=name, orientation=orientation, delta=delta,
-                                      alpha_each=alpha_each, seed=seed)
+                                      alpha_each=alpha_each, seed=seed,
+                                      privacy_direction=privacy_direction)
                 above = lb.positive_above if orientation != "less" else not lb.positive_above
                 threshold = lb.threshold if orientation != "less" else -lb.threshold
                 entries.append({
@@ -185,6 +193,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                     "confidence": 1.0 - alpha_each,
                     "details": {
                         "delta": delta,
+                        "certificate_direction": privacy_direction,
                         "strategy": getattr(lb, "strategy", name),
                         "score_direction": {"greater": "higher score = unlearned",
                                             "less": "lower score = unlearned",
@@ -206,13 +215,14 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                     },
                 })
     ceiling = max((_epsilon_ceiling(n_u=attacks[0].unlearned.size, n_r=attacks[0].retrained.size,
-                                    name=name, delta=delta, alpha_each=alpha_each, seed=seed)
+                                    name=name, delta=delta, alpha_each=alpha_each, seed=seed,
+                                    privacy_direction=privacy_direction)
                    for name in statistics), default=0.0) if attacks else 0.0
     return entries, float(ceiling)
 
 
 def _epsilon_ceiling(*, n_u: int, n_r: int, name: str, delta: float, alpha_each: float,
-                     seed: int) -> float:
+                     seed: int, privacy_direction: str) -> float:
     """Largest epsilon lower bound ``name`` can give with these trials (perfect separation)."""
     from empirical import statistics as st
 
@@ -220,9 +230,11 @@ def _epsilon_ceiling(*, n_u: int, n_r: int, name: str, delta: float, alpha_each:
         tested_u = n_u - int(round(PILOT_THRESHOLD_FRACTION * n_u))
         tested_r = n_r - int(round(PILOT_THRESHOLD_FRACTION * n_r))
         return st.max_certifiable_epsilon(n_positive=max(tested_u, 1), n_negative=max(tested_r, 1),
-                                          delta=delta, alpha=alpha_each, strategy=None).epsilon
+                                          delta=delta, alpha=alpha_each, strategy=None,
+                                          direction=privacy_direction).epsilon
     return st.max_certifiable_epsilon(n_positive=n_u, n_negative=n_r, delta=delta,
-                                      alpha=alpha_each, strategy=_strategy(name, seed)).epsilon
+                                      alpha=alpha_each, strategy=_strategy(name, seed),
+                                      direction=privacy_direction).epsilon
 
 
 def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
@@ -310,7 +322,8 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
 
     def could_refute(n: int) -> bool:
         eps = max(_epsilon_ceiling(n_u=n, n_r=n, name=name, delta=delta, alpha_each=alpha_each,
-                                   seed=seed) for name in statistics)
+                                   seed=seed, privacy_direction=_privacy_direction(certificate))
+                  for name in statistics)
         if eps > certificate.epsilon:
             return True
         if curve and n >= _RENYI_MIN_TRIALS:
@@ -335,7 +348,7 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
 
 
 def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta: float,
-               seed: int, notes: list[str]) -> list[dict]:
+               seed: int, notes: list[str], privacy_direction: str) -> list[dict]:
     from empirical import divergence as dv
     from empirical import statistics as st
 
@@ -345,7 +358,7 @@ def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta
         for name in estimators:
             try:
                 if name == "plugin-epsilon":
-                    est = st.epsilon_estimate(u, r, delta=delta)
+                    est = st.epsilon_estimate(u, r, delta=delta, direction=privacy_direction)
                     value, interval, method = est.epsilon, None, est.method
                     label = f"plug-in epsilon at delta {delta:.3g}"
                 elif name == "auc":
@@ -383,7 +396,8 @@ def _thin_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[list[float], list[float
     return fpr[index].tolist(), tpr[index].tolist()
 
 
-def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str]) -> dict:
+def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str],
+           privacy_direction: str) -> dict:
     from empirical import statistics as st
 
     scores, roc = {}, {}
@@ -402,7 +416,8 @@ def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str]) -> d
             u, r = attack.per_example
             values = []
             for j in range(u.shape[1]):
-                est = st.epsilon_estimate(u[:, j], r[:, j], delta=delta).epsilon
+                est = st.epsilon_estimate(u[:, j], r[:, j], delta=delta,
+                                          direction=privacy_direction).epsilon
                 values.append(est if math.isfinite(est) else None)
             if any(v is None for v in values):
                 notes.append("per-example plug-in epsilon is infinite (perfect separation) for "
@@ -532,6 +547,7 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     scored = _attack_scores(main, pilot, attacks)
+    privacy_direction = _privacy_direction(certificate)
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
                                   renyi=use_renyi)
@@ -542,7 +558,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
     alpha_each = (1.0 - confidence) / family
     lower_bounds, ceiling = _lower_bounds(scored, statistics=statistics, delta=delta,
                                           confidence=confidence, seed=seed, direction=direction,
-                                          alpha_each=alpha_each, family=family)
+                                          alpha_each=alpha_each, family=family,
+                                          privacy_direction=privacy_direction)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
                          confidence=confidence) if use_renyi else []
     could = ceiling > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
@@ -553,8 +570,9 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
         needed = _trials_needed(certificate, statistics=statistics, delta=delta,
                                 alpha_each=(1.0 - confidence) / full, seed=seed,
                                 n_now=main.n_trials, renyi=use_renyi)
-    estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes)
-    plots = _plots(scored, delta=delta, notes=notes)
+    estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes,
+                           privacy_direction=privacy_direction)
+    plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
     if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
         plots["extra"] = [dict(plot) for plot in extra_plots]
     verdict = _verdict(certificate, lower_bounds, ceiling, confidence, renyi, family=family,

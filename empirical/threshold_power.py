@@ -91,6 +91,7 @@ def _best_rule(
     n_negative: int,
     delta: float,
     alpha: float,
+    direction: str = "both",
 ) -> tuple[float, float]:
     """(threshold, predicted epsilon) maximising the Clopper-Pearson bound at expected counts.
 
@@ -101,7 +102,8 @@ def _best_rule(
     fnr = np.clip(1.0 - tail_positive(grid), 0.0, 1.0)
     fpr_hi = _cp_upper(fpr * n_negative, n_negative, alpha / 2)
     fnr_hi = _cp_upper(fnr * n_positive, n_positive, alpha / 2)
-    eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta))
+    eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
+                                              direction=direction))
     i = int(np.argmax(eps))
     return float(grid[i]), float(eps[i])
 
@@ -127,6 +129,7 @@ def pilot_epsilon_lower_bound(
     pilot_fraction: float = 0.05,
     seed: int = 0,
     both_orientations: bool = True,
+    direction: str = "both",
 ) -> PilotEpsilonLowerBound:
     """epsilon lower bound at ``delta`` from one pilot-chosen threshold (module docstring).
 
@@ -136,7 +139,8 @@ def pilot_epsilon_lower_bound(
     counts, and one Clopper-Pearson step per rate at alpha/2 (Nasr et al. 2021, Sec. 3).
     Both orientations are compared on the pilot; only the chosen one is tested.
     ``both_orientations=False`` considers only "score >= t" (higher = positive), for callers that
-    state the score's direction in advance.
+    state the score's direction in advance. ``direction`` ("both" or "forward") names the
+    inequalities of the guarantee tested (:func:`empirical.statistics.epsilon_from_error_rates`).
     """
     positive = _as_scores(scores_positive, "scores_positive")
     negative = _as_scores(scores_negative, "scores_negative")
@@ -161,6 +165,7 @@ def pilot_epsilon_lower_bound(
         threshold, predicted = _best_rule(
             _normal_tail(*pos_fit), _normal_tail(*neg_fit), grid,
             n_positive=test_pos.size, n_negative=test_neg.size, delta=delta, alpha=alpha,
+            direction=direction,
         )
         if best is None or predicted > best[1]:
             best = (sign * threshold, predicted, sign > 0)
@@ -175,7 +180,8 @@ def pilot_epsilon_lower_bound(
     # The threshold was fixed on the pilot only, so the tested counts give a valid bound.
     fixed = epsilon_lower_bound_from_counts(
         false_positives=false_positives, n_negative=test_neg.size,
-        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha)
+        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha,
+        direction=direction)
     return PilotEpsilonLowerBound(
         epsilon=float(fixed.epsilon),
         delta=delta,

@@ -132,3 +132,50 @@ def test_inconclusive_needs_no_power_at_all():
     assert result.status == "INCONCLUSIVE"
     assert result.report["verdict"]["trials_needed"] is None
     assert math.isfinite(result.report["empirical"]["max_certifiable_epsilon"])
+
+
+def _forward_certificate(epsilon: float, delta: float, divergence) -> Certificate:
+    orders = (1.5, 2.0, 4.0, 8.0, 32.0)
+    return Certificate(epsilon=epsilon, delta=delta, renyi_direction="forward",
+                       renyi_curve=tuple((a, divergence(a)) for a in orders))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_exactly_right_forward_certificate_is_not_refuted_by_the_reverse_direction(seed):
+    """Unlearned ~ Bernoulli(a), retrained ~ Bernoulli(b): the forward curve and the forward
+    (eps, delta) are exact; only the reverse direction (not certified) is large."""
+    a, b, delta = 0.001, 0.1, 1e-5
+
+    def divergence(order: float) -> float:
+        return math.log(a**order * b ** (1 - order)
+                        + (1 - a) ** order * (1 - b) ** (1 - order)) / (order - 1)
+
+    cert = _forward_certificate(math.log((1 - a - delta) / (1 - b)), delta, divergence)
+    rng = np.random.default_rng(100 + seed)
+    result = audit_scores(unlearned={"s": (rng.random(10_000) < a).astype(float)},
+                          retrained={"s": (rng.random(10_000) < b).astype(float)},
+                          certificate=cert, seed=seed)
+    assert result.status != "VIOLATION", result.summary()
+    assert result.max_lower_bound <= cert.epsilon
+    entries = result.report["empirical"]["lower_bounds"]
+    assert {e["details"]["certificate_direction"] for e in entries} == {"forward"}
+
+
+def test_a_point_mass_only_in_the_retrained_world_does_not_refute_a_forward_certificate():
+    """Retrained = 0.99 N(0, 1) + 0.01 at 12: D_alpha(unlearned || retrained) = log(1/0.99) at
+    every order and the forward (eps, delta) is (log(1/0.99), 0); the atom only breaks the
+    reverse direction, which the certificate does not state."""
+    w, delta = 0.01, 1e-5
+    value = -math.log(1 - w)
+    cert = _forward_certificate(value, delta, lambda order: value)
+    rng = np.random.default_rng(7)
+    n = 10_000
+    retrained = np.where(rng.random(n) < w, 12.0, rng.normal(0.0, 1.0, n))
+    result = audit_scores(unlearned={"s": rng.normal(0.0, 1.0, n)}, retrained={"s": retrained},
+                          certificate=cert)
+    assert result.status != "VIOLATION", result.summary()
+    # The same scores refute the symmetric claim: the atom is visible in the reverse direction.
+    both = Certificate(epsilon=value, delta=delta,
+                       renyi_curve=tuple((a, value) for a in (1.5, 2.0, 4.0, 8.0, 32.0)))
+    assert audit_scores(unlearned={"s": rng.normal(0.0, 1.0, n)}, retrained={"s": retrained},
+                        certificate=both).status == "VIOLATION"
