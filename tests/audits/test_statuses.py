@@ -179,3 +179,51 @@ def test_a_point_mass_only_in_the_retrained_world_does_not_refute_a_forward_cert
                        renyi_curve=tuple((a, value) for a in (1.5, 2.0, 4.0, 8.0, 32.0)))
     assert audit_scores(unlearned={"s": rng.normal(0.0, 1.0, n)}, retrained={"s": retrained},
                         certificate=both).status == "VIOLATION"
+
+
+_GAUSSIAN_RDP = {"delta": 1e-5, "sensitivity": 1, "sigma": 1}
+
+
+def _no_privacy(n: int, seed: int) -> dict:
+    """Unlearned N(50, 1) against retrained N(0, 1): a mechanism with no privacy at all."""
+    rng = np.random.default_rng(seed)
+    return {"unlearned": {"s": rng.normal(50.0, 1.0, n)},
+            "retrained": {"s": rng.normal(0.0, 1.0, n)}}
+
+
+@pytest.mark.parametrize(("n", "seed"), [(30, 11), (50, 12), (100, 13), (200, 14), (200, 15)])
+def test_a_mechanism_with_no_privacy_is_never_consistent(n, seed):
+    """The design's reach is its tests run on the two worlds pulled apart; scores already apart
+    are their own reference, so they are refuted or the audit is INCONCLUSIVE, at any N."""
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    result = audit_scores(**_no_privacy(n, seed), certificate=cert, seed=seed, estimators=[])
+    assert result.status in ("VIOLATION", "INCONCLUSIVE"), result.summary()
+    assert result.report["verdict"]["could_show_violation"] == (result.status == "VIOLATION")
+    if result.status == "INCONCLUSIVE":
+        assert result.report["verdict"]["trials_needed"] > n
+
+
+@pytest.mark.slow  # 12 audits of a few hundred trials with their reach: ~1 min on one core
+def test_trials_needed_suffices_to_refute_a_mechanism_with_no_privacy():
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    small = audit_scores(**_no_privacy(50, 0), certificate=cert, estimators=[])
+    assert small.status == "INCONCLUSIVE"
+    needed = small.report["verdict"]["trials_needed"]
+    statuses = [audit_scores(**_no_privacy(needed, 100 + s), certificate=cert, seed=s,
+                             estimators=[]).status for s in range(12)]
+    assert statuses == ["VIOLATION"] * 12
+
+
+@dataclass(frozen=True)
+class _NoPrivacy:
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        rng = [np.random.default_rng([seed, i]) for i in range(first_trial, first_trial + n_trials)]
+        u = np.array([g.normal(50.0, 1.0) for g in rng])
+        r = np.array([g.normal(0.0, 1.0) for g in rng])
+        return TrialBatch(ModelOutputs(scores={"s": u}), ModelOutputs(scores={"s": r}))
+
+
+def test_assert_consistent_does_not_pass_a_mechanism_with_no_privacy():
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    with pytest.raises(AssertionError, match="INCONCLUSIVE|VIOLATION"):
+        assert_consistent(_NoPrivacy(), certificate=cert, trials=50)
