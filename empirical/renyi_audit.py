@@ -46,7 +46,7 @@ from scipy import optimize
 
 from empirical.statistics import _cp_lower, _cp_upper
 from empirical.statistics.checks import _as_scores as as_scores
-from empirical.statistics.checks import _check_probability
+from empirical.statistics.checks import _check_probability, paired_permutations
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -386,8 +386,9 @@ def renyi_audit(
     """Test a certified Rényi curve alpha -> eps(alpha) against attack scores of two worlds.
 
     ``scores_p`` / ``scores_q`` are i.i.d. scores of the two worlds (e.g. unlearned and
-    retrained). A random ``pilot_fraction`` of each (permutation drawn from ``seed``, never from
-    the scores) fixes the bins and is discarded; the rest gives the simultaneous lower-bound
+    retrained). A random ``pilot_fraction`` of each (one permutation of the trials drawn from
+    ``seed``, never from the scores, so paired trials stay on the same side of the split) fixes
+    the bins and is discarded; the rest gives the simultaneous lower-bound
     curve. ``two_sided=True`` means the certificate caps both D(P || Q) and D(Q || P) (a
     Rényi difference as in Chien et al. 2024, Def. 2.1); then both directions are tested, else
     only D(P || Q). VIOLATION: some lower bound exceeds eps(alpha); the claim is refuted with
@@ -401,7 +402,8 @@ def renyi_audit(
     if not (0.0 < pilot_fraction < 1.0):
         raise ValueError(f"pilot_fraction must lie in (0, 1), got {pilot_fraction!r}")
     rng = np.random.default_rng(seed)
-    p, q = p[rng.permutation(p.size)], q[rng.permutation(q.size)]
+    order_p, order_q = paired_permutations(rng, p.size, q.size)
+    p, q = p[order_p], q[order_q]
     n_pp, n_pq = int(round(pilot_fraction * p.size)), int(round(pilot_fraction * q.size))
     if min(n_pp, n_pq) < 2 or n_pp >= p.size - 1 or n_pq >= q.size - 1:
         raise ValueError("pilot_fraction leaves too few pilot or tested scores")

@@ -9,7 +9,8 @@ give an epsilon below the true one with probability >= 1 - alpha (Nasr et al. 20
 
 Why a pilot. Searching the threshold on the same counts costs a multiple-testing correction;
 a held-out half costs half the trials. Here a small random pilot (a few percent of each side,
-drawn by a seeded permutation, never by the scores) chooses the orientation and the threshold,
+drawn by one seeded permutation of the trials, so paired trials stay together, never by the
+scores) chooses the orientation and the threshold,
 and every remaining trial goes into one Clopper-Pearson step: the test is independent of the
 counts it is evaluated on, so no correction is needed. The pilot predicts the rates from normal
 fits to its scores (tail rates of order 1/N are invisible in a pilot's raw counts); a poor fit
@@ -32,7 +33,7 @@ from scipy import special
 
 from empirical.statistics import _cp_upper, epsilon_from_error_rates, epsilon_lower_bound_from_counts
 from empirical.statistics.checks import _as_scores as as_scores
-from empirical.statistics.checks import _check_probability
+from empirical.statistics.checks import _check_probability, paired_permutations
 
 __all__ = [
     "PilotEpsilonLowerBound",
@@ -148,8 +149,8 @@ def pilot_epsilon_lower_bound(
     alpha = _check_open_unit(alpha, "alpha")
     pilot_fraction = _check_open_unit(pilot_fraction, "pilot_fraction")
     rng = np.random.default_rng(seed)
-    positive = positive[rng.permutation(positive.size)]
-    negative = negative[rng.permutation(negative.size)]
+    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    positive, negative = positive[order_pos], negative[order_neg]
     k_pos = int(round(pilot_fraction * positive.size))
     k_neg = int(round(pilot_fraction * negative.size))
     if min(k_pos, k_neg) < 2 or k_pos > positive.size - 2 or k_neg > negative.size - 2:

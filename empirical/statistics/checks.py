@@ -74,6 +74,17 @@ def _as_scores(scores, name: str) -> np.ndarray:
     return as_finite_array(scores, name)
 
 
+def paired_permutations(rng: np.random.Generator, n_p: int,
+                        n_q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random orders of two samples for a pilot / held-out split, drawn as ONE permutation of
+    the row indices: row i of both samples (trial i of both worlds, which may share
+    randomness) lands in the same part whenever the parts have the same size, so a pilot never
+    leaks into the other side's tested rows. Unequal sizes keep each side's rows in the order
+    of the shared permutation (such samples are not paired)."""
+    order = rng.permutation(max(n_p, n_q))
+    return order[order < n_p], order[order < n_q]
+
+
 def _check_count(value, name: str, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not float(value).is_integer():
         raise ValueError(f"{name} must be an integer, got {value!r}")

@@ -23,6 +23,7 @@ from empirical.statistics.checks import (
     _check_direction,
     _check_probability,
     epsilon_from_error_rates,
+    paired_permutations,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -118,7 +119,8 @@ class BonferroniPareto:
 
 @dataclass(frozen=True)
 class SampleSplit:
-    """Choose the threshold on a random part of each sample, certify it on the rest.
+    """Choose the threshold on a random part of each sample, certify it on the rest (one
+    permutation of the trials for both samples, so paired trials stay on the same side).
 
     ``selection_fraction`` of each sample (rounded) picks the rule; the held-out part, which
     the choice never saw, certifies it at the full level alpha. The chosen rule may depend on
@@ -303,8 +305,8 @@ def _select_split(
     rng = np.random.default_rng(strategy.seed)
     k_pos = _split_sizes(positive.size, strategy.selection_fraction, "positive")
     k_neg = _split_sizes(negative.size, strategy.selection_fraction, "negative")
-    pos = rng.permutation(positive)
-    neg = rng.permutation(negative)
+    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    pos, neg = positive[order_pos], negative[order_neg]
     pos_sel, pos_cert = pos[:k_pos], pos[k_pos:]
     neg_sel, neg_cert = neg[:k_neg], neg[k_neg:]
     # Rank candidate rules on the selection part by the bound they would get at level alpha,

@@ -227,3 +227,16 @@ def test_assert_consistent_does_not_pass_a_mechanism_with_no_privacy():
     cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
     with pytest.raises(AssertionError, match="INCONCLUSIVE|VIOLATION"):
         assert_consistent(_NoPrivacy(), certificate=cert, trials=50)
+
+
+@pytest.mark.parametrize("n", [4, 12, 29])
+def test_pilot_threshold_gives_a_verdict_below_thirty_trials(n):
+    """Its pilot is 5% of the trials but at least 2 per side, so small audits still run."""
+    rng = np.random.default_rng(n)
+    result = audit_scores(unlearned={"s": rng.normal(3.0, 1.0, n)},
+                          retrained={"s": rng.normal(0.0, 1.0, n)},
+                          certificate=Certificate(epsilon=1.0, delta=1e-5),
+                          statistics=["pilot-threshold"], estimators=[])
+    assert result.status in STATUSES
+    entry, = result.report["empirical"]["lower_bounds"]
+    assert entry["details"]["n_positive (unlearned)"] == n - 2

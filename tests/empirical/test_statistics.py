@@ -572,3 +572,10 @@ def test_forward_epsilon_is_never_above_the_two_sided_one(fpr, fnr, delta):
     assert 0 <= forward <= S.epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)
     swapped = S.epsilon_from_error_rates(fpr=fnr, fnr=fpr, delta=delta, direction="forward")
     assert max(forward, swapped) == S.epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)
+
+
+def test_sample_split_keeps_paired_trials_together():
+    scores = np.random.default_rng(5).normal(size=300)
+    result = S.epsilon_lower_bound(scores, scores.copy(), delta=1e-5,
+                                   strategy=S.SampleSplit(seed=3))
+    assert result.false_positives + result.false_negatives == result.n_positive
