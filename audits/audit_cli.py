@@ -136,14 +136,18 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from audits.report import load_report, summary_text, write_report
+    from audits.report import HTML_NAME, JSON_NAME, load_report, summary_text, write_report
+    from audits.store import FolderLock, check_folder
 
     try:
         report = load_report(args.dir)
     except FileNotFoundError as error:
         raise _error(str(error)) from None
     target = Path(args.dir)
-    paths = write_report(report, target if target.is_dir() else target.parent)
+    folder = target if target.is_dir() else target.parent
+    with FolderLock(folder):  # not while an audit writes there; never through a link
+        check_folder(folder, names=(JSON_NAME, HTML_NAME))
+        paths = write_report(report, folder)
     summary = summary_text(report) + f"\n  report              {paths.html_path}"
     emit({"status": report["verdict"]["status"], "report_json": str(paths.json_path),
           "report_html": str(paths.html_path), "summary": summary_text(report)},
