@@ -36,7 +36,15 @@ from audits.protocols import (
     project_rows,
 )
 from audits.seeds import derived_seed
-from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError, inspect_store
+from audits.store import (
+    STORE_NAME,
+    ChunkStore,
+    CorruptChunkError,
+    SchemaError,
+    StoreError,
+    delete_store,
+    inspect_store,
+)
 
 __all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "run_chunks",
            "toolkit_version"]
@@ -413,7 +421,13 @@ def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
                  resume: bool) -> set[tuple[str, int]]:
     """Before anything is written: refuse a folder of another spec (unless ``replace``) and
     damaged chunks (unless ``resume``). Returns the damaged chunks to drop and recompute."""
-    state = inspect_store(path, audit_key=audit_key, spec_json=spec_json)
+    try:
+        state = inspect_store(path, audit_key=audit_key, spec_json=spec_json)
+    except SchemaError:
+        if not replace:
+            raise
+        delete_store(path)  # written by other code: its keys could never match this code's
+        return set()
     if state is None:
         return set()
     if state.other_specs and not replace:

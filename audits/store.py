@@ -43,6 +43,7 @@ import numpy as np
 __all__ = [
     "STORE_NAME",
     "ChunkRecord",
+    "SchemaError",
     "ChunkStore",
     "CorruptChunkError",
     "FolderLock",
@@ -52,6 +53,7 @@ __all__ = [
     "array_to_bytes",
     "check_folder",
     "count_stored_chunks",
+    "delete_store",
     "inspect_store",
 ]
 
@@ -107,6 +109,10 @@ CREATE TABLE IF NOT EXISTS compute_log (
 
 class StoreError(ValueError):
     """The chunk store cannot be used: unreadable, not a database, locked, another schema."""
+
+
+class SchemaError(StoreError):
+    """The file is a chunk store of another schema version (written by other code)."""
 
 
 class CorruptChunkError(StoreError):
@@ -460,8 +466,9 @@ def inspect_store(path: str | Path, *, audit_key: str, spec_json: str) -> StoreS
         found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
         if found is None or found[0] != str(_SCHEMA_VERSION):
             version = "no version" if found is None else f"schema {found[0]}"
-            raise StoreError(f"{path} has chunk-store {version}; this code reads version "
-                             f"{_SCHEMA_VERSION} (use another output folder)")
+            raise SchemaError(f"{path} has chunk-store {version}; this code reads version "
+                              f"{_SCHEMA_VERSION} (use another output folder, or --replace to "
+                              "delete it)")
         other = conn.execute(
             "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? "
             "AND audit_key IN (SELECT audit_key FROM compute_log) ORDER BY created",
@@ -472,6 +479,15 @@ def inspect_store(path: str | Path, *, audit_key: str, spec_json: str) -> StoreS
                          "a chunk store; use another --out folder or --replace)") from None
     finally:
         conn.close()
+
+
+def delete_store(path: str | Path) -> None:
+    """Delete a chunk store and its SQLite side files (``--replace`` of a store of another
+    schema); :func:`check_folder` has refused links, so only the folder's own files go."""
+    path = Path(path)
+    check_folder(path.parent, names=())
+    for name in (path, *(Path(f"{path}{side}") for side in _SIDE_FILES)):
+        name.unlink(missing_ok=True)
 
 
 def check_folder(folder: str | Path, *, names: Iterable[str]) -> None:

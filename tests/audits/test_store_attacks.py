@@ -282,3 +282,18 @@ def test_exact_column_sums_add_up_over_any_chunking_and_equal_fractions():
              for j in range(5)]
     assert norm == float(np.linalg.norm(exact))
     assert np.array_equal(unit, np.array(exact) / norm)
+
+
+def test_a_store_of_another_schema_is_refused_untouched_and_replaced_on_request(tmp_path):
+    first = run_audit(_spec(), out_dir=tmp_path)
+    conn = sqlite3.connect(tmp_path / STORE_NAME)
+    conn.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+    conn.commit()
+    conn.close()
+    before = _digest(tmp_path / STORE_NAME)
+    with pytest.raises(StoreError, match="schema 2.*--replace"):
+        run_audit(_spec(), out_dir=tmp_path)
+    assert _digest(tmp_path / STORE_NAME) == before and _side_files(tmp_path) == []
+    again = run_audit(_spec(), out_dir=tmp_path, replace=True)
+    assert again.report["timing"]["chunks_resumed"] == 0
+    assert comparable(again.report) == comparable(first.report)
