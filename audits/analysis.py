@@ -11,7 +11,7 @@ could have exceeded the certificate; docs/audits.md, "Verdicts and statuses"). D
 attack parameters (the projection direction) come from pilot trials with their own seed, never
 used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
-(schema in :mod:`audits.report_schema`).
+(schema in :mod:`audits.report.schema`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import numpy as np
 
 from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch
-from audits.report_schema import (
+from audits.report.schema import (
     EXIT_CODES,
     KIND_ESTIMATE,
     KIND_LOWER_BOUND,

@@ -25,11 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from audits.adapter import PreparedAudit
+from audits.adapters.protocol import PreparedAudit
 from audits.analysis import build_report
 from audits.execution import code_version, resolve_device, run_chunks
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
-from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
 from audits.spec import ESTIMATORS, STATISTICS, AuditSpec, load_spec
 from audits.store import STORE_NAME
@@ -79,7 +79,7 @@ class AuditResult:
         return math.inf if value == "inf" else float(value)
 
     def summary(self) -> str:
-        from audits.report import summary_text
+        from audits.report.text import summary_text
 
         return summary_text(self.report)
 
@@ -93,7 +93,8 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
-    from audits.report import validate_report, write_report
+    from audits.report.schema import validate_report
+    from audits.report.write import write_report
 
     if out_dir is None:
         return AuditResult(validate_report(report), None)
@@ -108,7 +109,7 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
-    from audits.report_schema import JSON_NAME
+    from audits.report.schema import JSON_NAME
 
     if out_dir is None or replace:
         return
@@ -127,9 +128,9 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
 
 
 def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
-    """Removed: register an :class:`~audits.adapter.AlgorithmAdapter` instead."""
+    """Removed: register an :class:`~audits.adapters.protocol.AlgorithmAdapter` instead."""
     raise TypeError(f"register_algorithm_runner({name!r}, ...) is gone: implement "
-                    "audits.adapter.AlgorithmAdapter and call audits.registry.register_adapter")
+                    "audits.adapters.protocol.AlgorithmAdapter and call audits.registry.register_adapter")
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,

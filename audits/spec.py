@@ -9,7 +9,7 @@ Every field is validated on construction; a bad value raises :class:`SpecError` 
 The canonical form (:meth:`AuditSpec.to_dict`, every field present, ``None`` for "not given")
 is what the report records and what :meth:`AuditSpec.digest` hashes to key the chunk store.
 
-Algorithms plug in as adapters (:mod:`audits.adapter`, registered in :mod:`audits.registry`):
+Algorithms plug in as adapters (:mod:`audits.adapters.protocol`, registered in :mod:`audits.registry`):
 the ``[algorithm]`` table's ``name`` picks the adapter, which parses the rest of the table, says
 which models and calibrated parameters it supports and checks its fields against the rest of
 the spec. This module names no algorithm.
@@ -351,7 +351,7 @@ class AuditSpec:
 
     @property
     def adapter(self) -> Any:
-        """The :class:`~audits.adapter.AlgorithmAdapter` of this spec's algorithm."""
+        """The :class:`~audits.adapters.protocol.AlgorithmAdapter` of this spec's algorithm."""
         return get_adapter(self.algorithm.name)
 
     # -- construction ------------------------------------------------------------------------

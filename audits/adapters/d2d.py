@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters import base as support
+from audits.adapters.protocol import PreparedAudit
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters import base as support
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, fail, integer
 from audits.protocols import Certificate, TrialBatch

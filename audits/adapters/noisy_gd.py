@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters import base as support
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch

@@ -1,4 +1,4 @@
-"""The shared adapter plumbing (audits.adapter_support): exact roundings, field checks, spec data."""
+"""The shared adapter plumbing (audits.adapters.base): exact roundings, field checks, spec data."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.adapter_support import (
+from audits.adapters.base import (
     AlgorithmParams,
     broken_note,
     counts,

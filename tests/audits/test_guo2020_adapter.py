@@ -156,8 +156,8 @@ def test_cli_lists_adapter_reproductions_and_rejects_dataset_for_bound_ones(caps
 
 
 def test_report_hook_validates_and_draws_extra_line_plots(tmp_path) -> None:
-    from audits.report import write_report
-    from audits.report_schema import validate_report
+    from audits.report.schema import validate_report
+    from audits.report.write import write_report
 
     result = assert_consistent(no_figures(demo(), trials=100, pilot_trials=20, chunk_size=100))
     report = dict(result.report)

@@ -197,7 +197,7 @@ def test_correct_noise_is_consistent_on_the_worst_case():
 
 
 def test_bench_trials_takes_the_model():
-    from audits.bench import trials_benchmark
+    from audits.cli.bench import trials_benchmark
 
     res = trials_benchmark(algorithm="koloskova-model-clipping", n_trials=4, model="head")
     assert res["model"] == "head" and res["loop_matches_batched"]

@@ -160,7 +160,7 @@ def test_linear_model_needs_beta_and_runs():
 
 
 def test_benchmark_reports_batched_and_loop_side_by_side():
-    from audits.bench import trials_benchmark
+    from audits.cli.bench import trials_benchmark
 
     res = trials_benchmark(algorithm="noisy-gd", n_trials=8, device="cpu")
     assert res["algorithm"] == "noisy-gd" and res["loop_matches_batched"] is True

@@ -2,7 +2,7 @@
 
 ROC curves against the certificate's trade-off region, epsilon (and Rényi) lower bounds
 against the certified values, score histograms, per-example estimates, utility and an
-adapter's extra line plots. No pyplot global state, no GUI backend; :mod:`audits.report_html`
+adapter's extra line plots. No pyplot global state, no GUI backend; :mod:`audits.report.html`
 places them in the page.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from audits.report_text import _fmt, _lower_bounds, _renyi_lower, _value
+from audits.report.text import _fmt, _lower_bounds, _renyi_lower, _value
 
 _COLOUR_UNLEARNED = "#d95f02"
 _COLOUR_RETRAINED = "#1b9e77"

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import mpmath
 
 import bounds
-from audits.cli_common import (
+from audits.cli.common import (
     CommandError,
     Parser,
     UsageError,
@@ -195,7 +195,7 @@ def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from audits.reproduction import empirical_reproductions, get_empirical_reproduction
+    from audits.reproductions.registry import empirical_reproductions, get_empirical_reproduction
 
     from_adapters = _adapter_reproductions()
     if args.id is None:
@@ -245,7 +245,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_bounds(args: argparse.Namespace) -> None:
-    from audits.bench import bounds_benchmark
+    from audits.cli.bench import bounds_benchmark
 
     res = bounds_benchmark(points=args.points, algorithm=args.algorithm)
     summary = "\n".join([
@@ -261,7 +261,7 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
-    from audits.bench import trials_benchmark
+    from audits.cli.bench import trials_benchmark
 
     try:
         res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
@@ -342,7 +342,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
     bench = p_bench.add_subparsers(dest="bench_command", required=True)
     p = with_json(bench.add_parser("bounds", help="bound evaluation rates and Table 3 time"))
-    # At least the benchmark's scalar-loop sample (audits.bench: loop_points = 20000), which is
+    # At least the benchmark's scalar-loop sample (audits.cli.bench: loop_points = 20000), which is
     # compared point by point with the vectorised values; at most what fits in memory easily.
     p.add_argument("--points", type=integer_in(20_000, 10_000_000), default=1_000_000,
                    help="random parameter points evaluated (20000 to 10^7, default 10^6)")
@@ -355,10 +355,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
-    __import__("audits.bench").bench.add_power_command(bench)  # unlearn bench power
+    from audits.cli.bench import add_power_command
+
+    add_power_command(bench)  # unlearn bench power
 
     try:
-        from audits.audit_cli import add_audit_commands
+        from audits.cli.audit import add_audit_commands
     except ImportError:
         pass
     else:

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapter import ParameterDoc, PreparedAudit, describe_parameters
+from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
 from audits.datasets import build_requests, load_dataset
 from audits.fields import SpecError, fail, from_fields, number, plain, positive_int
 from audits.protocols import Certificate, ModelOutputs, TrialBatch

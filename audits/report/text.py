@@ -1,9 +1,9 @@
 """Audit report numbers as text, and the terminal summary of a report.
 
 The small formatting rules shared by :func:`summary_text`, the figures
-(:mod:`audits.report_figures`) and the HTML page (:mod:`audits.report_html`): how a number, a
+(:mod:`audits.report.figures`) and the HTML page (:mod:`audits.report.html`): how a number, a
 confidence split over a family of bounds, or an exact float is written. A leaf module of the
-report package: it imports only :mod:`audits.report_schema`.
+report package: it imports only :mod:`audits.report.schema`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from audits.report_schema import validate_report
+from audits.report.schema import validate_report
 
 # -- numbers as text ---------------------------------------------------------------------------
 

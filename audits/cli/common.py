@@ -1,8 +1,8 @@
-"""Helpers shared by the ``unlearn`` command modules (:mod:`audits.cli`, :mod:`audits.audit_cli`).
+"""Helpers shared by the ``unlearn`` command modules (:mod:`audits.cli`, :mod:`audits.cli.audit`).
 
 Both command modules import this one and neither imports the other's helpers, so the CLI has
 no import circle: :mod:`audits.cli` builds the parser and adds the audit commands from
-:mod:`audits.audit_cli`, which needs only what is here.
+:mod:`audits.cli.audit`, which needs only what is here.
 """
 
 from __future__ import annotations

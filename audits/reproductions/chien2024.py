@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from audits.reproduction import EmpiricalReproduction, register_empirical_reproduction
+from audits.reproductions.registry import EmpiricalReproduction, register_empirical_reproduction
 from audits.spec import CertificateSpec, DatasetSpec, RequestSpec
 
 __all__ = ["Fig3Setting", "HEADLINE_CLAIMS", "fig3_setting", "run_panel"]

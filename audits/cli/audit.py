@@ -22,7 +22,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from audits.cli_common import CommandError, emit, integer_in
+from audits.cli.common import CommandError, emit, integer_in
 
 __all__ = ["add_audit_commands", "default_out_dir"]
 
@@ -76,7 +76,7 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
-    if result.status != "CONSISTENT":  # per-status exit codes: audits.report_schema.EXIT_CODES
+    if result.status != "CONSISTENT":  # per-status exit codes: audits.report.schema.EXIT_CODES
         raise SystemExit(result.report["verdict"]["exit_code"])
 
 
@@ -124,7 +124,9 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from audits.report import load_report, summary_text, write_report
+    from audits.report.schema import load_report
+    from audits.report.text import summary_text
+    from audits.report.write import write_report
 
     try:
         report = load_report(args.dir)

@@ -207,7 +207,7 @@ def power_summary(res: dict[str, Any]) -> str:
 
 
 def _cmd_bench_power(args: Any) -> None:
-    from audits.cli_common import emit
+    from audits.cli.common import emit
     from empirical.power_bench import power_benchmark
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,

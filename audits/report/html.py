@@ -1,6 +1,6 @@
 """The self-contained HTML page of an audit report (inline CSS, base64 PNG figures, no scripts,
-no external resources). The data it shows is validated by :mod:`audits.report_schema`; the
-figures come from :mod:`audits.report_figures`.
+no external resources). The data it shows is validated by :mod:`audits.report.schema`; the
+figures come from :mod:`audits.report.figures`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audits.report_figures import _Figure, _figures
-from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION, validate_report
-from audits.report_text import (
+from audits.report.figures import _Figure, _figures
+from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION, validate_report
+from audits.report.text import (
     _EXACT_CALIBRATION_KEYS,
     _blind_spot,
     _bound_confidence,

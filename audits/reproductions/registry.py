@@ -10,6 +10,7 @@ and ``files`` (what it wrote).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,7 @@ def register_empirical_reproduction(reproduction: EmpiricalReproduction) -> Empi
 
 def empirical_reproductions() -> dict[str, EmpiricalReproduction]:
     adapters()  # built-in adapter modules register their reproductions on import
+    importlib.import_module("audits.reproductions.builtin")
     return dict(_REPRODUCTIONS)
 
 

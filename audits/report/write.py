@@ -2,10 +2,10 @@
 
 The report is split along its seams, and every name keeps its ``audits.report`` import path:
 
-* :mod:`audits.report_schema`: the report data, its schema constants, validation and reading;
-* :mod:`audits.report_text`: numbers as text and the terminal summary (:func:`summary_text`);
-* :mod:`audits.report_figures`: the matplotlib figures (Agg canvas, base64 PNG);
-* :mod:`audits.report_html`: the self-contained ``report.html`` (:func:`render_html`);
+* :mod:`audits.report.schema`: the report data, its schema constants, validation and reading;
+* :mod:`audits.report.text`: numbers as text and the terminal summary (:func:`summary_text`);
+* :mod:`audits.report.figures`: the matplotlib figures (Agg canvas, base64 PNG);
+* :mod:`audits.report.html`: the self-contained ``report.html`` (:func:`render_html`);
 * this module: writing ``report.json`` and ``report.html`` together (:func:`write_report`).
 """
 
@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from audits.report_html import render_html
-from audits.report_schema import (  # noqa: F401  (re-exported: the old import paths)
+from audits.report.html import render_html
+from audits.report.schema import (  # noqa: F401  (re-exported: the old import paths)
     _ABS_TOL,
     _REL_TOL,
     HTML_NAME,
@@ -32,7 +32,7 @@ from audits.report_schema import (  # noqa: F401  (re-exported: the old import p
     to_json,
     validate_report,
 )
-from audits.report_text import summary_text
+from audits.report.text import summary_text
 
 __all__ = ["ReportPaths", "load_report", "render_html", "summary_text", "to_json",
            "validate_report", "write_report"]
