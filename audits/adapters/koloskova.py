@@ -446,47 +446,6 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
 
 
 # ----------------------------------------------------------------------------------------------
-# Accuracy against compute budget (the shape of Figure 1 and Table 2).
-
-FIGURE_BUDGETS = (25, 50, 100, 200)
-FIGURE_TRIALS = 8
-
-
-def accuracy_budget_plot(spec: AuditSpec, *, budgets: tuple[int, ...] = FIGURE_BUDGETS,
-                         trials: int = FIGURE_TRIALS) -> dict[str, Any]:
-    """Mean test accuracy of the spec's method with a total of B gradient steps (T noisy steps +
-    B - T fine-tuning) against retraining from scratch with B steps."""
-    from empirical.mechanisms.koloskova2025 import run_koloskova, run_retrain_budget
-
-    _, mechanism = prepare_koloskova(spec, device=spec.device if spec.device != "auto" else "cpu")
-    task = _task(mechanism.spec_json, mechanism.model, mechanism.device, mechanism.dtype)
-    config = mechanism.config
-    noisy = config.unlearn_steps if config.method != "output-perturbation" else 0
-    method_x, method_y, retrain_y = [], [], []
-    for budget in budgets:
-        retrain_y.append(run_retrain_budget(task, forget=mechanism.forget, steps=budget,
-                                            step_size=config.learn_step_size))
-        if budget < noisy:
-            continue
-        run = run_koloskova(task, forget=mechanism.forget, n_trials=trials, seed=spec.seed,
-                            config=dataclasses.replace(config, finetune_steps=budget - noisy))
-        method_x.append(budget)
-        method_y.append(float(np.mean(run.unlearned_accuracy)))
-    return {
-        "id": f"{spec.algorithm.name}-accuracy-budget",
-        "title": "Accuracy against compute budget (Koloskova et al. Fig. 1 / Table 2 shape)",
-        "caption": (f"{config.method} (T = {noisy} noisy steps, sigma = {config.sigma:.4g}, then "
-                    f"fine-tuning to the budget; mean of {trials} trials) against retraining "
-                    f"from scratch on the retain set with the same number of full-batch "
-                    f"gradient steps; model {mechanism.model}."),
-        "x_label": "compute budget (gradient steps)", "y_label": "test accuracy",
-        "log_x": True, "log_y": False,
-        "series": [{"label": config.method, "x": method_x, "y": method_y},
-                   {"label": "retrain from scratch", "x": list(budgets), "y": retrain_y}],
-    }
-
-
-# ----------------------------------------------------------------------------------------------
 # The adapters.
 
 DEMO_TRIALS = 2000
@@ -529,7 +488,16 @@ class _KoloskovaAdapter(support.AdapterBase):
                      calibrate=self.calibratable[-1] if self.demo_params.sigma else "sigma")
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
-        return [accuracy_budget_plot(spec)] if spec.algorithm.report_figures else []
+        """The accuracy-against-budget figure, when the spec asks for report figures."""
+        if not spec.algorithm.report_figures:
+            return []
+        from audits.reproductions.koloskova2025 import accuracy_budget_plot
+
+        _, mechanism = prepare_koloskova(spec, device=spec.device if spec.device != "auto" else "cpu")
+        task = _task(mechanism.spec_json, mechanism.model, mechanism.device, mechanism.dtype)
+        return [accuracy_budget_plot(task, config=mechanism.config, forget=mechanism.forget,
+                                     model=mechanism.model, seed=spec.seed,
+                                     name=spec.algorithm.name)]
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
                          model: str = "mlp", loop_trials: int | None = None) -> dict[str, Any]:

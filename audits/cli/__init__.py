@@ -145,25 +145,6 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
-def _adapter_reproductions() -> dict[str, tuple[object, str, object | None]]:
-    """Reproductions that need a mechanism, which the bound engine's registry cannot import.
-
-    An adapter lists them in ``reproductions``: either a mapping id -> title, run by its
-    ``reproduce(id, dataset=, path=)``, or objects with ``id``, ``title`` and ``run()`` like the
-    bound engine's reproductions. Returns id -> (adapter, title, object or None).
-    """
-    from audits.registry import adapters
-
-    found: dict[str, tuple[object, str, object | None]] = {}
-    for adapter in adapters().values():
-        listed = getattr(adapter, "reproductions", {})
-        if isinstance(listed, dict):
-            found.update({rid: (adapter, title, None) for rid, title in listed.items()})
-        else:
-            found.update({r.id: (adapter, r.title, r) for r in listed})
-    return found
-
-
 def _dataset_choice(args: argparse.Namespace) -> tuple[str, str | None]:
     """``--dataset NAME [PATH]`` (or ``--path PATH``) as (name, path); digits by default."""
     dataset = args.dataset or ["digits"]
@@ -178,31 +159,16 @@ def _empirical_options(args: argparse.Namespace) -> bool:
                for k in ("dataset", "path", "trials", "device", "out", "reduced"))
 
 
-def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
-    name, path = _dataset_choice(args)
-    result = adapter.reproduce(args.id, dataset=name, path=path)
-    out = {"reproduction": args.id, **result}
-    lines = [f"{args.id}: {result['title']}", f"rule: {result['rule']}"]
-    for row in result["rows"]:
-        label = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in row.items() if k not in ("published", "computed", "match"))
-        lines.append(f"  {label}: published {row['published']}, computed {row['computed']}"
-                     f"  {'ok' if row['match'] else 'MISMATCH'}")
-    lines.append(f"{result['matches']}/{result['total']} match")
-    emit(out, args.json, "\n".join(lines))
-    if result["matches"] != result["total"]:
-        raise SystemExit(1)
-
-
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from audits.reproductions.registry import empirical_reproductions, get_empirical_reproduction
+    from audits.reproductions.registry import (
+        empirical_reproductions,
+        get_empirical_reproduction,
+        table_summary,
+    )
 
-    from_adapters = _adapter_reproductions()
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
         known = {r["id"] for r in rows}
-        rows += [{"id": rid, "title": title, "runs_mechanisms": True}
-                 for rid, (_, title, _) in from_adapters.items() if rid not in known]
         rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True}
                  for r in empirical_reproductions().values() if r.id not in known]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
@@ -213,28 +179,18 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if empirical is not None and (args.id not in bound_ids or _empirical_options(args)):
         result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
                                device=args.device or "cpu", out_dir=args.out, reduced=args.reduced)
-        emit(result, args.json, "\n".join(result["summary"]))
+        emit(result, args.json, empirical.summary(result))
+        if not empirical.passed(result):
+            raise SystemExit(1)
         return
-    adapter, _, listed = from_adapters.get(args.id, (None, None, None))
-    if adapter is not None and listed is None:
-        _cmd_adapter_reproduce(args, adapter)
-        return
-    if listed is None and _empirical_options(args):
+    if _empirical_options(args):
         raise CommandError(f"{args.id} is a bound reproduction: it takes no --dataset, --path, "
                            "--trials, --device, --out or --reduced")
-    repro = listed if listed is not None else get_reproduction(args.id)
+    repro = get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
            "rule": repro.rule, **result}
-    lines = [f"{repro.id}: {repro.title}", f"rule: {repro.rule}"]
-    for row in result["rows"]:
-        label = ", ".join(f"{k}={v}" for k, v in row.items()
-                          if k not in ("published", "computed", "match", "truncated", "alpha",
-                                       "certified_epsilon", "delta", "first_request_epochs"))
-        lines.append(f"  {label}: published {row['published']}, computed {row['computed']:.6g}"
-                     f"  {'ok' if row['match'] else 'MISMATCH'}")
-    lines.append(f"{result['matches']}/{result['total']} match")
-    emit(out, args.json, "\n".join(lines))
+    emit(out, args.json, table_summary(out))
     if result["matches"] != result["total"]:
         raise SystemExit(1)
 

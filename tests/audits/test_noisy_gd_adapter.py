@@ -179,7 +179,7 @@ def test_full_demo_shape_is_consistent_with_every_attack():
 
 
 def test_theorem31_reproduction_meets_the_claim_and_the_exact_probability():
-    from audits.adapters.noisy_gd import reproduce_theorem31
+    from audits.reproductions.chourasia2023 import reproduce_theorem31
 
     result = reproduce_theorem31(trials=1500)
     assert result["matches"] == result["total"] == 4
@@ -193,7 +193,7 @@ def test_theorem31_reproduction_meets_the_claim_and_the_exact_probability():
 
 
 def test_theorem32_reproduction_shows_the_claim_fails_and_the_ceiling_holds():
-    from audits.adapters.noisy_gd import reproduce_theorem32
+    from audits.reproductions.chourasia2023 import reproduce_theorem32
 
     result = reproduce_theorem32(trials=1500)
     claims = [r for r in result["rows"] if r["claim"] == "correct inference"]
