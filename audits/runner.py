@@ -18,7 +18,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +45,6 @@ __all__ = [
     "comparable",
     "derived_seed",
     "prepare_audit",
-    "register_algorithm_runner",
     "run_audit",
 ]
 
@@ -125,12 +124,6 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     if not same:
         raise ValueError(f"{existing} holds the report of another audit; choose another folder "
                          "or pass replace=True (--replace) to overwrite it")
-
-
-def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
-    """Removed: register an :class:`~audits.adapters.protocol.AlgorithmAdapter` instead."""
-    raise TypeError(f"register_algorithm_runner({name!r}, ...) is gone: implement "
-                    "audits.adapters.protocol.AlgorithmAdapter and call audits.registry.register_adapter")
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,

@@ -18,11 +18,6 @@ strong as the trials allow: the returned :class:`~audits.runner.AuditResult` say
 violation the audit could have shown (``report["empirical"]["max_certifiable_epsilon"]`` and the
 Rényi ceilings in ``report["empirical"]["renyi"]``). :func:`assert_violation` is the reverse,
 for tests that check an audit catches a deliberately broken mechanism.
-
-The bound engine's hypothesis strategies (every public name of :mod:`bounds.strategies`, e.g.
-``strategy_for``, ``is_valid``, ``as_floats``, ``bound_ids`` and the per-setting strategies)
-are re-exported here on first use, so that property tests of accountants and audits import
-from one place; hypothesis itself is only needed when a strategy is built.
 """
 
 from __future__ import annotations
@@ -41,21 +36,6 @@ __all__ = [
     "assert_violation",
     "run_reduced_audit",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The bound engine's strategies (bounds/strategies.py), looked up on first use."""
-    if name.startswith("_"):
-        raise AttributeError(name)
-    try:
-        from bounds import strategies
-    except ImportError:  # pragma: no cover - stripped installs without the strategies
-        raise AttributeError(f"audits.testing has no {name!r} (bounds.strategies is absent)") \
-            from None
-    if name not in getattr(strategies, "__all__", ()) and not hasattr(strategies, name):
-        raise AttributeError(f"module 'audits.testing' has no attribute {name!r}")
-    return getattr(strategies, name)
-
 
 # Trials of a reduced audit when the caller gives none: a few seconds for the default demo
 # settings on one CPU core, and enough to refute a certificate a few times too small.

@@ -1,13 +1,4 @@
-"""Audit reports: write, render and summarise ``report.json`` (schema version 1).
-
-The report is split along its seams, and every name keeps its ``audits.report`` import path:
-
-* :mod:`audits.report.schema`: the report data, its schema constants, validation and reading;
-* :mod:`audits.report.text`: numbers as text and the terminal summary (:func:`summary_text`);
-* :mod:`audits.report.figures`: the matplotlib figures (Agg canvas, base64 PNG);
-* :mod:`audits.report.html`: the self-contained ``report.html`` (:func:`render_html`);
-* this module: writing ``report.json`` and ``report.html`` together (:func:`write_report`).
-"""
+"""Writing an audit report: ``report.json`` and ``report.html`` together, validated first."""
 
 from __future__ import annotations
 
@@ -16,29 +7,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from audits.report.html import render_html
-from audits.report.schema import (  # noqa: F401  (re-exported: the old import paths)
-    _ABS_TOL,
-    _REL_TOL,
-    HTML_NAME,
-    JSON_NAME,
-    KIND_ESTIMATE,
-    KIND_LOWER_BOUND,
-    SCHEMA_ID,
-    SCHEMA_VERSION,
-    STATUSES,
-    ReportPaths,
-    _atomic_write,
-    load_report,
-    to_json,
-    validate_report,
-)
-from audits.report.text import summary_text
+from audits.report.schema import HTML_NAME, JSON_NAME, ReportPaths, atomic_write, validate_report
 
-__all__ = ["ReportPaths", "load_report", "render_html", "summary_text", "to_json",
-           "validate_report", "write_report"]
+__all__ = ["write_report"]
 
-
-# -- files -------------------------------------------------------------------------------------
 
 
 def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
@@ -52,6 +24,6 @@ def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json_path=out / JSON_NAME, html_path=out / HTML_NAME)
-    _atomic_write(paths.json_path, text)
-    _atomic_write(paths.html_path, page)
+    atomic_write(paths.json_path, text)
+    atomic_write(paths.html_path, page)
     return paths
