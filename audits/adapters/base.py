@@ -360,13 +360,25 @@ class SpecMechanism:
     """
 
     fingerprint_tag: ClassVar[str | None] = None
+    # How the spec's data are read (:func:`spec_data`'s options, e.g. batch_size_field).
+    data_options: ClassVar[Mapping[str, Any]] = {}
 
     spec_json: str
     config: Any
     device: str
     dtype: str
 
+    @classmethod
+    def load_data(cls, spec_json: str) -> SpecData:
+        """The dataset and requests of a canonical spec JSON, as this mechanism reads them."""
+        return spec_data(spec_json, **cls.data_options)
+
+    def data(self) -> SpecData:
+        """The dataset and requests of this mechanism's spec (cached)."""
+        return self.load_data(self.spec_json)
+
     def fingerprint(self) -> str:
+        """Key of the chunk store: changes whenever the mechanism's numbers may change."""
         parts = (dataclasses.astuple(self.config), self.device, self.dtype)
         return repr(parts if self.fingerprint_tag is None else (self.fingerprint_tag, *parts))
 

@@ -93,11 +93,6 @@ _PARAMETER_HELP = {
 }
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and requests of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
-
-
 def _upper(bound_id: str, **params: Any) -> Fraction:
     """Rigorous upper end of a declared bound (interval arithmetic, preconditions checked)."""
     import bounds
@@ -224,7 +219,7 @@ class D2DMechanism(support.SpecMechanism):
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.neel2021 import run_d2d
 
-        return support.run_request_trials(run_d2d, self, spec_data(self.spec_json), seed=seed,
+        return support.run_request_trials(run_d2d, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
@@ -267,7 +262,7 @@ class D2DAdapter(support.AdapterBase):
 
         params: D2DParams = spec.algorithm
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = D2DMechanism.load_data(spec_json)
         support.require_unit_features(data, "for L = 1/4 + lambda")
         extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
         if spec.request.kind == "replace":

@@ -92,22 +92,10 @@ _PARAMETER_HELP = {
 
 
 # ----------------------------------------------------------------------------------------------
-# Data and requests of a spec.
-
-
-GuoData = support.SpecData  # requests: the removal batches, one Newton step each
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and removal requests of a spec (cached); at least one record must remain."""
-    return support.spec_data(spec_json, keep_a_record=True)
-
-
-# ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float, float]:
+def guo_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certificate, float, float]:
     """Certificate (Theorem 3 (ii) at eps' = the budget), sigma and the budget the mechanism uses."""
     import bounds
     from bounds.engine import BoundError
@@ -186,6 +174,8 @@ class GuoMechanism(support.SpecMechanism):
     = the final parameters; accuracy on the test split.
     """
 
+    data_options: ClassVar[dict[str, Any]] = {"keep_a_record": True}
+
     # config is an empirical.mechanisms.guo2020.GuoConfig
 
     @property
@@ -200,7 +190,7 @@ class GuoMechanism(support.SpecMechanism):
 
         from empirical.mechanisms.guo2020 import run_guo
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
         with support.torch_threads(self.device):
@@ -221,7 +211,7 @@ def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
     """The report's Figure 1 and Figure 2 shapes at the spec's lambda and (calibrated) sigma."""
     from audits.reproductions.guo2020 import removals_before_retraining, residual_curves
 
-    data = spec_data(spec.canonical_json())
+    data = GuoMechanism.load_data(spec.canonical_json())
     params: GuoParams = spec.algorithm
     certificate, sigma, _ = guo_certificate(spec, data)
     delta = certificate.delta
@@ -341,7 +331,7 @@ class GuoAdapter(support.AdapterBase):
         from empirical.mechanisms.guo2020 import GuoConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = GuoMechanism.load_data(spec_json)
         certificate, sigma, budget = guo_certificate(spec, data)
         params: GuoParams = spec.algorithm
         config = GuoConfig(lam=params.lam, sigma=sigma, loss="logistic", budget=budget,

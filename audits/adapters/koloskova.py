@@ -173,18 +173,13 @@ _HELP = {
 # Data.
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and forget set (``indices``) of a spec (cached)."""
-    return support.spec_data(spec_json)
-
-
 @functools.lru_cache(maxsize=8)
 def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
     import torch
 
     from empirical.mechanisms.koloskova2025 import build_task
 
-    return build_task(spec_data(spec_json).dataset, model=model, device=device,
+    return build_task(KoloskovaMechanism.load_data(spec_json).dataset, model=model, device=device,
                       dtype=getattr(torch, dtype))
 
 
@@ -371,19 +366,16 @@ def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Cert
 
 
 @dataclass(frozen=True)
-class KoloskovaMechanism:
+class KoloskovaMechanism(support.SpecMechanism):
     """Unlearned U(A(D), D_r) vs certifying U(A(D_r), D_r) trials as a TrialMechanism.
 
     Scores: ``loss`` = minus the cross-entropy of each forgotten record; statistics: the final
-    parameters (networks up to 5,000 parameters); accuracy on the test split.
+    parameters (networks up to 5,000 parameters); accuracy on the test split. ``config`` is an
+    empirical.mechanisms.koloskova2025.KoloskovaConfig.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.koloskova2025.KoloskovaConfig
     model: str
     forget: tuple[int, ...]
-    device: str
-    dtype: str
 
     @property
     def description(self) -> str:
@@ -393,14 +385,19 @@ class KoloskovaMechanism:
                 f"C1={c.C1}, C2={c.C2}, fine-tuning {c.finetune_steps} steps, forget "
                 f"{len(self.forget)} rows, noise x{c.noise_multiplier_scale}")
 
+    def task(self) -> Any:
+        """The built network task (data, model, A(D) and A(D_r) training), cached per spec."""
+        return _task(self.spec_json, self.model, self.device, self.dtype)
+
     def fingerprint(self) -> str:
+        """Key of the chunk store (config, model, forget rows, device, dtype)."""
         return repr((dataclasses.astuple(self.config), self.model, self.forget, self.device,
                      self.dtype))
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         from empirical.mechanisms.koloskova2025 import run_koloskova
 
-        task = _task(self.spec_json, self.model, self.device, self.dtype)
+        task = self.task()
         return run_koloskova(task, forget=self.forget, config=self.config, n_trials=n_trials,
                              seed=seed, first_trial=first_trial, mode=mode)
 
@@ -419,7 +416,7 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     from empirical.mechanisms.koloskova2025 import KoloskovaConfig
 
     spec_json = spec.canonical_json()
-    data = spec_data(spec_json)
+    data = KoloskovaMechanism.load_data(spec_json)
     delta = spec.certificate.resolve_delta(data.dataset.n)
     params = spec.algorithm
     common = {"C0": params.C0, "learn_steps": params.learn_steps,
@@ -440,8 +437,8 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
         certificate, sigma = output_perturbation_certificate(spec, delta)
         config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
     certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
-    mechanism = KoloskovaMechanism(spec_json, config, spec.model.name, data.indices, device,
-                                   spec.dtype)
+    mechanism = KoloskovaMechanism(spec_json=spec_json, config=config, device=device,
+                                   dtype=spec.dtype, model=spec.model.name, forget=data.indices)
     return certificate, mechanism
 
 
@@ -487,8 +484,7 @@ class _KoloskovaAdapter(support.AdapterBase):
         from audits.reproductions.koloskova2025 import accuracy_budget_plot
 
         _, mechanism = prepare_koloskova(spec, device=spec.device if spec.device != "auto" else "cpu")
-        task = _task(mechanism.spec_json, mechanism.model, mechanism.device, mechanism.dtype)
-        return [accuracy_budget_plot(task, config=mechanism.config, forget=mechanism.forget,
+        return [accuracy_budget_plot(mechanism.task(), config=mechanism.config, forget=mechanism.forget,
                                      model=mechanism.model, seed=spec.seed,
                                      name=spec.algorithm.name)]
 
@@ -500,8 +496,8 @@ class _KoloskovaAdapter(support.AdapterBase):
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
-        task = _task(mechanism.spec_json, mechanism.model, device, spec.dtype)
-        data = spec_data(mechanism.spec_json)
+        task = mechanism.task()
+        data = KoloskovaMechanism.load_data(mechanism.spec_json)
         return support.prepared_audit(
             spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
             rows_key="forget_rows",

@@ -73,11 +73,6 @@ _PARAMETER_HELP = {
 }
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and requests of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
-
-
 def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
                          delta: float, target_epsilon: float | None, calibrate: str,
                          sigma: float | None, iterations: int | tuple[int, ...] | None,
@@ -166,7 +161,7 @@ class LangevinMechanism(support.SpecMechanism):
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024lu import run_langevin
 
-        return support.run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
+        return support.run_request_trials(run_langevin, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
@@ -206,7 +201,7 @@ class LangevinAdapter(support.AdapterBase):
 
         params: LangevinParams = spec.algorithm
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = LangevinMechanism.load_data(spec_json)
         support.require_unit_features(data, "for L = 1/4 + lambda")
         cert_spec = spec.certificate
         certificate, sigma, epochs = langevin_certificate(

@@ -104,12 +104,6 @@ _PARAMETER_HELP = {
 # Data and request of a spec.
 
 
-NoisyGDData = support.SpecData
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -121,7 +115,7 @@ def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     return support.float_at_most(1 / (2 * (Fraction(lam) + beta)))
 
 
-def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float, int, float]:
+def noisy_gd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Any, float, int, float]:
     """Certificate and the (sigma, K_Abar, beta) the mechanism runs with (Theorem 5.1)."""
     import bounds
 
@@ -200,19 +194,16 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
 
 
 @dataclass(frozen=True)
-class NoisyGDMechanism:
+class NoisyGDMechanism(support.SpecMechanism):
     """Noisy-GD learn -> delete and the reference run as a
     :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the loss of the replaced record (original record); statistics:
-    ``params`` = the final parameters; accuracy on the test split.
+    ``params`` = the final parameters; accuracy on the test split. ``config`` is an
+    empirical.mechanisms.chourasia2023.NoisyGDConfig.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chourasia2023.NoisyGDConfig
     model: str
-    device: str
-    dtype: str
     adaptive_requests: int = 0
 
     @property
@@ -224,6 +215,7 @@ class NoisyGDMechanism:
                 f"adaptive requests={self.adaptive_requests}, noise x{c.noise_multiplier_scale}")
 
     def fingerprint(self) -> str:
+        """Key of the chunk store (config, model, device, dtype, adaptive requests)."""
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
                      self.adaptive_requests))
 
@@ -243,7 +235,7 @@ class NoisyGDMechanism:
             run_noisy_gd,
         )
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         model = LinearLoss(data.dataset.dim) if self.model == "linear" else None
         requester = None
         if self.adaptive_requests:
@@ -323,13 +315,14 @@ class NoisyGDAdapter(support.AdapterBase):
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = NoisyGDMechanism.load_data(spec_json)
         certificate, sigma, steps, eta = noisy_gd_certificate(spec, data)
         params: NoisyGDParams = spec.algorithm
         config = NoisyGDConfig(step_size=eta, sigma=sigma, learn_steps=params.learn_steps,
                                unlearn_steps=steps, l2=params.l2, clip=params.clip,
                                noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = NoisyGDMechanism(spec_json, config, spec.model.name, device, spec.dtype,
+        mechanism = NoisyGDMechanism(spec_json=spec_json, config=config, device=device,
+                                     dtype=spec.dtype, model=spec.model.name,
                                      adaptive_requests=params.adaptive_requests)
         return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)

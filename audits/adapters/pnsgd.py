@@ -102,11 +102,6 @@ _PARAMETER_HELP = {
 PNSGDData = support.SpecData  # batch_size is b; the tail is dropped to a multiple of b
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec, the tail dropped to a multiple of b (cached)."""
-    return support.spec_data(spec_json, batch_size_field="batch_size")
-
-
 # ----------------------------------------------------------------------------------------------
 # Certificate.
 
@@ -211,6 +206,8 @@ class PNSGDMechanism(support.SpecMechanism):
     statistics: ``params`` = the final parameters; accuracy on the test split.
     """
 
+    data_options: ClassVar[dict[str, Any]] = {"batch_size_field": "batch_size"}
+
     # config is an empirical.mechanisms.chien2024.PNSGDConfig
 
     @property
@@ -223,7 +220,7 @@ class PNSGDMechanism(support.SpecMechanism):
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         from empirical.mechanisms.chien2024 import run_pnsgd
 
-        return support.run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
+        return support.run_request_trials(run_pnsgd, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
@@ -278,7 +275,7 @@ class PNSGDAdapter(support.AdapterBase):
         from empirical.mechanisms.chien2024 import PNSGDConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = PNSGDMechanism.load_data(spec_json)
         certificate, sigma, epochs = pnsgd_certificate(spec, data)
         params: PNSGDParams = spec.algorithm
         config = PNSGDConfig(
