@@ -10,11 +10,11 @@ from pathlib import Path
 import mpmath
 import pytest
 
-from audits.adapters.koloskova import (
+from audits.adapters.koloskova import _tables_sigma
+from audits.adapters.koloskova_params import (
     GradientClippingParams,
     ModelClippingParams,
     OutputPerturbationParams,
-    _tables_sigma,
 )
 from audits.fields import SpecError
 from audits.protocols import ModelOutputs, TrialBatch
