@@ -29,7 +29,8 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from audits.adapters import base as support
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import mark_broken
 from audits.adapters.koloskova_mechanism import KoloskovaMechanism, benchmark
 from audits.adapters.koloskova_params import (
     HELP,
@@ -258,7 +259,7 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     else:
         certificate, sigma = output_perturbation_certificate(spec, delta)
         config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
-    certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
+    certificate = mark_broken(certificate, params.noise_multiplier_scale)
     mechanism = KoloskovaMechanism(spec_json=spec_json, config=config, device=device,
                                    dtype=spec.dtype, model=spec.model.name, forget=data.indices)
     return certificate, mechanism
@@ -271,8 +272,8 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
 # (epsilon, delta) = (1, 1e-5) through Balle et al.'s conversion; 2000 trials.
 
 
-def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> support.DemoSettings:
-    return support.DemoSettings(
+def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> DemoSettings:
+    return DemoSettings(
         params=params, trials=2000, name=name, model=ModelSpec(name="mlp"),
         request=RequestSpec(kind="remove", size=25, requests=1, seed=0),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-5, calibrate=calibrate,
@@ -280,7 +281,7 @@ def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> support.DemoSe
         chunk_size=1000)
 
 
-class _KoloskovaAdapter(support.AdapterBase):
+class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
     params_type: type
     parameter_help = HELP
@@ -320,7 +321,7 @@ class _KoloskovaAdapter(support.AdapterBase):
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = mechanism.task()
         data = KoloskovaMechanism.load_data(mechanism.spec_json)
-        return support.prepared_audit(
+        return prepared_audit(
             spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
             rows_key="forget_rows",
             notes=(f"dataset: {data.dataset.provenance}", f"model: {task.description}",

@@ -14,7 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from audits.adapters import base as support
+from audits.adapters.data import spec_data
+from audits.adapters.mechanism import SpecMechanism, model_outputs, time_batched_and_loop, torch_threads
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
 
@@ -30,13 +31,13 @@ def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
 
     from empirical.mechanisms.koloskova2025 import build_task
 
-    return build_task(support.spec_data(spec_json).dataset, model=model, device=device,
+    return build_task(spec_data(spec_json).dataset, model=model, device=device,
                       dtype=getattr(torch, dtype))
 
 
 
 @dataclass(frozen=True)
-class KoloskovaMechanism(support.SpecMechanism):
+class KoloskovaMechanism(SpecMechanism):
     """Unlearned U(A(D), D_r) vs certifying U(A(D_r), D_r) trials as a TrialMechanism.
 
     Scores: ``loss`` = minus the cross-entropy of each forgotten record; statistics: the final
@@ -75,9 +76,9 @@ class KoloskovaMechanism(support.SpecMechanism):
         result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
         small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
         return TrialBatch(
-            support.model_outputs(result.unlearned_forget_losses, result.unlearned_params,
+            model_outputs(result.unlearned_forget_losses, result.unlearned_params,
                                   result.unlearned_accuracy, keep_params=small),
-            support.model_outputs(result.reference_forget_losses, result.reference_params,
+            model_outputs(result.reference_forget_losses, result.reference_params,
                                   result.reference_accuracy, keep_params=small))
 
 
@@ -95,8 +96,8 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
     mechanism = adapter.prepare(spec, device=device).mechanism
     # the warm-up trial builds A(D) and A(D_r)
-    with support.torch_threads(device):
-        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials,
+    with torch_threads(device):
+        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials,
                                                loop_trials=loop_trials or 16)
     batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
     batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from audits.adapters import base as support
+from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
 from audits.fields import choice, fail, integer, number
 
 __all__ = ["HELP", "NETWORK_MODELS", "GradientClippingParams", "ModelClippingParams",
@@ -17,7 +17,7 @@ NETWORK_MODELS = ("mlp", "cnn", "head")
 
 
 @dataclass(frozen=True)
-class _Common(support.AlgorithmParams):
+class _Common(AlgorithmParams):
     """Fields shared by the three methods (Theorems 4.1, 4.2 and eq. 1 names)."""
 
     sigma: float | None = None
@@ -31,14 +31,14 @@ class _Common(support.AlgorithmParams):
 
     def _check_common(self) -> None:
         p = "spec.algorithm"
-        support.optional_sigma(self.sigma)
-        support.positive(self.C0, "C0", "a positive number (C0)")
+        optional_sigma(self.sigma)
+        positive(self.C0, "C0", "a positive number (C0)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0, what="an integer >= 0")
-        support.positive(self.learn_step_size, "learn_step_size")
+        positive(self.learn_step_size, "learn_step_size")
         integer(self.finetune_steps, f"{p}.finetune_steps", minimum=0, what="an integer >= 0")
-        support.positive(self.finetune_step_size, "finetune_step_size")
-        support.noise_scale(self.noise_multiplier_scale)
-        support.flag(self.report_figures, "report_figures")
+        positive(self.finetune_step_size, "finetune_step_size")
+        noise_scale(self.noise_multiplier_scale)
+        flag(self.report_figures, "report_figures")
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,9 @@ class GradientClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        support.positive(self.step_size, "step_size")
+        positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        support.positive(self.clip, "clip", "a positive number (C1)")
+        positive(self.clip, "clip", "a positive number (C1)")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
         choice(self.noise, f"{p}.noise", ("correct", "paper-table"))
@@ -87,9 +87,9 @@ class ModelClippingParams(_Common):
     def __post_init__(self) -> None:
         self._check_common()
         p = "spec.algorithm"
-        support.positive(self.step_size, "step_size")
+        positive(self.step_size, "step_size")
         number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        support.positive(self.clip, "clip", "a positive number (C2)")
+        positive(self.clip, "clip", "a positive number (C2)")
         number(self.sigma0, f"{p}.sigma0", low=0, what="a number >= 0")
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
