@@ -62,22 +62,27 @@ class AuditResult:
 
     @property
     def status(self) -> str:
+        """The verdict: CONSISTENT, VIOLATION or INCONCLUSIVE."""
         return self.report["verdict"]["status"]
 
     @property
     def certified_epsilon(self) -> float:
+        """The certificate's epsilon."""
         return float(self.report["certificate"]["epsilon"])
 
     @property
     def max_lower_bound(self) -> float:
+        """The largest empirical lower bound on epsilon."""
         return float(self.report["verdict"]["max_lower_bound"])
 
     @property
     def tightness(self) -> float:
+        """Largest lower bound over the certified epsilon (inf for a zero certificate)."""
         value = self.report["verdict"]["tightness"]
         return math.inf if value == "inf" else float(value)
 
     def summary(self) -> str:
+        """The terminal summary of the report."""
         from audits.report.text import summary_text
 
         return summary_text(self.report)
