@@ -58,7 +58,7 @@ class AuditResult:
     """A finished audit: the report dict and, when written, its files."""
 
     report: dict[str, Any]
-    paths: Any = None  # audits.report.ReportPaths when an output directory was given
+    paths: Any = None  # audits.report.schema.ReportPaths when an output directory was given
 
     @property
     def status(self) -> str:
