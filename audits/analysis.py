@@ -13,7 +13,7 @@ certificate is tested only in the direction it states (:func:`_privacy_direction
 attack parameters (the projection direction) come from pilot trials with their own seed, never
 used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
-(schema in :mod:`audits.report_schema`).
+(schema in :mod:`audits.report.schema`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import numpy as np
 
 from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
-from audits.report_schema import (
+from audits.report.schema import (
     EXIT_CODES,
     KIND_ESTIMATE,
     KIND_LOWER_BOUND,
@@ -622,6 +622,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both",
                   projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
                   ) -> dict:
+    """The report dict (schema ``report.json``) of a finished audit: certificate, lower bounds,
+    estimates, verdict, utility, plots."""
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:

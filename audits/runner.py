@@ -26,11 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from audits.adapter import PreparedAudit
+from audits.adapters.protocol import PreparedAudit
 from audits.analysis import build_report
 from audits.execution import code_version, printable, resolve_device, run_chunks
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
-from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
 from audits.spec import (
     ESTIMATORS,
@@ -53,7 +53,6 @@ __all__ = [
     "comparable",
     "derived_seed",
     "prepare_audit",
-    "register_algorithm_runner",
     "run_audit",
 ]
 
@@ -67,27 +66,32 @@ class AuditResult:
     """A finished audit: the report dict and, when written, its files."""
 
     report: dict[str, Any]
-    paths: Any = None  # audits.report.ReportPaths when an output directory was given
+    paths: Any = None  # audits.report.schema.ReportPaths when an output directory was given
 
     @property
     def status(self) -> str:
+        """The verdict: CONSISTENT, VIOLATION or INCONCLUSIVE."""
         return self.report["verdict"]["status"]
 
     @property
     def certified_epsilon(self) -> float:
+        """The certificate's epsilon."""
         return float(self.report["certificate"]["epsilon"])
 
     @property
     def max_lower_bound(self) -> float:
+        """The largest empirical lower bound on epsilon."""
         return float(self.report["verdict"]["max_lower_bound"])
 
     @property
     def tightness(self) -> float:
+        """Largest lower bound over the certified epsilon (inf for a zero certificate)."""
         value = self.report["verdict"]["tightness"]
         return math.inf if value == "inf" else float(value)
 
     def summary(self) -> str:
-        from audits.report import summary_text
+        """The terminal summary of the report."""
+        from audits.report.text import summary_text
 
         return summary_text(self.report)
 
@@ -101,7 +105,8 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
-    from audits.report import validate_report, write_report
+    from audits.report.schema import validate_report
+    from audits.report.write import write_report
 
     if out_dir is None:
         return AuditResult(validate_report(report), None)
@@ -114,7 +119,7 @@ def _writer(out_dir: str | Path | None, *, check: Callable[[], None]) -> Iterato
     """Hold ``out_dir`` for one audit: its files must not be symbolic links, no other audit may
     write it meanwhile (:class:`~audits.store.FolderLock`), and ``check`` (refusals that read
     the folder) runs again under the lock."""
-    from audits.report_schema import HTML_NAME, JSON_NAME
+    from audits.report.schema import HTML_NAME, JSON_NAME
 
     if out_dir is None:
         yield
@@ -132,7 +137,7 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
-    from audits.report_schema import JSON_NAME
+    from audits.report.schema import JSON_NAME
 
     if out_dir is None or replace:
         return
@@ -148,12 +153,6 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     if not same:
         raise ValueError(f"{existing} holds the report of another audit; choose another folder "
                          "or pass replace=True (--replace) to overwrite it")
-
-
-def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
-    """Removed: register an :class:`~audits.adapter.AlgorithmAdapter` instead."""
-    raise TypeError(f"register_algorithm_runner({name!r}, ...) is gone: implement "
-                    "audits.adapter.AlgorithmAdapter and call audits.registry.register_adapter")
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
@@ -195,7 +194,7 @@ def run_audit(
     spec = load_spec(spec)
 
     def refusals() -> None:
-        from audits.report_schema import HTML_NAME, JSON_NAME
+        from audits.report.schema import HTML_NAME, JSON_NAME
 
         if out_dir is None:
             return
@@ -230,15 +229,11 @@ def run_audit(
                                 "(empirical.trials.trial_seed)"},
             device=prepared.device, wall_seconds=time.perf_counter() - start,
             chunks=results.chunks, chunks_resumed=results.resumed,
-            notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec),
+            notes=[*prepared.notes, *store_notes], extra_plots=spec.adapter.extra_plots(spec),
             projections=results.projections)
         return _finish(report, out_dir)
 
 
-def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
-    """The adapter's optional ``extra_plots(spec)``: line plots the report draws generically."""
-    extra = getattr(spec.adapter, "extra_plots", None)
-    return [] if extra is None else list(extra(spec))
 
 
 def audit_mechanism(

@@ -9,7 +9,7 @@ Every field is validated on construction; a bad value raises :class:`SpecError` 
 The canonical form (:meth:`AuditSpec.to_dict`, every field present, ``None`` for "not given")
 is what the report records and what :meth:`AuditSpec.digest` hashes to key the chunk store.
 
-Algorithms plug in as adapters (:mod:`audits.adapter`, registered in :mod:`audits.registry`):
+Algorithms plug in as adapters (:mod:`audits.adapters.protocol`, registered in :mod:`audits.registry`):
 the ``[algorithm]`` table's ``name`` picks the adapter, which parses the rest of the table, says
 which models and calibrated parameters it supports and checks its fields against the rest of
 the spec. This module names no algorithm.
@@ -201,6 +201,7 @@ class DatasetSpec:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[dataset]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -215,6 +216,7 @@ class ModelSpec:
             raise fail("spec.model.name", f"must be a model name, got {self.name!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[model]`` table as plain data."""
         return {"name": self.name}
 
 
@@ -258,9 +260,11 @@ class RequestSpec:
 
     @property
     def total_records(self) -> int:
+        """Records changed over all requests (size times requests)."""
         return self.size * self.requests
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[request]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -304,9 +308,11 @@ class CertificateSpec:
                         f"{self.bound!r}")
 
     def resolve_delta(self, n: int) -> float:
+        """delta as a number: 1/n for ``"1/n"``, else the given value."""
         return 1.0 / n if self.delta == "1/n" else float(self.delta)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[certificate]`` table as plain data."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
@@ -392,7 +398,7 @@ class AuditSpec:
 
     @property
     def adapter(self) -> Any:
-        """The :class:`~audits.adapter.AlgorithmAdapter` of this spec's algorithm."""
+        """The :class:`~audits.adapters.protocol.AlgorithmAdapter` of this spec's algorithm."""
         return get_adapter(self.algorithm.name)
 
     # -- construction ------------------------------------------------------------------------
@@ -444,6 +450,7 @@ class AuditSpec:
         return out
 
     def canonical_json(self) -> str:
+        """The spec as canonical JSON (sorted keys): what hashes and caches key on."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
                           allow_nan=False)
 

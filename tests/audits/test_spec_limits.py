@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits.audit_cli import default_out_dir
 from audits.cli import main
+from audits.cli.audit import default_out_dir
 from audits.protocols import Certificate
 from audits.runner import audit_scores, run_audit
 from audits.spec import AuditSpec, SpecError

@@ -23,7 +23,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from audits.cli_common import CommandError, emit, integer_in
+from audits.cli.common import CommandError, emit, integer_in
 
 __all__ = ["add_audit_commands", "default_out_dir"]
 
@@ -88,11 +88,12 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
-    if result.status != "CONSISTENT":  # per-status exit codes: audits.report_schema.EXIT_CODES
+    if result.status != "CONSISTENT":  # per-status exit codes: audits.report.schema.EXIT_CODES
         raise SystemExit(result.report["verdict"]["exit_code"])
 
 
 def cmd_audit_demo(args: argparse.Namespace) -> None:
+    """``unlearn audit demo``: an algorithm's embedded demo audit."""
     from audits.spec import demo_spec
 
     spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
@@ -100,6 +101,7 @@ def cmd_audit_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_algorithms(args: argparse.Namespace) -> None:
+    """``unlearn audit algorithms``: the registered algorithms with their parameters."""
     from audits.registry import adapters, default_adapter
 
     default = default_adapter().name
@@ -126,6 +128,7 @@ def cmd_audit_algorithms(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_run(args: argparse.Namespace) -> None:
+    """``unlearn audit run SPEC``: the audit of a spec file."""
     from audits.spec import AuditSpec
 
     spec_path = Path(args.spec)
@@ -136,7 +139,10 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from audits.report import HTML_NAME, JSON_NAME, load_report, summary_text, write_report
+    """``unlearn audit report DIR``: re-render and summarise a stored report."""
+    from audits.report.schema import HTML_NAME, JSON_NAME, load_report
+    from audits.report.text import summary_text
+    from audits.report.write import write_report
     from audits.store import FolderLock, check_folder
 
     try:
