@@ -182,14 +182,11 @@ def run_audit(
                "per_trial": "torch generators seeded with BLAKE2b(seed | trial | stream) "
                             "(empirical.trials.trial_seed)"},
         device=prepared.device, wall_seconds=time.perf_counter() - start, chunks=chunks,
-        chunks_resumed=resumed, notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec))
+        chunks_resumed=resumed, notes=[*prepared.notes, *store_notes],
+        extra_plots=spec.adapter.extra_plots(spec))
     return _finish(report, out_dir)
 
 
-def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
-    """The adapter's optional ``extra_plots(spec)``: line plots the report draws generically."""
-    extra = getattr(spec.adapter, "extra_plots", None)
-    return [] if extra is None else list(extra(spec))
 
 
 def audit_mechanism(

@@ -45,6 +45,7 @@ __all__ = [
     "AdapterBase",
     "AlgorithmParams",
     "BatchLoopTiming",
+    "DemoSettings",
     "SpecData",
     "SpecMechanism",
     "broken_note",
@@ -94,8 +95,26 @@ class AlgorithmParams:
                                       for f in dataclasses.fields(self)}}  # type: ignore[arg-type]
 
 
+@dataclass(frozen=True)
+class DemoSettings:
+    """An algorithm's embedded demo audit, as data: its parameters, its trial count and the parts
+    of the spec it sets (the rest comes from :func:`demo_audit_spec`'s shared settings)."""
+
+    params: Any
+    trials: int
+    name: str
+    request: Any = None  # RequestSpec; None: flip the label of record 0
+    certificate: Any = None  # CertificateSpec; None: calibrate sigma to (1, 1/n)
+    dataset: Any = None  # DatasetSpec; None: digits 3-vs-8
+    model: Any = None  # ModelSpec; None: the spec's default model
+    chunk_size: int = 2500
+
+
 class AdapterBase:
-    """The adapter members that only read ``params_type`` and ``parameter_help``.
+    """Every member of :class:`~audits.adapters.protocol.AlgorithmAdapter` that an adapter
+    does not need to write: parsing and describing ``params_type``, the demo spec built from
+    ``demo`` (a :class:`DemoSettings`), and the optional hooks' defaults (no extra plots, the
+    generic trials benchmark, no bound benchmark).
 
     ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
     logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
@@ -103,9 +122,13 @@ class AdapterBase:
 
     name: str
     params_type: type
+    demo: ClassVar[DemoSettings]
     parameter_help: ClassVar[Mapping[str, str]] = {}
     models: tuple[str, ...] = ("logistic-regression",)
     calibratable: tuple[str, ...] = ("sigma",)
+    bench_bound: str | None = None
+    bench_point: ClassVar[Mapping[str, Any]] = {}
+    bench_reproduction: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -113,10 +136,30 @@ class AdapterBase:
             cls.name = cls.params_type.name
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
+        """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
         return from_fields(self.params_type, data, path)
 
     def parameters(self) -> tuple[ParameterDoc, ...]:
+        """The hyper-parameters with their defaults and ``parameter_help``."""
         return describe_parameters(self.params_type, self.parameter_help)
+
+    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
+        """The embedded demo audit (``demo``), with ``trials`` N and ``device`` if given."""
+        demo = self.demo
+        return demo_audit_spec(
+            algorithm=demo.params, name=demo.name, trials=trials, default_trials=demo.trials,
+            device=device, request=demo.request, certificate=demo.certificate,
+            dataset=demo.dataset, model=demo.model, chunk_size=demo.chunk_size)
+
+    def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
+        """Line plots the report draws for this spec beside the generic figures (none here)."""
+        return []
+
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
+                         model: str | None = None) -> dict[str, Any] | None:
+        """``unlearn bench trials``: None here, for the generic batched-vs-loop benchmark of the
+        demo spec's mechanism."""
+        return None
 
 
 def positive(value: Any, field: str, what: str = "a positive number") -> float:

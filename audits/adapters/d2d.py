@@ -31,7 +31,7 @@ from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, RequestSpec
 
-__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan", "demo_spec"]
+__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan"]
 
 VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2021:thm28"}
 
@@ -228,22 +228,6 @@ class D2DMechanism(support.SpecMechanism):
                                           first_trial=first_trial, n_trials=n_trials)
 
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """D2D with internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
-
-    lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
-    M = 0.05 keeps every per-example gradient at the Lipschitz bound.
-    """
-    return support.demo_audit_spec(
-        algorithm=D2DParams(),
-        request=RequestSpec(kind="remove", indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma"),
-        name="d2d-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
 class D2DAdapter(support.AdapterBase):
     """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
 
@@ -251,6 +235,13 @@ class D2DAdapter(support.AdapterBase):
                    "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
     params_type = D2DParams
     parameter_help = _PARAMETER_HELP
+    # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
+    # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
+    # M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    demo = support.DemoSettings(params=D2DParams(), trials=20000, name="d2d-demo",
+                                request=RequestSpec(kind="remove", indices=(0,)),
+                                certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                                            calibrate="sigma"))
     bench_bound = "neel2021:thm9"
 
     def check_spec(self, spec: AuditSpec) -> None:
@@ -270,8 +261,6 @@ class D2DAdapter(support.AdapterBase):
                        "'remove', or set spec.algorithm.adjacency = 'paper' to run seed 000's "
                        "uncertified replacement reading")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         from empirical.mechanisms.neel2021 import D2DConfig

@@ -32,7 +32,7 @@ from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
 
-__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams", "demo_spec"]
+__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
 
 BOUND = "guo2020:thm3ii"
 
@@ -270,20 +270,6 @@ def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """Guo et al.'s Newton removal of one record of digits 3-vs-8 (the embedded stand-in for
-    the paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by
-    Theorem 3 (ii) with a budget of one removal of residual 0.01 (sigma calibrated)."""
-    return support.demo_audit_spec(
-        algorithm=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
-        request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4, calibrate="sigma"),
-        name="demo-guo2020", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
 class GuoAdapter(support.AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
@@ -291,6 +277,14 @@ class GuoAdapter(support.AdapterBase):
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
     parameter_help = _PARAMETER_HELP
+    # The demo: Newton removal of one record of digits 3-vs-8 (the embedded stand-in for the
+    # paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by Theorem 3 (ii)
+    # with a budget of one removal of residual 0.01 (sigma calibrated).
+    demo = support.DemoSettings(params=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
+                                trials=20000, name="demo-guo2020",
+                                request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
+                                certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
+                                                            calibrate="sigma"))
     bench_bound = BOUND
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
@@ -316,8 +310,6 @@ class GuoAdapter(support.AdapterBase):
             raise fail("spec.dtype", "must be 'float64': the training tolerance and the checked "
                        "Hessian solves are set for double precision")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
@@ -328,7 +320,7 @@ class GuoAdapter(support.AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = demo_spec(trials=max(2, n_trials), device=device)
+        spec = self.demo_spec(trials=max(2, n_trials), device=device)
         if dataset != "digits":
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism

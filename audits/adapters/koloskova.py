@@ -448,26 +448,23 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
 # ----------------------------------------------------------------------------------------------
 # The adapters.
 
-DEMO_TRIALS = 2000
-DEMO_FORGET = 25  # 10% of the 256 digits training rows
+# The demos: an MLP on digits 3-vs-8 forgets 25 rows (10% of the 256 training rows), certified
+# (epsilon, delta) = (1, 1e-5) through Balle et al.'s conversion; 2000 trials.
 
 
-def _demo(params: Any, *, trials: int | None, device: str | None, name: str,
-          calibrate: str = "sigma") -> AuditSpec:
-    return support.demo_audit_spec(
-        algorithm=params,
-        model=ModelSpec(name="mlp"),
-        request=RequestSpec(kind="remove", size=DEMO_FORGET, requests=1, seed=0),
+def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> support.DemoSettings:
+    return support.DemoSettings(
+        params=params, trials=2000, name=name, model=ModelSpec(name="mlp"),
+        request=RequestSpec(kind="remove", size=25, requests=1, seed=0),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-5, calibrate=calibrate,
                                     conversion="balle2020"),
-        name=name, trials=trials, default_trials=DEMO_TRIALS, device=device, chunk_size=1000)
+        chunk_size=1000)
 
 
 class _KoloskovaAdapter(support.AdapterBase):
     models = NETWORK_MODELS
     params_type: type
     parameter_help = _HELP
-    demo_params: Any
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -482,10 +479,6 @@ class _KoloskovaAdapter(support.AdapterBase):
         if cert.calibrate == "T" and (params.sigma is None or params.unlearn_steps is not None):
             raise fail("spec.algorithm", "calibrate = 'T' needs sigma given and unlearn_steps "
                        "left out")
-
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return _demo(self.demo_params, trials=trials, device=device, name=f"demo-{self.name}",
-                     calibrate=self.calibratable[-1] if self.demo_params.sigma else "sigma")
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """The accuracy-against-budget figure, when the spec asks for report figures."""
@@ -520,7 +513,8 @@ class GradientClippingAdapter(_KoloskovaAdapter):
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
-    demo_params = GradientClippingParams(report_figures=True)
+    demo = _demo(GradientClippingParams(report_figures=True),
+                 name="demo-koloskova-gradient-clipping")
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
@@ -528,14 +522,15 @@ class ModelClippingAdapter(_KoloskovaAdapter):
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
     calibratable = ("sigma", "T")
-    demo_params = ModelClippingParams(sigma=2.0, report_figures=True)
+    demo = _demo(ModelClippingParams(sigma=2.0, report_figures=True),
+                 name="demo-koloskova-model-clipping", calibrate="T")
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
-    demo_params = OutputPerturbationParams(report_figures=True)
+    demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")
 
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,

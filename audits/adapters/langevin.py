@@ -26,7 +26,7 @@ from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 
-__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams", "demo_spec",
+__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams",
            "langevin_certificate"]
 
 
@@ -170,16 +170,6 @@ class LangevinMechanism(support.SpecMechanism):
                                           first_trial=first_trial, n_trials=n_trials)
 
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """LU on digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1."""
-    return support.demo_audit_spec(
-        algorithm=LangevinParams(),
-        name="langevin-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
 class LangevinAdapter(support.AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
@@ -187,6 +177,8 @@ class LangevinAdapter(support.AdapterBase):
                    "certified by seed 000 eq. (98); sequences by a derived chain")
     params_type = LangevinParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1.
+    demo = support.DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")
     bench_bound = "chien2024lu:eq98"
 
@@ -208,8 +200,6 @@ class LangevinAdapter(support.AdapterBase):
         if cert.calibrate == "K" and params.sigma is None:
             raise fail(f"{p}.sigma", "is required when K is calibrated")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         from empirical.mechanisms.chien2024lu import LangevinConfig

@@ -25,7 +25,7 @@ from audits.protocols import TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, DatasetSpec, ModelSpec
 
-__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams", "demo_spec"]
+__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams"]
 
 BOUND = "chourasia2023:thm5.1/deletion-renyi"
 ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
@@ -258,23 +258,6 @@ class NoisyGDMechanism:
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 10000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """Noisy-GD on digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
-
-    Clipping at L = 0.05 is active on every record and the flip replacement reverses the
-    record's gradient, so the two databases' gradients differ by the full 2L/n the theorem
-    allows; one deletion step (K_Abar = 1) keeps the deletion visible. ``trials`` N (default
-    10000) and one pilot trial per ten set the power.
-    """
-    return support.demo_audit_spec(
-        algorithm=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
-        model=ModelSpec(name="logistic-regression"),
-        name="demo-noisy-gd", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
 class NoisyGDAdapter(support.AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
@@ -282,6 +265,13 @@ class NoisyGDAdapter(support.AdapterBase):
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
+    # Clipping at L = 0.05 is active on every record and the flip replacement reverses the record's
+    # gradient, so the two databases' gradients differ by the full 2L/n the theorem allows; one
+    # deletion step (K_Abar = 1) keeps the deletion visible.
+    demo = support.DemoSettings(params=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
+                                trials=10000, name="demo-noisy-gd",
+                                model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
@@ -301,8 +291,6 @@ class NoisyGDAdapter(support.AdapterBase):
             return
         choice(spec.model.name, "spec.model.name", self.models)
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
                          loop_trials: int = 64) -> dict[str, Any]:
@@ -316,7 +304,7 @@ class NoisyGDAdapter(support.AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = demo_spec(trials=max(n_trials, 2), device=device)
+        spec = self.demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
         with support.torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark

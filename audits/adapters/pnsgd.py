@@ -22,7 +22,7 @@ from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 
-__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams", "demo_spec"]
+__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
 
 THM32_PARAMETERS = frozenset({"alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T", "K", "R"})
 SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
@@ -230,25 +230,6 @@ class PNSGDMechanism(support.SpecMechanism):
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 50000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """PNSGD on digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
-
-    Full batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on
-    every record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the
-    flip replacement makes the two datasets' gradients differ by exactly 2M, so the audit's
-    lower bound can approach the certificate. ``trials`` N (default 50000) and one pilot trial
-    per ten set the power; the full demo takes under a minute to a few minutes on two
-    CPU cores.
-    """
-    return support.demo_audit_spec(
-        algorithm=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05,
-                              radius=100.0),
-        name="demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
 class PNSGDAdapter(support.AdapterBase):
     """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
 
@@ -256,6 +237,15 @@ class PNSGDAdapter(support.AdapterBase):
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n). Full
+    # batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on every
+    # record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the flip
+    # replacement makes the two datasets' gradients differ by exactly 2M, so the audit's lower
+    # bound can approach the certificate. N = 50000 trials and one pilot trial per ten set the
+    # power: under a minute to a few minutes on two CPU cores.
+    demo = support.DemoSettings(
+        params=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05, radius=100.0),
+        trials=50000, name="demo")
     calibratable = ("sigma", "K")
     # ``unlearn bench bounds``: Theorem 3.2 at Table 3's MNIST setting, and Table 3 itself.
     bench_bound = "chien2024:thm3.2"
@@ -276,8 +266,6 @@ class PNSGDAdapter(support.AdapterBase):
             raise fail("spec.certificate.calibrate", "K calibration is not supported for "
                        "a sequence of requests; give unlearn_epochs and calibrate sigma")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:

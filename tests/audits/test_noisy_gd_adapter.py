@@ -21,7 +21,6 @@ from audits.adapters.noisy_gd import (
     ADAPTER,
     BOUND,
     NoisyGDParams,
-    demo_spec,
     theorem51_step_size,
 )
 from audits.registry import get_adapter
@@ -36,12 +35,12 @@ EXAMPLE = ROOT / "examples" / "noisy_gd_digits.toml"
 
 
 def _spec(**algorithm) -> AuditSpec:
-    spec = demo_spec(trials=600)
+    spec = ADAPTER.demo_spec(trials=600)
     return spec.replace(algorithm=dataclasses.replace(spec.algorithm, **algorithm))
 
 
 def _with(change: dict) -> dict:
-    out = copy.deepcopy(demo_spec(trials=100).to_dict())
+    out = copy.deepcopy(ADAPTER.demo_spec(trials=100).to_dict())
     for key, value in change.items():
         if isinstance(value, dict):
             out[key].update(value)
@@ -52,7 +51,7 @@ def _with(change: dict) -> dict:
 
 def test_registered_under_its_name_and_the_example_is_the_demo():
     assert get_adapter("noisy-gd") is ADAPTER
-    assert AuditSpec.from_toml(EXAMPLE) == demo_spec()
+    assert AuditSpec.from_toml(EXAMPLE) == ADAPTER.demo_spec()
     names = {p.name for p in ADAPTER.parameters()}
     assert names == {f.name for f in dataclasses.fields(NoisyGDParams)}
 
@@ -229,7 +228,7 @@ def test_adaptive_example_is_certified_by_theorem43_on_theorem51():
     assert spec.algorithm.adaptive_requests == 2
     assert spec.replace(algorithm=dataclasses.replace(spec.algorithm, adaptive_requests=0),
                         trials=10000, pilot_trials=1000, chunk_size=2500,
-                        name="demo-noisy-gd") == demo_spec()
+                        name="demo-noisy-gd") == ADAPTER.demo_spec()
     prepared = prepare_audit(spec.replace(trials=100, pilot_trials=10))
     cert = prepared.certificate
     assert cert.bound == ADAPTIVE_BOUND and cert.inputs["p"] == 2
