@@ -860,11 +860,20 @@ def panel_figure(panel: str, rows: list[dict[str, Any]]):
         ax.set_title(f"({panel}) {len(audited)} audited of {len(rows)} points at (0.01, 1/n)")
     if panel in "ac":
         ax.set_ylim(0.0, 1.02)
-        missing = [r for r in rows if r.get("status") != "run"]
-        if missing:
-            kinds = sorted({str(r.get("status")) for r in missing})
-            ax.text(0.02, 0.97, f"{len(missing)} point(s) without accuracy (not audited: "
-                    f"{', '.join(kinds)})", transform=ax.transAxes, fontsize=7, va="top")
+    undrawn = [r for r in rows if not any(r is d for d in drawn)]
+    if undrawn:
+        # Say what is absent and why, so that a missing curve is never read as a zero.
+        counts: dict[str, int] = {}
+        for r in undrawn:
+            name = r.get("label") or f"b={'n' if r.get('batch') == 'full' else r.get('batch')}"
+            key = f"{name}: {r.get('status')}"
+            counts[key] = counts.get(key, 0) + 1
+        lines = [k + (f" ({v} points)" if v > 1 else "") for k, v in counts.items()]
+        if len(lines) > 5:
+            lines = [*lines[:4], f"... and {len(lines) - 4} more"]
+        ax.text(0.02, 0.97, "not drawn" + (" (no accuracy without an audit)" if panel in "ac"
+                                            else "") + ":\n" + "\n".join(lines),
+                transform=ax.transAxes, fontsize=7, va="top")
     if drawn:
         # Outside the axes, so that no legend hides a curve.
         figure.set_size_inches(9.0, 4.4)
