@@ -24,7 +24,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapters import base as support
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import broken_note, delta_label, float_at_most
+from audits.adapters.data import SpecData
+from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
+from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, number, positive_int
@@ -38,7 +42,7 @@ BOUND = "guo2020:thm3ii"
 
 
 @dataclass(frozen=True)
-class GuoParams(support.AlgorithmParams):
+class GuoParams(AlgorithmParams):
     """Hyper-parameters of Guo et al.'s Algorithms 1 and 2 (paper's symbols).
 
     ``lam`` is lambda; ``sigma`` the standard deviation of each coordinate of b (None:
@@ -66,17 +70,17 @@ class GuoParams(support.AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        support.positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
-        support.optional_sigma(self.sigma)
+        positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
+        optional_sigma(self.sigma)
         choice(self.gamma, f"{p}.gamma", ("paper", "tight"))
         if self.removals is not None:
             positive_int(self.removals, f"{p}.removals")
-        support.positive(self.residual_per_removal, "residual_per_removal",
+        positive(self.residual_per_removal, "residual_per_removal",
                          "a positive number (eps' per removal batch)")
         number(self.tolerance, f"{p}.tolerance", low=0, high=1e-3, open_low=True,
                what="a number in (0, 1e-3]")
-        support.noise_scale(self.noise_multiplier_scale)
-        support.flag(self.report_figures, "report_figures")
+        noise_scale(self.noise_multiplier_scale)
+        flag(self.report_figures, "report_figures")
 
 
 _PARAMETER_HELP = {
@@ -92,22 +96,10 @@ _PARAMETER_HELP = {
 
 
 # ----------------------------------------------------------------------------------------------
-# Data and requests of a spec.
-
-
-GuoData = support.SpecData  # requests: the removal batches, one Newton step each
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and removal requests of a spec (cached); at least one record must remain."""
-    return support.spec_data(spec_json, keep_a_record=True)
-
-
-# ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float, float]:
+def guo_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float, float]:
     """Certificate (Theorem 3 (ii) at eps' = the budget), sigma and the budget the mechanism uses."""
     import bounds
     from bounds.engine import BoundError
@@ -120,7 +112,7 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    budget = support.float_at_most(removals * Fraction(params.residual_per_removal))
+    budget = float_at_most(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
@@ -163,8 +155,8 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
         derivation=[f"eps' = removals * residual_per_removal = {removals} * "
                     f"{params.residual_per_removal!r}; {spec.request.requests} request(s) of "
                     f"m = {spec.request.size} removal(s), one Newton step each"],
-        delta_label=support.delta_label(cert_spec),
-        extra_provenance=support.broken_note(params.noise_multiplier_scale, "b"),
+        delta_label=delta_label(cert_spec),
+        extra_provenance=broken_note(params.noise_multiplier_scale, "b"),
         calibration=calibration)
     certificate = run.certificate
     target = cert_spec.target_epsilon
@@ -179,12 +171,14 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
 
 
 @dataclass(frozen=True)
-class GuoMechanism(support.SpecMechanism):
+class GuoMechanism(SpecMechanism):
     """Algorithm 1 + Algorithm 2 removals and retraining as a TrialMechanism.
 
     Scores: ``loss`` = minus the logistic loss of each removed record; statistics: ``params``
     = the final parameters; accuracy on the test split.
     """
+
+    data_options: ClassVar[dict[str, Any]] = {"keep_a_record": True}
 
     # config is an empirical.mechanisms.guo2020.GuoConfig
 
@@ -200,17 +194,17 @@ class GuoMechanism(support.SpecMechanism):
 
         from empirical.mechanisms.guo2020 import run_guo
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
-        with support.torch_threads(self.device):
+        with torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
                            n_trials=n_trials, seed=seed, device=self.device,
                            dtype=getattr(torch, self.dtype), first_trial=first_trial,
                            retain_scores=1, mode=mode)
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        return support.trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
+        return trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -221,7 +215,7 @@ def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
     """The report's Figure 1 and Figure 2 shapes at the spec's lambda and (calibrated) sigma."""
     from audits.reproductions.guo2020 import removals_before_retraining, residual_curves
 
-    data = spec_data(spec.canonical_json())
+    data = GuoMechanism.load_data(spec.canonical_json())
     params: GuoParams = spec.algorithm
     certificate, sigma, _ = guo_certificate(spec, data)
     delta = certificate.delta
@@ -270,7 +264,7 @@ def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-class GuoAdapter(support.AdapterBase):
+class GuoAdapter(AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
@@ -280,7 +274,7 @@ class GuoAdapter(support.AdapterBase):
     # The demo: Newton removal of one record of digits 3-vs-8 (the embedded stand-in for the
     # paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by Theorem 3 (ii)
     # with a budget of one removal of residual 0.01 (sigma calibrated).
-    demo = support.DemoSettings(params=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
+    demo = DemoSettings(params=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
                                 trials=20000, name="demo-guo2020",
                                 request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
                                 certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
@@ -325,7 +319,7 @@ class GuoAdapter(support.AdapterBase):
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism
         # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
-        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
+        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
                                                warmup_trials=2)
         loop_trials = timing.loop_trials
         difference = float(np.abs(timing.batched.unlearned.params[:loop_trials]
@@ -341,7 +335,7 @@ class GuoAdapter(support.AdapterBase):
         from empirical.mechanisms.guo2020 import GuoConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = GuoMechanism.load_data(spec_json)
         certificate, sigma, budget = guo_certificate(spec, data)
         params: GuoParams = spec.algorithm
         config = GuoConfig(lam=params.lam, sigma=sigma, loss="logistic", budget=budget,
@@ -349,7 +343,7 @@ class GuoAdapter(support.AdapterBase):
                            tol=params.tolerance,
                            noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
 
 

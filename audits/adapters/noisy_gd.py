@@ -17,7 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapters import base as support
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.data import SpecData, require_unit_features
+from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
+from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer
@@ -41,7 +45,7 @@ def model_smoothness(model: str) -> Fraction:
 
 
 @dataclass(frozen=True)
-class NoisyGDParams(support.AlgorithmParams):
+class NoisyGDParams(AlgorithmParams):
     """Hyper-parameters of Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1).
 
     ``sigma`` is Algorithm 2's sigma (each step adds sqrt(2 eta) sigma N(0, I_d); sigma^2 is the
@@ -72,19 +76,19 @@ class NoisyGDParams(support.AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        support.optional_sigma(self.sigma)
+        optional_sigma(self.sigma)
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=0,
                     what="a non-negative integer (K_Abar)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0,
                 what="a non-negative integer (K_A)")
-        support.positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
-        support.positive(self.clip, "clip", "a positive number (L)")
+        positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
+        positive(self.clip, "clip", "a positive number (L)")
         if self.beta is not None:
-            support.positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
+            positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
         integer(self.adaptive_requests, f"{p}.adaptive_requests", minimum=0,
                 what="a non-negative integer (p)")
-        support.noise_scale(self.noise_multiplier_scale)
+        noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -104,12 +108,6 @@ _PARAMETER_HELP = {
 # Data and request of a spec.
 
 
-NoisyGDData = support.SpecData
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,10 +116,10 @@ def spec_data(spec_json: str) -> support.SpecData:
 
 def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     """eta = 1/(2(lam + beta)) of Theorem 5.1, rounded down to a float (never above it)."""
-    return support.float_at_most(1 / (2 * (Fraction(lam) + beta)))
+    return float_at_most(1 / (2 * (Fraction(lam) + beta)))
 
 
-def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float, int, float]:
+def noisy_gd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Any, float, int, float]:
     """Certificate and the (sigma, K_Abar, beta) the mechanism runs with (Theorem 5.1)."""
     import bounds
 
@@ -129,7 +127,7 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
     cert_spec = spec.certificate
     model_beta = model_smoothness(spec.model.name)
     if spec.model.name == "logistic-regression":
-        support.require_unit_features(data, "for the logistic loss to be 1/4-smooth")
+        require_unit_features(data, "for the logistic loss to be 1/4-smooth")
     beta = model_beta if params.beta is None else Fraction(params.beta)
     if beta <= 0:
         raise SpecError("spec.algorithm.beta: the linear loss is beta-smooth for every beta > 0; "
@@ -190,8 +188,8 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
                     f"kappa = (lam + beta)/lam; n = {n}"]
         + ([f"Theorem 4.3: epsilon_dd(q) + p epsilon_dp(q) with p = {p} releases seen by the "
             "requester"] if p else []),
-        delta_label=support.delta_label(cert_spec),
-        extra_provenance=support.broken_note(params.noise_multiplier_scale))
+        delta_label=delta_label(cert_spec),
+        extra_provenance=broken_note(params.noise_multiplier_scale))
     return run.certificate, float(run.values["sigma"]), int(run.values["K_Abar"]), eta
 
 
@@ -200,19 +198,16 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
 
 
 @dataclass(frozen=True)
-class NoisyGDMechanism:
+class NoisyGDMechanism(SpecMechanism):
     """Noisy-GD learn -> delete and the reference run as a
     :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the loss of the replaced record (original record); statistics:
-    ``params`` = the final parameters; accuracy on the test split.
+    ``params`` = the final parameters; accuracy on the test split. ``config`` is an
+    empirical.mechanisms.chourasia2023.NoisyGDConfig.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chourasia2023.NoisyGDConfig
     model: str
-    device: str
-    dtype: str
     adaptive_requests: int = 0
 
     @property
@@ -224,6 +219,7 @@ class NoisyGDMechanism:
                 f"adaptive requests={self.adaptive_requests}, noise x{c.noise_multiplier_scale}")
 
     def fingerprint(self) -> str:
+        """Key of the chunk store (config, model, device, dtype, adaptive requests)."""
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
                      self.adaptive_requests))
 
@@ -231,7 +227,7 @@ class NoisyGDMechanism:
                    mode: str = "batched") -> TrialBatch:
         # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
         # cores than several spin-waiting ones.
-        with support.torch_threads(self.device):
+        with torch_threads(self.device):
             return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
                                     mode=mode)
 
@@ -243,14 +239,14 @@ class NoisyGDMechanism:
             run_noisy_gd,
         )
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         model = LinearLoss(data.dataset.dim) if self.model == "linear" else None
         requester = None
         if self.adaptive_requests:
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        return support.run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
+        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
                                           n_trials=n_trials, model=model, requester=requester,
                                           adaptive_requests=self.adaptive_requests, mode=mode)
 
@@ -258,7 +254,7 @@ class NoisyGDMechanism:
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-class NoisyGDAdapter(support.AdapterBase):
+class NoisyGDAdapter(AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
@@ -269,7 +265,7 @@ class NoisyGDAdapter(support.AdapterBase):
     # Clipping at L = 0.05 is active on every record and the flip replacement reverses the record's
     # gradient, so the two databases' gradients differ by the full 2L/n the theorem allows; one
     # deletion step (K_Abar = 1) keeps the deletion visible.
-    demo = support.DemoSettings(params=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
+    demo = DemoSettings(params=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
                                 trials=10000, name="demo-noisy-gd",
                                 model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
@@ -286,7 +282,7 @@ class NoisyGDAdapter(support.AdapterBase):
             raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
                        "record (r = 1): the audit's reference for several edits is not the "
                        "one Theorem 5.1 describes")
-        support.check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
+        check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
         if spec.certificate.target_epsilon is None:
             return
         choice(spec.model.name, "spec.model.name", self.models)
@@ -307,8 +303,8 @@ class NoisyGDAdapter(support.AdapterBase):
         spec = self.demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
-        with support.torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
-            timing = support.time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
+        with torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
+            timing = time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
                                                    loop_trials=loop_trials)
             threads = torch.get_num_threads()
         identical = all(
@@ -323,15 +319,16 @@ class NoisyGDAdapter(support.AdapterBase):
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = NoisyGDMechanism.load_data(spec_json)
         certificate, sigma, steps, eta = noisy_gd_certificate(spec, data)
         params: NoisyGDParams = spec.algorithm
         config = NoisyGDConfig(step_size=eta, sigma=sigma, learn_steps=params.learn_steps,
                                unlearn_steps=steps, l2=params.l2, clip=params.clip,
                                noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = NoisyGDMechanism(spec_json, config, spec.model.name, device, spec.dtype,
+        mechanism = NoisyGDMechanism(spec_json=spec_json, config=config, device=device,
+                                     dtype=spec.dtype, model=spec.model.name,
                                      adaptive_requests=params.adaptive_requests)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from audits.adapters.base import torch_threads
+from audits.adapters.mechanism import torch_threads
 from audits.fields import SpecError
 from audits.reproductions.registry import EmpiricalReproduction, register_empirical_reproduction
 

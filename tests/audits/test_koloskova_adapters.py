@@ -10,11 +10,11 @@ from pathlib import Path
 import mpmath
 import pytest
 
-from audits.adapters.koloskova import (
+from audits.adapters.koloskova import _tables_sigma
+from audits.adapters.koloskova_params import (
     GradientClippingParams,
     ModelClippingParams,
     OutputPerturbationParams,
-    _tables_sigma,
 )
 from audits.fields import SpecError
 from audits.protocols import ModelOutputs, TrialBatch
@@ -148,13 +148,12 @@ def test_noise_shrunk_below_the_certificate_is_a_violation(name):
 
 @pytest.mark.slow
 def test_accuracy_budget_plot_shape():
-    from audits.adapters.koloskova import _task, prepare_koloskova
+    from audits.adapters.koloskova import prepare_koloskova
     from audits.reproductions.koloskova2025 import accuracy_budget_plot
 
     spec = _fast(get_adapter("koloskova-model-clipping").demo_spec(trials=10))
     _, mechanism = prepare_koloskova(spec, device="cpu")
-    task = _task(mechanism.spec_json, mechanism.model, "cpu", mechanism.dtype)
-    plot = accuracy_budget_plot(task, config=mechanism.config, forget=mechanism.forget,
+    plot = accuracy_budget_plot(mechanism.task(), config=mechanism.config, forget=mechanism.forget,
                                 model=mechanism.model, seed=spec.seed, name=spec.algorithm.name,
                                 budgets=(10, 40), trials=2)
     labels = [s["label"] for s in plot["series"]]
