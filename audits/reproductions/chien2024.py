@@ -838,7 +838,7 @@ def panel_figure(panel: str, rows: list[dict[str, Any]]):
                 x, y = zip(*pts, strict=True)
                 planned = any("retraining_epochs" not in r for r in here)
                 # A marker on every point: one sigma still shows the retraining cost.
-                ax.plot(x, y, linestyle="--", marker="s", markersize=7, color=color,
+                ax.plot(x, y, linestyle="-.", marker="s", markersize=7, color=color,
                         markerfacecolor="none",
                         label=f"retrain, {label}" + (" (planned)" if planned else ""))
         if panel == "c":
@@ -858,7 +858,7 @@ def panel_figure(panel: str, rows: list[dict[str, Any]]):
             ax.set_yscale("log")
         ax.set_xlabel("sigma")
         ax.set_ylabel("test accuracy (unlearned)" if panel == "c"
-                      else "accumulated epochs (unlearning; retraining dashed)")
+                      else "accumulated epochs (retraining: squares)")
         ax.set_title(f"({panel}) {len(audited)} audited of {len(rows)} points at (0.01, 1/n)")
     if panel in "ac":
         ax.set_ylim(0.0, 1.02)
@@ -1066,7 +1066,8 @@ def _panel_result(panel: str, setting: Fig3Setting, rows: list[dict[str, Any]], 
             + (f", audit {r['verdict']} (certified {r['certified_epsilon']:.4g}, lower bound "
                f"{r['max_lower_bound']:.3g}), accuracy {r['accuracy_mean']:.3f}, unlearning "
                f"epochs {r['unlearning_epochs']:.4g}" if r.get("status") == "run" else
-               f" ({r.get('reason', '')})"))
+               f", unlearning epochs {r['unlearning_epochs']:.6g} ({r.get('reason', '')})"
+               if r.get("status") == COUNTED else f" ({r.get('reason', '')})"))
     for h in result.get("headline", []):
         summary.extend("  " + line for line in headline_lines(h))
     summary.append("  " + UNEVEN_STANDARDS)
