@@ -619,6 +619,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
                   extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both") -> dict:
+    """The report dict (schema ``report.json``) of a finished audit: certificate, lower bounds, estimates,
+    verdict, utility, plots."""
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:

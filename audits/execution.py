@@ -38,6 +38,7 @@ _CODE_PACKAGES = ("empirical", "audits/adapters")
 
 
 def toolkit_version() -> str:
+    """The installed version of the toolkit (the source version in a checkout)."""
     try:
         return importlib.metadata.version("unlearn-verify")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout

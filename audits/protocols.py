@@ -91,6 +91,7 @@ class ModelOutputs:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials (rows) in these outputs."""
         first = next(iter([*self.scores.values(), *self.statistics.values()]))
         return int(first.shape[0])
 
@@ -123,6 +124,7 @@ class TrialBatch:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials in the batch."""
         return self.unlearned.n_trials
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -140,6 +142,7 @@ class TrialBatch:
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> TrialBatch:
+        """The batch stored as flat arrays (:meth:`to_arrays`), read back."""
         sides: dict[str, dict[str, Any]] = {
             side: {"scores": {}, "statistics": {}, "accuracy": None}
             for side in ("unlearned", "retrained")
@@ -157,6 +160,7 @@ class TrialBatch:
 
     @classmethod
     def concatenate(cls, batches: list[TrialBatch]) -> TrialBatch:
+        """Batches of consecutive trials as one batch, in order."""
         if not batches:
             raise ValueError("nothing to concatenate")
         parts = [b.to_arrays() for b in batches]
@@ -178,7 +182,9 @@ class TrialMechanism(Protocol):
     read when present.
     """
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch: ...
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` of both worlds, reproducible from
+        ``seed``."""
 
 
 @dataclass(frozen=True)

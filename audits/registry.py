@@ -57,6 +57,7 @@ def adapters() -> dict[str, AlgorithmAdapter]:
 
 
 def adapter_names() -> tuple[str, ...]:
+    """Names of every registered adapter, in registration order."""
     return tuple(adapters())
 
 

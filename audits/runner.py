@@ -58,26 +58,31 @@ class AuditResult:
     """A finished audit: the report dict and, when written, its files."""
 
     report: dict[str, Any]
-    paths: Any = None  # audits.report.ReportPaths when an output directory was given
+    paths: Any = None  # audits.report.schema.ReportPaths when an output directory was given
 
     @property
     def status(self) -> str:
+        """The verdict: CONSISTENT, VIOLATION or INCONCLUSIVE."""
         return self.report["verdict"]["status"]
 
     @property
     def certified_epsilon(self) -> float:
+        """The certificate's epsilon."""
         return float(self.report["certificate"]["epsilon"])
 
     @property
     def max_lower_bound(self) -> float:
+        """The largest empirical lower bound on epsilon."""
         return float(self.report["verdict"]["max_lower_bound"])
 
     @property
     def tightness(self) -> float:
+        """Largest lower bound over the certified epsilon (inf for a zero certificate)."""
         value = self.report["verdict"]["tightness"]
         return math.inf if value == "inf" else float(value)
 
     def summary(self) -> str:
+        """The terminal summary of the report."""
         from audits.report.text import summary_text
 
         return summary_text(self.report)

@@ -169,6 +169,7 @@ class DatasetSpec:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[dataset]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -183,6 +184,7 @@ class ModelSpec:
             raise fail("spec.model.name", f"must be a model name, got {self.name!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[model]`` table as plain data."""
         return {"name": self.name}
 
 
@@ -226,9 +228,11 @@ class RequestSpec:
 
     @property
     def total_records(self) -> int:
+        """Records changed over all requests (size times requests)."""
         return self.size * self.requests
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[request]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -268,9 +272,11 @@ class CertificateSpec:
                         f"{self.bound!r}")
 
     def resolve_delta(self, n: int) -> float:
+        """delta as a number: 1/n for ``"1/n"``, else the given value."""
         return 1.0 / n if self.delta == "1/n" else float(self.delta)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[certificate]`` table as plain data."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
@@ -400,6 +406,7 @@ class AuditSpec:
         return out
 
     def canonical_json(self) -> str:
+        """The spec as canonical JSON (sorted keys): what hashes and caches key on."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
                           allow_nan=False)
 

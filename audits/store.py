@@ -111,6 +111,7 @@ def array_to_bytes(array: np.ndarray) -> bytes:
 
 
 def array_from_bytes(data: bytes) -> np.ndarray:
+    """An array stored by the chunk store, read back from its bytes."""
     return np.load(io.BytesIO(data), allow_pickle=False)
 
 
@@ -192,6 +193,7 @@ class ChunkStore:
         return _Tx()
 
     def close(self) -> None:
+        """Close the store's database connection."""
         self._conn.close()
 
     def __enter__(self) -> ChunkStore:
@@ -249,6 +251,7 @@ class ChunkStore:
         return {(p, int(c)) for p, c in self._conn.execute(query, args)}
 
     def get(self, phase: str, chunk: int) -> ChunkRecord:
+        """The stored chunk (checksums verified first); KeyError when it is not stored."""
         row = self._conn.execute(
             "SELECT first_trial, n_trials, seed FROM chunks "
             "WHERE audit_key = ? AND phase = ? AND chunk = ?",
@@ -319,6 +322,7 @@ class ChunkStore:
         return {(p, int(c)): int(n) for p, c, n in rows}
 
     def audit_keys(self) -> list[str]:
+        """The audit keys recorded in this store, oldest first."""
         return [k for (k,) in self._conn.execute("SELECT audit_key FROM audits ORDER BY created")]
 
 

@@ -214,6 +214,7 @@ class D2DMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"D2D (Neel et al. 2021; seed 000 App. O), internal_state={c.internal_state}: "
                 f"sigma={c.noise_std!r}, eta={c.step_size!r}, T={c.learn_iterations}, "
@@ -221,6 +222,7 @@ class D2DMechanism(SpecMechanism):
                 f"noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.neel2021 import run_d2d
 
         return run_request_trials(run_d2d, self, self.data(), seed=seed,
@@ -244,6 +246,8 @@ class D2DAdapter(AdapterBase):
     bench_bound = "neel2021:thm9"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals
+        unless adjacency = 'paper'."""
         params, cert = spec.algorithm, spec.certificate
         if cert.target_epsilon is None:
             raise fail("spec.certificate.target_epsilon", "is required: D2D's theorems give "
@@ -262,6 +266,7 @@ class D2DAdapter(AdapterBase):
 
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and mechanism of a validated spec."""
         from empirical.mechanisms.neel2021 import D2DConfig
 
         params: D2DParams = spec.algorithm

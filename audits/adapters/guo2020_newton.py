@@ -184,12 +184,14 @@ class GuoMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Guo et al. 2020 Newton removal (Algorithms 1-2): lambda={c.lam!r}, "
                 f"sigma={c.sigma!r}, budget eps'={c.budget!r}, gamma={c.gamma_value:.6g}, "
                 f"tol={c.tol!r}, noise x{c.noise_multiplier_scale}")
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
+        """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
         import torch
 
         from empirical.mechanisms.guo2020 import run_guo
@@ -204,6 +206,7 @@ class GuoMechanism(SpecMechanism):
                            retain_scores=1, mode=mode)
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         return trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
 
 
@@ -286,6 +289,7 @@ class GuoAdapter(AdapterBase):
         return figure_plots(spec) if spec.algorithm.report_figures else []
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between the removal budget, sigma, the request and the certificate."""
         params, cert = spec.algorithm, spec.certificate
         if spec.request.kind != "remove":
             raise fail("spec.request.kind", "must be 'remove': Guo et al.'s Newton step removes "
@@ -332,6 +336,7 @@ class GuoAdapter(AdapterBase):
                         "after the same shared per-dataset precomputation"}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 3 (ii) through Algorithm 2's budget) and mechanism of a validated spec."""
         from empirical.mechanisms.guo2020 import GuoConfig
 
         spec_json = spec.canonical_json()

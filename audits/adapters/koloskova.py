@@ -80,6 +80,7 @@ def _tables_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float,
 
 
 def gradient_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
+    """Certificate, sigma and T of eq. (3) by Theorem A.9 (or the tables' noise, erratum K1)."""
     import bounds
 
     params: GradientClippingParams = spec.algorithm
@@ -142,6 +143,7 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
 
 
 def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
+    """Certificate, sigma and T of eq. (4) by Theorem 4.2 (adaptive accountant or the paper's recursion)."""
     import mpmath
 
     from bounds.papers.koloskova2025 import (
@@ -197,6 +199,7 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
 
 
 def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float]:
+    """Certificate and sigma of eq. (1): the exact Gaussian mechanism or eq. (1) as printed."""
     import mpmath
 
     import bounds
@@ -329,6 +332,7 @@ class _KoloskovaAdapter(AdapterBase):
 
 
 class GradientClippingAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (3), gradient clipping, certified by Theorem A.9."""
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
@@ -337,6 +341,7 @@ class GradientClippingAdapter(_KoloskovaAdapter):
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (4), model clipping, certified by Theorem 4.2."""
     description = ("Koloskova et al. 2025 model clipping (eq. 4) noisy fine-tuning of a "
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
@@ -346,6 +351,7 @@ class ModelClippingAdapter(_KoloskovaAdapter):
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (1), output perturbation: the exact Gaussian mechanism."""
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams

@@ -50,6 +50,7 @@ class KoloskovaMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the method, its numbers and the forget set, for the report's notes."""
         c = self.config
         return (f"Koloskova et al. 2025 {c.method} on {self.model}: sigma={c.sigma!r}, "
                 f"T={c.unlearn_steps}, gamma={c.step_size}, lambda={c.l2}, C0={c.C0}, "
@@ -66,6 +67,7 @@ class KoloskovaMechanism(SpecMechanism):
                      self.dtype))
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
+        """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
         from empirical.mechanisms.koloskova2025 import run_koloskova
 
         task = self.task()
@@ -73,6 +75,8 @@ class KoloskovaMechanism(SpecMechanism):
                              seed=seed, first_trial=first_trial, mode=mode)
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (parameters kept up to
+        5,000)."""
         result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
         small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
         return TrialBatch(

@@ -157,12 +157,14 @@ class LangevinMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Langevin unlearning (PNGD, seed 000 App. P): sigma={c.sigma!r}, "
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.chien2024lu import run_langevin
 
         return run_request_trials(run_langevin, self, self.data(), seed=seed,
@@ -182,6 +184,7 @@ class LangevinAdapter(AdapterBase):
     bench_bound = "chien2024lu:eq98"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between sigma, K per request, the target and the bound (picked here)."""
         params, cert = spec.algorithm, spec.certificate
         p = "spec.algorithm"
         its = params.unlearn_iterations
@@ -201,6 +204,7 @@ class LangevinAdapter(AdapterBase):
 
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (eq. (98) or the derived sequence chain) and mechanism of a validated spec."""
         from empirical.mechanisms.chien2024lu import LangevinConfig
 
         params: LangevinParams = spec.algorithm

@@ -123,10 +123,12 @@ class BatchLoopTiming:
 
     @property
     def batched_rate(self) -> float:
+        """Trials per second of the batched call."""
         return self.n_trials / self.batched_seconds
 
     @property
     def loop_rate(self) -> float:
+        """Trials per second of the one-at-a-time calls."""
         return self.loop_trials / self.loop_seconds
 
     def rates(self) -> dict[str, Any]:

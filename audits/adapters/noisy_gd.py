@@ -212,6 +212,7 @@ class NoisyGDMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Noisy-GD (Chourasia & Shah 2023, Algorithm 2 / Definition 5.1) on {self.model}: "
                 f"sigma={c.sigma!r}, eta={c.step_size!r}, K_A={c.learn_steps}, "
@@ -227,6 +228,8 @@ class NoisyGDMechanism(SpecMechanism):
                    mode: str = "batched") -> TrialBatch:
         # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
         # cores than several spin-waiting ones.
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (one torch thread on
+        CPU)."""
         with torch_threads(self.device):
             return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
                                     mode=mode)
@@ -277,6 +280,8 @@ class NoisyGDAdapter(AdapterBase):
     bench_reproduction = "chourasia2023:footnote5"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules: one request replacing one record, and the usual sigma / K_Abar calibration
+        rules."""
         request = spec.request
         if request.requests != 1 or request.size != 1:
             raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
@@ -316,6 +321,8 @@ class NoisyGDAdapter(AdapterBase):
                 "loop_matches_batched": identical}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 5.1, or 4.3 + 5.1 for an adaptive requester) and mechanism of a validated
+        spec."""
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
 
         spec_json = spec.canonical_json()

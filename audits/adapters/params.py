@@ -36,9 +36,11 @@ class AlgorithmParams:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], path: str = PARAMS_PATH) -> Any:
+        """The hyper-parameters of a spec's ``[algorithm]`` table; SpecError naming ``path`` if bad."""
         return from_fields(cls, data, path)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[algorithm]`` table, ``name`` included, as plain data."""
         return {"name": self.name, **{f.name: plain(getattr(self, f.name))
                                       for f in dataclasses.fields(self)}}  # type: ignore[arg-type]
 
@@ -60,6 +62,7 @@ def noise_scale(value: Any) -> None:
 
 
 def flag(value: Any, field: str) -> None:
+    """``spec.algorithm.<field>`` must be true or false."""
     if not isinstance(value, bool):
         raise fail(f"{PARAMS_PATH}.{field}", f"must be true or false, got {value!r}")
 

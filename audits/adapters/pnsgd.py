@@ -216,12 +216,14 @@ class PNSGDMechanism(SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
                 f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
                 f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.chien2024 import run_pnsgd
 
         return run_request_trials(run_pnsgd, self, self.data(), seed=seed,
@@ -257,6 +259,7 @@ class PNSGDAdapter(AdapterBase):
     bench_reproduction = "chien2024:table3"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between K per request, sigma, the target and the calibrated parameter."""
         epochs = spec.algorithm.unlearn_epochs
         if isinstance(epochs, tuple) and len(epochs) != spec.request.requests:
             raise fail("spec.algorithm.unlearn_epochs", f"lists {len(epochs)} values of K for "
@@ -276,6 +279,7 @@ class PNSGDAdapter(AdapterBase):
         return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 3.2, or 3.2 + 3.11 for a sequence) and mechanism of a validated spec."""
         from empirical.mechanisms.chien2024 import PNSGDConfig
 
         spec_json = spec.canonical_json()

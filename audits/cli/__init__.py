@@ -49,6 +49,7 @@ _ECHO_CHARS = 60  # how much of a long argument an error message quotes
 
 
 def cmd_bounds_list(args: argparse.Namespace) -> None:
+    """``unlearn bounds list``: the declared bounds, optionally filtered."""
     items = bounds.list_bounds(args.paper)
     rows = [
         {"id": b.id, "aliases": list(b.aliases), "title": b.title, "label": b.citation.label,
@@ -61,6 +62,7 @@ def cmd_bounds_list(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_show(args: argparse.Namespace) -> None:
+    """``unlearn bounds show ID``: one declaration with its citation, conditions and expression."""
     b = bounds.get(args.id)
     info = {
         **b.provenance(),
@@ -96,6 +98,7 @@ def cmd_bounds_show(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_eval(args: argparse.Namespace) -> None:
+    """``unlearn bounds evaluate ID``: one bound at the given parameters and precision."""
     b = bounds.get(args.id)
     params = parse_assignments(args.params)
     ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
@@ -114,6 +117,7 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
+    """``unlearn bounds epsilon ID``: the (epsilon, delta) certificate of a Rényi bound."""
     params = parse_assignments(args.params)
     conv = best_epsilon(args.id, delta=args.delta, conversion=args.conversion,
                         alpha_min=args.alpha_min, alpha_max=args.alpha_max, **params)
@@ -125,6 +129,7 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    """``unlearn calibrate``: the least sigma/K/T (or most requests) for a target (epsilon, delta)."""
     params = parse_assignments(args.params)
     cal = calibrate(args.id, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
                     conversion=args.conversion, alpha_min=args.alpha_min,
@@ -160,6 +165,7 @@ def _empirical_options(args: argparse.Namespace) -> bool:
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
+    """``unlearn reproduce [ID]``: list, or recompute a published table or figure (bound or mechanism)."""
     from audits.reproductions.registry import (
         empirical_reproductions,
         get_empirical_reproduction,
@@ -210,6 +216,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_bounds(args: argparse.Namespace) -> None:
+    """``unlearn bench bounds``: bound evaluation rates and the reference reproduction's time."""
     from audits.cli.bench import bounds_benchmark
 
     res = bounds_benchmark(points=args.points, algorithm=args.algorithm)
@@ -226,6 +233,7 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
+    """``unlearn bench trials``: batched against per-trial trials of an algorithm."""
     from audits.cli.bench import trials_benchmark
 
     try:
@@ -243,6 +251,7 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``unlearn`` argument parser with every command."""
     parser = Parser(
         prog="unlearn",
         description="Certified machine unlearning: bounds, calibration, reproduction and audits.",

@@ -81,6 +81,7 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
 
 
 def cmd_audit_demo(args: argparse.Namespace) -> None:
+    """``unlearn audit demo``: an algorithm's embedded demo audit."""
     from audits.spec import demo_spec
 
     spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
@@ -88,6 +89,7 @@ def cmd_audit_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_algorithms(args: argparse.Namespace) -> None:
+    """``unlearn audit algorithms``: the registered algorithms with their parameters."""
     from audits.registry import adapters, default_adapter
 
     default = default_adapter().name
@@ -114,6 +116,7 @@ def cmd_audit_algorithms(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_run(args: argparse.Namespace) -> None:
+    """``unlearn audit run SPEC``: the audit of a spec file."""
     from audits.spec import AuditSpec
 
     spec_path = Path(args.spec)
@@ -124,6 +127,7 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
+    """``unlearn audit report DIR``: re-render and summarise a stored report."""
     from audits.report.schema import load_report
     from audits.report.text import summary_text
     from audits.report.write import write_report

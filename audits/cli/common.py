@@ -46,6 +46,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
+        """A malformed command line: one line on stderr (and JSON under --json), exit 2."""
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
@@ -63,6 +64,7 @@ def error_payload(kind: str, message: str) -> dict[str, dict[str, str]]:
 
 
 def toolkit_version() -> str:
+    """The installed version of the toolkit (the source version in a checkout)."""
     import importlib.metadata
 
     try:
@@ -120,6 +122,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
+    """Print ``obj`` as one JSON object when ``as_json``, else the human ``summary``."""
     if as_json:
         print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
     else:
@@ -150,6 +153,7 @@ def probability(text: str) -> float:
 
 
 def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0, read exactly."""
     value = _exact_number(text)
     if value is None or not value > 0:
         raise argparse.ArgumentTypeError(f"not a positive number: {one_line(repr(text), 60)}")
