@@ -8,9 +8,10 @@
   :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
-products as multiply-and-sum along the feature axis rather than with BLAS so that each trial's
-numbers do not depend on how many trials share the call (BLAS picks different kernels for a
-batch of one), and apply exp/log through :func:`elementwise_per_trial`; together these keep
+products as one BLAS vector product per trial on aligned rows (:func:`rows_dot`,
+:func:`weighted_rows_sum`), whose bits do not depend on how many trials share the call (one
+matrix product over all trials would: BLAS picks kernels by shape), and apply exp/log through
+:func:`elementwise_per_trial`; together these keep
 batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
 ``torch.func`` and agree to rounding.
 """
@@ -39,6 +40,8 @@ __all__ = [
     "logistic_constants",
     "elementwise_per_trial",
     "pairwise_dot",
+    "rows_dot",
+    "weighted_rows_sum",
 ]
 
 # Largest [N, E, P] temporary built by the blocked products below (elements).
@@ -150,17 +153,59 @@ def elementwise_per_trial(
     return joined[:, :width].reshape(values.shape)
 
 
+# Bytes to which the rows handed to BLAS dot products are aligned (see rows_dot).
+_ROW_ALIGNMENT = 64
+
+
+def _aligned_rows(values: torch.Tensor) -> torch.Tensor:
+    """``values`` contiguous, its last axis zero-padded to whole ``_ROW_ALIGNMENT`` blocks and
+    its start aligned, so that every row starts on such a block (CPU allocations are aligned)."""
+    block = max(1, _ROW_ALIGNMENT // values.element_size())
+    pad = -values.shape[-1] % block
+    if pad:
+        return nn.functional.pad(values, (0, pad))
+    if not values.is_contiguous() or values.data_ptr() % _ROW_ALIGNMENT:
+        return values.clone(memory_format=torch.contiguous_format)
+    return values
+
+
+def _table(features: torch.Tensor, *, transpose: bool) -> torch.Tensor:
+    """[N, B, d] records (or their [N, d, B] transpose) as aligned rows; records broadcast from
+    one table (stride 0 over the trials) are copied once, not per trial."""
+    if features.stride(0) == 0:
+        one = features[0].T if transpose else features[0]
+        return _aligned_rows(one).expand(features.shape[0], -1, -1)
+    return _aligned_rows(features.transpose(1, 2) if transpose else features)
+
+
+def rows_dot(features: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """[N, B, d] x [N, d] -> [N, B]: each trial's records dotted with its own vector.
+
+    One BLAS product per trial, ``vector @ records^T`` with both operands' rows contiguous,
+    zero-padded to whole 64-byte blocks and aligned: every output is then a dot product of
+    two aligned contiguous vectors, whose bits do not depend on how many trials share the
+    call. (MKL's products in other layouts, on unaligned rows, or as one matrix product over
+    all trials gave trial-count-dependent bits on some shapes.) Records broadcast from one
+    shared table (full-batch descent, evaluation sets) build no [N, B, d] temporary.
+    """
+    table = _table(features, transpose=False)
+    return torch.bmm(_aligned_rows(vectors)[:, None, :], table.transpose(1, 2))[:, 0]
+
+
+def weighted_rows_sum(coefficients: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial, as one BLAS product per trial
+    against the transposed records (aligned rows, see :func:`rows_dot`)."""
+    table = _table(features, transpose=True)
+    products = torch.bmm(_aligned_rows(coefficients)[:, None, :], table.transpose(1, 2))
+    return products[:, 0, :features.shape[2]]
+
+
 def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """[N, P] x [E, P] -> [N, E] inner products, computed in blocks of examples."""
+    """[N, P] x [E, P] -> [N, E] inner products with shared examples (see :func:`rows_dot`)."""
     n_trials, dim = params.shape
-    block = max(1, _BLOCK_ELEMENTS // max(1, n_trials * dim))
-    parts = [
-        (params[:, None, :] * features[None, start:start + block, :]).sum(-1)
-        for start in range(0, features.shape[0], block)
-    ]
-    if not parts:
+    if features.shape[0] == 0:
         return params.new_zeros((n_trials, 0))
-    return torch.cat(parts, dim=1)
+    return rows_dot(features.expand(n_trials, *features.shape), params)
 
 
 def _pairwise_squared_distance(params: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
@@ -263,14 +308,14 @@ class LogisticRegression(LinearModel):
         feature_norms: torch.Tensor | None = None,
     ) -> torch.Tensor:
         _check_batched(params, features, self.dim)
-        margins = (features * params[:, None, :]).sum(-1) * labels
+        margins = rows_dot(features, params) * labels
         coefficient = -labels * elementwise_per_trial(torch.sigmoid, -margins)
         if clip is not None:
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
             norms = coefficient.abs() * feature_norms
             coefficient = coefficient * clip_scale(norms, clip)
-        return ((coefficient * weights)[..., None] * features).sum(1)
+        return weighted_rows_sum(coefficient * weights, features)
 
     def _curvature(self, params: torch.Tensor, features: torch.Tensor,
                    labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

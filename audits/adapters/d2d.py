@@ -221,11 +221,12 @@ class D2DMechanism(support.SpecMechanism):
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   mode: str = "batched") -> TrialBatch:
         from empirical.mechanisms.neel2021 import run_d2d
 
         return support.run_request_trials(run_d2d, self, spec_data(self.spec_json), seed=seed,
-                                          first_trial=first_trial, n_trials=n_trials)
+                                          first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 DEMO_TRIALS = 20000

@@ -163,11 +163,12 @@ class LangevinMechanism(support.SpecMechanism):
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   mode: str = "batched") -> TrialBatch:
         from empirical.mechanisms.chien2024lu import run_langevin
 
         return support.run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
-                                          first_trial=first_trial, n_trials=n_trials)
+                                          first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 DEMO_TRIALS = 20000
