@@ -8,10 +8,11 @@
   :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
-products as one BLAS vector product per trial on aligned rows (:func:`rows_dot`,
-:func:`weighted_rows_sum`), whose bits do not depend on how many trials share the call (one
-matrix product over all trials would: BLAS picks kernels by shape), and apply exp/log through
-:func:`elementwise_per_trial`; together these keep
+products with records shared by all trials (:func:`broadcast_rows`) as one BLAS vector
+product per trial on aligned rows (:func:`rows_dot`, :func:`weighted_rows_sum`), whose bits do
+not depend on how many trials share the call (one matrix product over all trials would: BLAS
+picks kernels by shape), and with per-trial records (gathered mini-batches) as
+multiply-and-sum along an axis; they apply exp/log through :func:`elementwise_per_trial`; together these keep
 batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
 ``torch.func`` and agree to rounding.
 """
@@ -29,6 +30,7 @@ from torch import nn
 from torch.func import functional_call, grad, hessian, jvp, vmap
 
 __all__ = [
+    "broadcast_rows",
     "FunctionalClassifier",
     "LinearModel",
     "LogisticRegression",
@@ -169,33 +171,41 @@ def _aligned_rows(values: torch.Tensor) -> torch.Tensor:
     return values
 
 
-def _table(features: torch.Tensor, *, transpose: bool) -> torch.Tensor:
-    """[N, B, d] records (or their [N, d, B] transpose) as aligned rows; records broadcast from
-    one table (stride 0 over the trials) are copied once, not per trial."""
-    if features.stride(0) == 0:
-        one = features[0].T if transpose else features[0]
-        return _aligned_rows(one).expand(features.shape[0], -1, -1)
-    return _aligned_rows(features.transpose(1, 2) if transpose else features)
+def broadcast_rows(table: torch.Tensor, trials: int) -> torch.Tensor:
+    """One [B, ...] table as the records of ``trials`` trials: a view with stride 0 over the
+    trials, for one trial too (what :func:`rows_dot` reads as "shared")."""
+    return table.as_strided((trials, *table.shape), (0, *table.stride()))
+
+
+def _shared(features: torch.Tensor) -> bool:
+    return features.stride(0) == 0
 
 
 def rows_dot(features: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     """[N, B, d] x [N, d] -> [N, B]: each trial's records dotted with its own vector.
 
-    One BLAS product per trial, ``vector @ records^T`` with both operands' rows contiguous,
-    zero-padded to whole 64-byte blocks and aligned: every output is then a dot product of
-    two aligned contiguous vectors, whose bits do not depend on how many trials share the
-    call. (MKL's products in other layouts, on unaligned rows, or as one matrix product over
-    all trials gave trial-count-dependent bits on some shapes.) Records broadcast from one
-    shared table (full-batch descent, evaluation sets) build no [N, B, d] temporary.
+    Records shared by the trials (:func:`broadcast_rows`, as in full-batch descent and the
+    evaluations) go through one BLAS product per trial, ``vector @ table^T``, with both
+    operands' rows contiguous, zero-padded to whole 64-byte blocks and aligned: every output
+    is then a dot product of two aligned contiguous vectors, whose bits do not depend on how
+    many trials share the call. (MKL's products in other layouts, on unaligned rows, or as
+    one matrix product over all trials gave trial-count-dependent bits on some shapes.) No
+    [N, B, d] temporary is built. Per-trial records (gathered mini-batches) are multiplied
+    and summed along the feature axis.
     """
-    table = _table(features, transpose=False)
+    if not _shared(features):
+        return (features * vectors[:, None, :]).sum(-1)
+    table = _aligned_rows(features[0]).expand(features.shape[0], -1, -1)
     return torch.bmm(_aligned_rows(vectors)[:, None, :], table.transpose(1, 2))[:, 0]
 
 
 def weighted_rows_sum(coefficients: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial, as one BLAS product per trial
-    against the transposed records (aligned rows, see :func:`rows_dot`)."""
-    table = _table(features, transpose=True)
+    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial. Shared records: one BLAS product
+    per trial against the transposed table (aligned rows, see :func:`rows_dot`); per-trial
+    records: multiplied and summed along the record axis."""
+    if not _shared(features):
+        return (coefficients[..., None] * features).sum(1)
+    table = _aligned_rows(features[0].T).expand(features.shape[0], -1, -1)
     products = torch.bmm(_aligned_rows(coefficients)[:, None, :], table.transpose(1, 2))
     return products[:, 0, :features.shape[2]]
 
@@ -205,7 +215,7 @@ def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
     n_trials, dim = params.shape
     if features.shape[0] == 0:
         return params.new_zeros((n_trials, 0))
-    return rows_dot(features.expand(n_trials, *features.shape), params)
+    return rows_dot(broadcast_rows(features, n_trials), params)
 
 
 def _pairwise_squared_distance(params: torch.Tensor, points: torch.Tensor) -> torch.Tensor:

@@ -41,7 +41,7 @@ import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.counting import CountingModel
-from empirical.models import LogisticRegression, TrialModel, clip_scale
+from empirical.models import LogisticRegression, TrialModel, broadcast_rows, clip_scale
 from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [
@@ -177,7 +177,7 @@ def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersi
     if data.features.dim() == 3:  # one version per trial
         features, labels, weights, norms = data.features, data.labels, data.weights, data.norms
     else:
-        features = data.features.expand(trials, *data.features.shape)
+        features = broadcast_rows(data.features, trials)
         labels, weights, norms = (t.expand(trials, t.shape[0])
                                   for t in (data.labels, data.weights, data.norms))
     gradient = model.data_gradient_sum(
