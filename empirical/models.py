@@ -184,14 +184,14 @@ def _shared(features: torch.Tensor) -> bool:
 def rows_dot(features: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     """[N, B, d] x [N, d] -> [N, B]: each trial's records dotted with its own vector.
 
-    Records shared by the trials (:func:`broadcast_rows`, as in full-batch descent and the
-    evaluations) go through one BLAS product per trial, ``vector @ table^T``, with both
-    operands' rows contiguous, zero-padded to whole 64-byte blocks and aligned: every output
-    is then a dot product of two aligned contiguous vectors, whose bits do not depend on how
-    many trials share the call. (MKL's products in other layouts, on unaligned rows, or as
-    one matrix product over all trials gave trial-count-dependent bits on some shapes.) No
-    [N, B, d] temporary is built. Per-trial records (gathered mini-batches) are multiplied
-    and summed along the feature axis.
+    Records shared by the trials (:func:`broadcast_rows`, as in full-batch descent) go
+    through one BLAS product per trial, ``vector @ table^T``, with both operands' rows
+    contiguous, zero-padded to whole 64-byte blocks and aligned: every output is then a dot
+    product of two aligned contiguous vectors, whose bits do not depend on how many trials
+    share the call. (MKL's products in other layouts, on unaligned rows, or as one matrix
+    product over all trials gave trial-count-dependent bits on some shapes.) No [N, B, d]
+    temporary is built. Per-trial records (gathered mini-batches) are multiplied and summed
+    along the feature axis.
     """
     if not _shared(features):
         return (features * vectors[:, None, :]).sum(-1)
@@ -211,11 +211,16 @@ def weighted_rows_sum(coefficients: torch.Tensor, features: torch.Tensor) -> tor
 
 
 def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """[N, P] x [E, P] -> [N, E] inner products with shared examples (see :func:`rows_dot`)."""
+    """[N, P] x [E, P] -> [N, E] inner products, computed in blocks of examples."""
     n_trials, dim = params.shape
-    if features.shape[0] == 0:
+    block = max(1, _BLOCK_ELEMENTS // max(1, n_trials * dim))
+    parts = [
+        (params[:, None, :] * features[None, start:start + block, :]).sum(-1)
+        for start in range(0, features.shape[0], block)
+    ]
+    if not parts:
         return params.new_zeros((n_trials, 0))
-    return rows_dot(broadcast_rows(features, n_trials), params)
+    return torch.cat(parts, dim=1)
 
 
 def _pairwise_squared_distance(params: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
