@@ -234,13 +234,19 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
     """``unlearn bench trials``: batched against per-trial trials of an algorithm."""
-    from audits.cli.bench import trials_benchmark
+    from audits.cli.bench import ALL_ALGORITHMS, trials_benchmark, trials_table
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
 
     try:
         res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
-                               dataset=args.dataset, model=args.model)
+                               dataset=args.dataset, model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
+    if args.algorithm == ALL_ALGORITHMS:
+        emit(res, args.json, trials_table(res))
+        return
     keys = ", ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, (dict, list)))
     emit(res, args.json, keys)
 
@@ -340,7 +346,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", help="whose bound (default: the default algorithm's)")
     p.set_defaults(func=cmd_bench_bounds)
     p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
-    p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
+    p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
+                   "one (default: the default algorithm)")
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
