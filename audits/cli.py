@@ -101,8 +101,14 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
     ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
     out = ev.to_dict()
     if args.precision == "interval":
-        summary = (f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
-                   f"  (certified upper {ev.certified_upper!r})")
+        summary = f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
+        end = b.guarantee.safe_end
+        if end == "both":  # an exact value or a cost: neither end is "the" certificate
+            summary += (f"  (encloses the exact value: lower {ev.certified_lower!r}, "
+                        f"upper {ev.certified_upper!r})")
+        else:
+            safe = ev.certified_upper if end == "upper" else ev.certified_lower
+            summary += f"  (certified {end} {safe!r}: the safe end for a {b.guarantee.kind})"
     elif args.precision == "mp":
         summary = f"{b.id} = {mpmath.nstr(ev.value, args.digits)}"
     else:
@@ -126,18 +132,27 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
     params = parse_assignments(args.params)
-    cal = calibrate(args.id, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
+    bound = bounds.get(args.id)
+    if bound.guarantee.kind == "unlearning_delta":
+        if args.epsilon is not None:
+            raise UsageError(f"{bound.id} bounds a delta: give the target with --delta, not --epsilon")
+        if args.delta is None:
+            raise UsageError(f"{bound.id} bounds a delta: give the target with --delta")
+    elif args.epsilon is None:
+        raise UsageError("the following arguments are required: --epsilon")
+    cal = calibrate(bound, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
                     conversion=args.conversion, alpha_min=args.alpha_min,
                     alpha_max=args.alpha_max, **params)
+    q = cal.quantity
     if cal.value is None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
         label = "certified" if cal.certified else "NOT certified"
-        summary = (f"{cal.parameter} = {cal.value!r}  ({label} epsilon {cal.certified_epsilon:.10g}"
+        summary = (f"{cal.parameter} = {cal.value!r}  ({label} {q} {cal.certified_epsilon:.10g}"
                    f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
-            summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
+            summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives {q} "
                         # repr, the shortest text that reads back as the same float: at 10
                         # digits an epsilon just above the target printed as the target.
                         f"{cal.neighbour_epsilon!r} > target {cal.target_epsilon!r}")
@@ -321,8 +336,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("params", nargs="*", metavar="key=value")
     p.add_argument("--solve", required=True, help="sigma, K, T, requests or another parameter")
-    p.add_argument("--epsilon", type=positive_number, required=True)
-    p.add_argument("--delta", type=probability)
+    p.add_argument("--epsilon", type=positive_number,
+                   help="target epsilon (required, except for a bound whose value is a delta)")
+    p.add_argument("--delta", type=probability,
+                   help="delta of the conversion, the bound's own delta input, or the target of a "
+                        "bound whose value is a delta")
     with_conversion(p)
     p.set_defaults(func=cmd_calibrate)
 

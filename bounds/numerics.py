@@ -219,16 +219,19 @@ def _pow1p_iv(y: Any, x: Any) -> Any:
     return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
 
 
-def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
-    flags = {"underflow": False}
+def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str, bool]]:
+    """Call a numpy evaluator, recording whether it underflowed, overflowed or divided by 0."""
+    flags = {"underflow": False, "overflow": False}
 
     def on_error(kind: str, _flag: int) -> None:
         if "underflow" in kind:
             flags["underflow"] = True
+        if "overflow" in kind or "divide" in kind:
+            flags["overflow"] = True
 
-    with np.errstate(under="call", over="ignore", divide="ignore", invalid="ignore", call=on_error):
+    with np.errstate(under="call", over="call", divide="call", invalid="ignore", call=on_error):
         value = fn(*args)
-    return value, flags["underflow"]
+    return value, flags
 
 
 def _check_finite(bound_id: str, value: Any) -> None:
