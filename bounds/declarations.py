@@ -600,9 +600,9 @@ class Evaluation:
     """The value of a bound at some inputs, with its precision and provenance.
 
     For ``precision == "interval"``, ``[lower, upper]`` encloses the exact value of the formula;
-    which end is the certificate depends on the kind of quantity (:data:`SAFE_END`): the upper
-    end of a divergence or a sufficient noise level, the lower end of a budget. ``value`` is a float or numpy array for
-    ``"float"``, an ``mpmath.mpf`` otherwise.
+    which end is the certificate depends on the kind of quantity (:data:`SAFE_END`): the
+    upper end of a divergence or a sufficient noise level, the lower end of a budget.
+    ``value`` is a float or numpy array for ``"float"``, an ``mpmath.mpf`` otherwise.
     """
 
     bound: Bound
