@@ -67,7 +67,8 @@ class Citation:
     Attributes:
       paper: short key of the paper, e.g. ``"chien2024"``.
       reference: full bibliographic reference.
-      seed: file name of the paper's text in ``shared/seeds``.
+      seed: file name of the paper's text in ``shared/seeds`` (empty for a textbook result
+        outside the seed papers).
       label: the paper's own numbering, e.g. ``"Theorem 3.2"``.
       section: section or appendix holding the statement (and proof).
     """
@@ -78,9 +79,16 @@ class Citation:
     label: str
     section: str = ""
 
+    def __post_init__(self) -> None:
+        # Citations are user-facing text: no empty field, no left-over placeholder.
+        for name in ("paper", "reference", "label"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"citation of {self.paper or '?'}: empty {name}")
+
     def describe(self) -> str:
         where = f", {self.section}" if self.section else ""
-        return f"{self.reference}, {self.label}{where} [seed {self.seed}]"
+        seed = f" [seed {self.seed}]" if self.seed else ""  # textbook results have no seed text
+        return f"{self.reference}, {self.label}{where}{seed}"
 
 
 @dataclasses.dataclass(frozen=True)
