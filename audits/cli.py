@@ -140,7 +140,14 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
             raise UsageError(f"{bound.id} bounds a delta: give the target with --delta")
     elif args.epsilon is None:
         raise UsageError("the following arguments are required: --epsilon")
-    cal = calibrate(bound, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
+    delta = args.delta
+    if "delta" in params:  # a bound's own delta input (Guo et al.'s Theorem 3 (ii)) as key=value
+        if delta is not None:
+            raise CommandError(f"{bound.id}: delta given twice (as --delta and as delta=...); "
+                               "give it once")
+        if "delta" in bound.parameter_names:
+            delta = params.pop("delta")
+    cal = calibrate(bound, solve=args.solve, epsilon=args.epsilon, delta=delta,
                     conversion=args.conversion, alpha_min=args.alpha_min,
                     alpha_max=args.alpha_max, **params)
     q = cal.quantity
