@@ -934,7 +934,9 @@ ADAPTIVE = register(Bound(
     id="koloskova2025:thm4.2/adaptive",
     title="Model clipping: least T of the adaptive accountant delta_{t+1} = delta_t "
           "theta_{eps_t}(2C2/sigma), eps_t = log(1 + (e^eps - 1)/delta_t)",
-    citation=cite("Theorem 4.2 (tightened)", "proved in docs/improved-koloskova2025.md"),
+    citation=cite("Theorem 4.2 (tightened)", "proved in docs/improved-koloskova2025.md; each step "
+                  "is Balle, Barthe, Gaboardi and Geumlek 2019 (NeurIPS), Theorem 1, the "
+                  "(gamma, eps~)-Dobrushin case, with gamma the exact Gaussian hockey-stick"),
     parameters=MC_PARAMS,
     expression=AdaptiveModelClippingSteps(eps, delta, C0, C2, sigma0, sigma),
     guarantee=ITERATIONS,
