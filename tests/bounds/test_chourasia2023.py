@@ -371,9 +371,9 @@ def test_c3_table1_row_holds_as_omega_once_n_is_large():
     """C3(c) is a presentation note: with x = eps n/sqrt(d) and c = eps + 2 log(1/delta), the
     exact order n log min{n, x/sqrt(2c)} is at least half the printed n log min{n, x} exactly
     when x >= 2c (recomputed at 60 digits), so the Omega row holds from there on."""
-    import mpmath
-
     from pathlib import Path
+
+    import mpmath
 
     with mpmath.workdps(60):
         for epsilon, delta_dp, d in ((1, "1e-6", 100), ("0.5", "1e-3", 10), (4, "1e-12", 1000)):

@@ -173,7 +173,8 @@ def test_optimal_success_is_exact_and_saturates_below_one():
 
     pieces = (-40, 0, 0.5, 1, 40)
     two = sum(integrate.dblquad(half_max, xa, xb, ya, yb, epsabs=1e-11)[0]
-              for xa, xb in zip(pieces, pieces[1:]) for ya, yb in zip(pieces, pieces[1:]))
+              for xa, xb in zip(pieces, pieces[1:], strict=False)
+              for ya, yb in zip(pieces, pieces[1:], strict=False))
     assert abs(attacks.secret_state_optimal_success(epsilon=1.0, first=1, releases=2) - two) < 1e-6
     values = [attacks.secret_state_optimal_success(epsilon=1.0, first=1, releases=k)
               for k in (1, 10, 100)]
