@@ -141,7 +141,7 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     elif args.epsilon is None:
         raise UsageError("the following arguments are required: --epsilon")
     delta = args.delta
-    if "delta" in params:  # a bound's own delta input (Guo et al.'s Theorem 3 (ii)) as key=value
+    if "delta" in params:  # a bound's own delta input, given as key=value
         if delta is not None:
             raise CommandError(f"{bound.id}: delta given twice (as --delta and as delta=...); "
                                "give it once")
@@ -392,6 +392,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _did_you_mean(parser: argparse.ArgumentParser, argv: Sequence[str], extra: Sequence[str]) -> str:
+    """A hint naming the one option of the command that an unrecognised abbreviation
+    (``--eps``) could stand for."""
+    current, options = parser, set()
+    for token in [None, *argv]:
+        if token is not None:
+            subparsers = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+            if not subparsers or token not in subparsers[0].choices:
+                continue
+            current = subparsers[0].choices[token]
+        options = {o for a in current._actions for o in a.option_strings if o.startswith("--")}
+    for token in extra:
+        name = token.split("=", 1)[0]
+        if name.startswith("--"):
+            matches = sorted(o for o in options if o.startswith(name) and o != name)
+            if len(matches) == 1:
+                return f" (did you mean {matches[0]}?)"
+    return ""
+
+
 def _error_kind(error: BaseException) -> str:
     """The ``type`` of a JSON error: what went wrong, in words a script can branch on."""
     from audits.store import StoreError
@@ -456,7 +476,8 @@ def _run(argv: list[str]) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # key=value pairs may follow options; anything else is an error
         if not hasattr(args, "params") or any("=" not in e or e.startswith("-") for e in extra):
-            parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}")
+            parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}"
+                         + _did_you_mean(parser, argv, extra))
         args.params = [*args.params, *extra]
     args.func(args)
     return 0

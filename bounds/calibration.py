@@ -186,9 +186,8 @@ def calibrate(
         index ``s`` of sequential bounds) or any parameter with a declared monotonicity.
       epsilon: target ε.
       delta: δ: of the conversion for Rényi bounds (at the best order α), the value of the
-        bound's own ``delta`` parameter for (ε, δ) bounds that take one (Guo et al.'s Theorem
-        3 (ii)), or the target itself for a bound whose value is a δ (``unlearning_delta``,
-        where ``epsilon`` is not given).
+        bound's own ``delta`` parameter for (ε, δ) bounds that take one, or the target itself
+        for a bound whose value is a δ (``unlearning_delta``, where ``epsilon`` is not given).
       conversion: ``"mironov"`` (the papers' choice) or ``"balle2020"``.
       rtol: relative tolerance of continuous solutions.
       alpha_min, alpha_max: range searched for the Rényi order.
