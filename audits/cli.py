@@ -11,6 +11,7 @@ unless ``--debug`` is given. With ``--json`` the same error is also printed on s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sqlite3
@@ -108,7 +109,9 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
                         f"upper {ev.certified_upper!r})")
         else:
             safe = ev.certified_upper if end == "upper" else ev.certified_lower
-            summary += f"  (certified {end} {safe!r}: the safe end for a {b.guarantee.kind})"
+            shown = (repr(safe) if math.isfinite(safe) and (safe != 0 or ev.lower == ev.upper == 0)
+                     else f"beyond the float range, the interval's {end} end")
+            summary += f"  (certified {end} {shown}: the safe end for kind {b.guarantee.kind})"
     elif args.precision == "mp":
         summary = f"{b.id} = {mpmath.nstr(ev.value, args.digits)}"
     else:

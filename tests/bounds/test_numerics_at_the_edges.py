@@ -269,6 +269,9 @@ def test_eq10_interval_encloses_the_value_at_a_tiny_delta():
         truth = mpmath.log(1 / mp("1e-300")) / -mpmath.log1p(-one_minus)  # sigma0 = 0: theta = 1
     assert ev.lower <= truth <= ev.upper
     assert mpmath.nstr(truth, 5) == "1.5585e+2176"
+    code, text, _ = run_cli(["bounds", "eval", "koloskova2025:eq10", "epsilon=1", "delta=1e-300",
+                             "C0=30", "C2=1/2", "sigma0=0", "sigma=1/200", "--precision", "interval"])
+    assert code == 0 and "beyond the float range" in text and "upper inf" not in text
 
 
 def test_gaussian_certificate_recheck_uses_the_exact_inputs():
