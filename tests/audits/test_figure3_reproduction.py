@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bounds
-from audits.adapters.chien2024_fig3 import burn_in_epochs_long, least_integer_near
 from audits.cli import main
+from audits.reproductions.chien2024 import burn_in_epochs_long, least_integer_near
 from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance
