@@ -51,8 +51,8 @@ __all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "r
 
 PILOT, MAIN = "pilot", "audit"
 # Score-side files whose code decides the numbers in the chunk store.
-_CODE_FILES = ("audits/execution.py", "audits/runner.py", "audits/spec.py", "audits/store.py",
-               "audits/protocols.py", "audits/datasets.py", "audits/seeds.py")
+_CODE_FILES = ("audits/execution.py", "audits/runner.py", "audits/spec.py", "audits/loader.py",
+               "audits/store.py", "audits/protocols.py", "audits/datasets.py", "audits/seeds.py")
 _CODE_PACKAGES = ("empirical", "audits/adapters")
 
 

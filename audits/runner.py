@@ -29,6 +29,7 @@ import numpy as np
 from audits.adapters.protocol import PreparedAudit
 from audits.analysis import build_report
 from audits.execution import code_version, printable, resolve_device, run_chunks
+from audits.loader import adapter_of, load_spec
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
@@ -38,7 +39,6 @@ from audits.spec import (
     STATISTICS,
     AuditSpec,
     check_confidence,
-    load_spec,
 )
 from audits.store import STORE_NAME, FolderLock, check_folder
 
@@ -159,7 +159,7 @@ def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
                   backend: str = "local") -> PreparedAudit:
     """Certificate and mechanism of a spec, without running anything."""
     spec = load_spec(spec)
-    return spec.adapter.prepare(spec, device=resolve_device(spec.device, backend))
+    return adapter_of(spec).prepare(spec, device=resolve_device(spec.device, backend))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ def run_audit(
                                 "(empirical.trials.trial_seed)"},
             device=prepared.device, wall_seconds=time.perf_counter() - start,
             chunks=results.chunks, chunks_resumed=results.resumed,
-            notes=[*prepared.notes, *store_notes], extra_plots=spec.adapter.extra_plots(spec),
+            notes=[*prepared.notes, *store_notes], extra_plots=adapter_of(spec).extra_plots(spec),
             projections=results.projections)
         return _finish(report, out_dir)
 

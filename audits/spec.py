@@ -1,18 +1,17 @@
 """Audit specs: what to audit, against which certificate, with how many trials.
 
-An :class:`AuditSpec` is a tree of frozen dataclasses, built from a TOML file
-(:meth:`AuditSpec.from_toml`), a plain dict (:meth:`AuditSpec.from_dict`) or directly in Python.
-Every field is validated on construction; a bad value raises :class:`SpecError` (a
-``ValueError``) whose message starts with the field's path, e.g.
-``spec.trials: must be a positive integer, got -3``. Unknown fields are rejected.
+An :class:`AuditSpec` is plain data: a tree of frozen dataclasses whose fields are validated on
+construction, each on its own; a bad value raises :class:`SpecError` (a ``ValueError``) whose
+message starts with the field's path, e.g. ``spec.trials: must be a positive integer, got -3``.
 
 The canonical form (:meth:`AuditSpec.to_dict`, every field present, ``None`` for "not given")
 is what the report records and what :meth:`AuditSpec.digest` hashes to key the chunk store.
 
-Algorithms plug in as adapters (:mod:`audits.adapters.protocol`, registered in :mod:`audits.registry`):
-the ``[algorithm]`` table's ``name`` picks the adapter, which parses the rest of the table, says
-which models and calibrated parameters it supports and checks its fields against the rest of
-the spec. This module names no algorithm.
+What depends on the algorithm (parsing its ``[algorithm]`` table, the models and calibrated
+parameters it supports, its checks against the rest of the spec) is the algorithm's adapter's
+business; :mod:`audits.loader`, above the registry, reads TOML files and plain dicts into
+specs and runs those checks. This module imports neither the registry nor any adapter, and
+names no algorithm.
 """
 
 from __future__ import annotations
@@ -22,25 +21,20 @@ import hashlib
 import json
 import math
 import os
-import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from audits.fields import (
     SpecError,
-    check_keys,
     choice,
     fail,
-    from_fields,
     integer,
     names,
     number,
     plain,
     positive_int,
 )
-from audits.registry import adapters, default_adapter, get_adapter
 from bounds.conversions import CONVERSIONS
 
 __all__ = [
@@ -55,8 +49,8 @@ __all__ = [
     "ModelSpec",
     "RequestSpec",
     "SpecError",
-    "demo_spec",
-    "load_spec",
+    "check_confidence",
+    "check_work",
 ]
 
 
@@ -324,13 +318,15 @@ class CertificateSpec:
 class AuditSpec:
     """Everything an audit needs; see the module docstring and ``docs/audits.md``.
 
+    ``algorithm`` is the frozen parameter dataclass of one algorithm (with ``name`` and
+    ``to_dict()``; :func:`audits.loader.check_spec` checks it against its adapter).
     ``trials`` N pairs (unlearned, retrained) are compared; ``pilot_trials`` further pairs,
     with their own seed, choose data-dependent attack parameters (the projection direction)
     and are never used to certify. ``confidence`` is the probability with which all lower
     bounds of the audit hold simultaneously. ``chunk_size`` trials are stored at a time.
     """
 
-    algorithm: Any = field(default_factory=lambda: default_adapter().params_type())
+    algorithm: Any
     dataset: DatasetSpec = field(default_factory=DatasetSpec)
     model: ModelSpec = field(default_factory=ModelSpec)
     request: RequestSpec = field(default_factory=RequestSpec)
@@ -354,10 +350,10 @@ class AuditSpec:
             if not isinstance(getattr(self, key), kind):
                 raise fail(f"{p}.{key}", f"must be a {kind.__name__}, got "
                             f"{type(getattr(self, key)).__name__}")
-        known = {a.params_type: a for a in adapters().values()}
-        if type(self.algorithm) not in known:
-            raise fail(f"{p}.algorithm", f"must be the parameters of a registered algorithm "
-                       f"({', '.join(adapters())}), got {type(self.algorithm).__name__}")
+        if (not dataclasses.is_dataclass(self.algorithm) or isinstance(self.algorithm, type)
+                or not isinstance(getattr(self.algorithm, "name", None), str)):
+            raise fail(f"{p}.algorithm", "must be the parameters of an algorithm (a dataclass "
+                       f"with a name), got {type(self.algorithm).__name__}")
         positive_int(self.trials, f"{p}.trials")
         if self.trials < 2:
             raise fail(f"{p}.trials", f"must be at least 2, got {self.trials}")
@@ -390,53 +386,10 @@ class AuditSpec:
         positive_int(self.chunk_size, f"{p}.chunk_size")
         if not isinstance(self.name, str) or not self.name.strip():
             raise fail(f"{p}.name", f"must be a non-empty string, got {self.name!r}")
-        adapter = known[type(self.algorithm)]
-        choice(self.model.name, f"{p}.model.name", adapter.models)
-        choice(self.certificate.calibrate, f"{p}.certificate.calibrate", adapter.calibratable)
-        adapter.check_spec(self)
-        _check_work(self)
-
-    @property
-    def adapter(self) -> Any:
-        """The :class:`~audits.adapters.protocol.AlgorithmAdapter` of this spec's algorithm."""
-        return get_adapter(self.algorithm.name)
-
-    # -- construction ------------------------------------------------------------------------
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> AuditSpec:
-        """Build from nested plain data (the shape of the TOML file and of :meth:`to_dict`)."""
-        top = [f.name for f in dataclasses.fields(cls)]
-        check_keys(data, "spec", top)
-        values: dict[str, Any] = {}
-        for key, value in data.items():
-            if key == "algorithm":
-                values[key] = _algorithm_from_dict(value)
-            elif key in ("dataset", "model", "request", "certificate"):
-                kind = {"dataset": DatasetSpec, "model": ModelSpec, "request": RequestSpec,
-                        "certificate": CertificateSpec}[key]
-                values[key] = from_fields(kind, value, f"spec.{key}")
-            else:
-                values[key] = value
-        return cls(**values)
-
-    @classmethod
-    def from_toml(cls, path: str | Path) -> AuditSpec:
-        """Read a spec file (TOML); the files in ``examples/`` show every field."""
-        path = Path(path)
-        if not path.is_file():
-            raise SpecError(f"spec: no spec file at {path}")
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except UnicodeDecodeError as error:
-            raise SpecError(f"spec: {path} is not UTF-8 text (byte {error.start} cannot be "
-                            "decoded); save it as UTF-8") from None
-        except tomllib.TOMLDecodeError as error:
-            raise SpecError(f"spec: {path} is not valid TOML ({error})") from None
-        return cls.from_dict(data)
 
     def replace(self, **changes: Any) -> AuditSpec:
-        """A copy with top-level fields changed (validated again)."""
+        """A copy with top-level fields changed (each field validated again; the adapter's
+        checks are :func:`audits.loader.check_spec`'s)."""
         return dataclasses.replace(self, **changes)
 
     # -- canonical form ----------------------------------------------------------------------
@@ -516,7 +469,7 @@ def _step_fields(params: Any) -> list[tuple[str, int]]:
     return out
 
 
-def _check_work(spec: AuditSpec) -> None:
+def check_work(spec: AuditSpec) -> None:
     """Refuse an audit whose work (multiply-adds: trials x models x passes x records x features)
     is beyond :data:`MAX_WORK`, naming the field that makes it so."""
     records, features = spec.dataset.shape()
@@ -533,36 +486,3 @@ def _check_work(spec: AuditSpec) -> None:
     raise fail(blamed, f"the audit would take about {work:.2g} multiply-adds ({trials} trials x 2 "
                f"models x {passes} passes over {records} records x {features} features), more "
                f"than the {MAX_WORK:g} an audit may ask for; lower it")
-
-
-def _algorithm_from_dict(data: Any) -> Any:
-    path = "spec.algorithm"
-    if not isinstance(data, Mapping):
-        raise fail(path, f"must be a table with a 'name' field, got {type(data).__name__}")
-    adapter = get_adapter(data["name"]) if "name" in data else default_adapter()
-    rest = {k: v for k, v in data.items() if k != "name"}
-    return adapter.parse_params(rest, path)
-
-
-def load_spec(source: AuditSpec | Mapping[str, Any] | str | Path) -> AuditSpec:
-    """An :class:`AuditSpec` from itself, a plain dict, or the path of a TOML file."""
-    if isinstance(source, AuditSpec):
-        return source
-    if isinstance(source, Mapping):
-        return AuditSpec.from_dict(source)
-    if isinstance(source, str | Path):
-        return AuditSpec.from_toml(source)
-    raise SpecError(f"spec: expected an AuditSpec, a dict or a TOML path, got "
-                    f"{type(source).__name__}")
-
-
-# ----------------------------------------------------------------------------------------------
-# The embedded demos (``unlearn audit demo [--algorithm NAME]``).
-
-
-def demo_spec(*, algorithm: str | None = None, trials: int | None = None,
-              device: str | None = None) -> AuditSpec:
-    """The demo audit of ``algorithm`` (default: the default algorithm), from its adapter."""
-    adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
-                                                                      path="algorithm")
-    return adapter.demo_spec(trials=trials, device=device)

@@ -28,9 +28,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from audits.loader import load_spec
 from audits.protocols import Certificate, TrialMechanism
 from audits.runner import AuditResult, audit_mechanism, run_audit
-from audits.spec import AuditSpec, load_spec
+from audits.spec import AuditSpec
 
 __all__ = [
     "DEFAULT_TEST_TRIALS",

@@ -12,7 +12,8 @@ import numpy as np
 
 from audits.datasets import build_requests, load_dataset
 from audits.fields import SpecError
-from audits.spec import AuditSpec, DatasetSpec, RequestSpec
+from audits.loader import spec_from_dict
+from audits.spec import DatasetSpec, RequestSpec
 
 __all__ = [
     "SpecData",
@@ -50,7 +51,7 @@ def spec_data(spec_json: str, *, batch_size_field: str | None = None,
     tail is dropped to a multiple of b, as a mini-batch algorithm that partitions the records
     needs; ``keep_a_record`` refuses requests that would remove every training record.
     """
-    spec = AuditSpec.from_dict(json.loads(spec_json))
+    spec = spec_from_dict(json.loads(spec_json))
     batch_size = None if batch_size_field is None else getattr(spec.algorithm, batch_size_field)
     key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(), batch_size, keep_a_record],
                      sort_keys=True)

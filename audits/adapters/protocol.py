@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from audits.protocols import Certificate, TrialMechanism
 
-if TYPE_CHECKING:  # annotations only: the spec module imports the registry, not adapters
+if TYPE_CHECKING:  # annotations only
     from audits.spec import AuditSpec
 
 __all__ = ["AlgorithmAdapter", "ParameterDoc", "PreparedAudit", "describe_parameters"]

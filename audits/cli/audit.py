@@ -4,7 +4,7 @@ Registered by :func:`audits.cli.build_parser` through :func:`add_audit_commands`
 
 * ``unlearn audit demo [--algorithm NAME] [--out DIR] [--trials N] [--device D]``: the
   embedded demo audit of an algorithm (default: the default algorithm); see
-  :func:`audits.spec.demo_spec` and each adapter's ``demo_spec``.
+  :func:`audits.loader.demo_spec` and each adapter's ``demo_spec``.
 * ``unlearn audit algorithms``: the registered algorithms, one-line descriptions, parameters.
 * ``unlearn audit run SPEC [--out DIR] [--device D] [--backend local|ray]``: a TOML spec.
   Rerunning with the same ``--out`` resumes from the chunk store. A folder holding another
@@ -94,7 +94,7 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
 
 def cmd_audit_demo(args: argparse.Namespace) -> None:
     """``unlearn audit demo``: an algorithm's embedded demo audit."""
-    from audits.spec import demo_spec
+    from audits.loader import demo_spec
 
     spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
     _run(spec, args, Path(args.out) if args.out else default_out_dir(algorithm=args.algorithm))
@@ -129,10 +129,10 @@ def cmd_audit_algorithms(args: argparse.Namespace) -> None:
 
 def cmd_audit_run(args: argparse.Namespace) -> None:
     """``unlearn audit run SPEC``: the audit of a spec file."""
-    from audits.spec import AuditSpec
+    from audits.loader import spec_from_toml
 
     spec_path = Path(args.spec)
-    spec = AuditSpec.from_toml(spec_path)
+    spec = spec_from_toml(spec_path)
     if args.trials is not None:
         spec = spec.replace(trials=args.trials)
     _run(spec, args, Path(args.out) if args.out else default_out_dir(spec_path=spec_path))

@@ -96,7 +96,8 @@ def test_demo_defaults_are_the_shared_audit_settings() -> None:
 
 
 def test_spec_data_drops_the_tail_and_caches() -> None:
-    base = AuditSpec(request=RequestSpec(kind="remove", indices=(3,)))
+    base = AuditSpec(algorithm=adapters()["pnsgd"].params_type(),
+                     request=RequestSpec(kind="remove", indices=(3,)))
     whole = spec_data(base.canonical_json())
     batched = base.replace(algorithm=base.algorithm.__class__(batch_size=100))
     dropped = spec_data(batched.canonical_json(), batch_size_field="batch_size")

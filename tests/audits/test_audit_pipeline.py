@@ -13,6 +13,7 @@ import pytest
 import bounds
 from audits.adapters.pnsgd import PNSGDMechanism
 from audits.cli import main as cli_main
+from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report.schema import load_report, validate_report
 from audits.runner import (
@@ -22,7 +23,7 @@ from audits.runner import (
     prepare_audit,
     run_audit,
 )
-from audits.spec import AuditSpec, SpecError, demo_spec
+from audits.spec import AuditSpec, SpecError
 from bounds.conversions import best_epsilon, gaussian_epsilon
 
 ETA = 0.7999999999999999  # the largest float not above 1/L = 4/5 (L = 1/4 + lambda, lambda = 1)
@@ -38,7 +39,7 @@ def _spec(**changes) -> AuditSpec:
             data[key] = {**data[key], **value}
         else:
             data[key] = value
-    return AuditSpec.from_dict(data)
+    return spec_from_dict(data)
 
 
 # ----------------------------------------------------------------------------------------------

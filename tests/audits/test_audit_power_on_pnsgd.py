@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from audits.spec import AuditSpec, demo_spec
+from audits.loader import demo_spec, spec_from_dict
+from audits.spec import AuditSpec
 
 
 def _pnsgd_demo(trials: int, *, seed: int, scale: float | None = None) -> AuditSpec:
@@ -22,7 +23,7 @@ def _pnsgd_demo(trials: int, *, seed: int, scale: float | None = None) -> AuditS
     data.update(pilot_trials=0, attacks=["loss"], estimators=[], seed=seed)
     if scale is not None:
         data["algorithm"] = {**data["algorithm"], "noise_multiplier_scale": scale}
-    return AuditSpec.from_dict(data)
+    return spec_from_dict(data)
 
 
 @pytest.mark.slow  # two 200-trial PNSGD audits on digits: ~30-60 s
@@ -46,4 +47,4 @@ def test_an_audit_without_burn_in_is_refused_instead_of_certified():
     data = demo_spec(trials=400).to_dict()
     data["algorithm"] = {**data["algorithm"], "learn_epochs": 0}
     with pytest.raises(ValueError, match="at least one learning epoch"):
-        prepare_audit(AuditSpec.from_dict(data))
+        prepare_audit(spec_from_dict(data))

@@ -9,9 +9,9 @@ import pytest
 
 import bounds
 from audits.fields import SpecError
+from audits.loader import check_spec, spec_from_toml
 from audits.registry import get_adapter
 from audits.runner import prepare_audit
-from audits.spec import AuditSpec
 from audits.testing import assert_consistent, assert_violation
 
 ADAPTER = get_adapter("d2d")
@@ -24,7 +24,7 @@ def dataclass_replace(params, **changes):
 
 
 def test_example_spec_is_the_demo():
-    assert AuditSpec.from_toml("examples/d2d_digits.toml") == ADAPTER.demo_spec()
+    assert spec_from_toml("examples/d2d_digits.toml") == ADAPTER.demo_spec()
 
 
 @pytest.mark.parametrize("field, value, message", [
@@ -43,7 +43,7 @@ def test_replacement_needs_the_paper_reading():
     spec = ADAPTER.demo_spec(trials=10)
     request = dataclass_replace(spec.request, kind="replace")
     with pytest.raises(SpecError, match="spec.request.kind"):
-        spec.replace(request=request)
+        check_spec(spec.replace(request=request))
     paper = spec.replace(request=request,
                          algorithm=dataclass_replace(spec.algorithm, adjacency="paper"))
     prepared = prepare_audit(paper)

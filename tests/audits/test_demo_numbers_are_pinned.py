@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 
 import bounds
+from audits.loader import demo_spec
 from audits.runner import prepare_audit, run_audit
-from audits.spec import demo_spec
 from bounds.conversions import best_epsilon
 
 # Certified side of the demo, from the pre-refactor runner.

@@ -11,6 +11,7 @@ import mpmath
 import pytest
 
 from audits.fields import SpecError
+from audits.loader import spec_from_dict, spec_from_toml
 from audits.registry import get_adapter
 from audits.runner import prepare_audit
 from audits.spec import AuditSpec
@@ -26,7 +27,7 @@ def demo(**changes):
 
 
 def test_example_toml_is_the_demo() -> None:
-    assert AuditSpec.from_toml(EXAMPLE) == ADAPTER.demo_spec()
+    assert spec_from_toml(EXAMPLE) == ADAPTER.demo_spec()
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -43,26 +44,26 @@ def test_bad_fields_name_their_path(field, value, message) -> None:
     data = {**demo().to_dict()}
     data["algorithm"] = {**data["algorithm"], field: value}
     with pytest.raises(SpecError, match=message.replace(".", r"\.")):
-        AuditSpec.from_dict(data)
+        spec_from_dict(data)
 
 
 def test_cross_field_checks() -> None:
     data = demo().to_dict()
     with pytest.raises(SpecError, match="spec.request.kind"):
-        AuditSpec.from_dict({**data, "request": {**data["request"], "kind": "replace"}})
+        spec_from_dict({**data, "request": {**data["request"], "kind": "replace"}})
     with pytest.raises(SpecError, match="spec.algorithm.sigma"):
-        AuditSpec.from_dict({**data, "algorithm": {**data["algorithm"], "sigma": 1.0}})
+        spec_from_dict({**data, "algorithm": {**data["algorithm"], "sigma": 1.0}})
     with pytest.raises(SpecError, match="spec.algorithm.sigma"):
-        AuditSpec.from_dict({**data, "certificate": {**data["certificate"],
+        spec_from_dict({**data, "certificate": {**data["certificate"],
                                                      "target_epsilon": None}})
     with pytest.raises(SpecError, match="spec.dtype"):
-        AuditSpec.from_dict({**data, "dtype": "float32"})
+        spec_from_dict({**data, "dtype": "float32"})
 
 
 def test_theorem3_range_is_enforced() -> None:
     """epsilon > 1 is outside Theorem 3 (ii) (Dwork-Roth Thm 3.22): refused, naming the bound."""
     data = demo().to_dict()
-    spec = AuditSpec.from_dict({**data, "certificate": {**data["certificate"],
+    spec = spec_from_dict({**data, "certificate": {**data["certificate"],
                                                         "target_epsilon": 2.0}})
     with pytest.raises(SpecError, match="epsilon <= 1"):
         prepare_audit(spec)
@@ -89,7 +90,7 @@ def test_certificate_matches_an_independent_closed_form() -> None:
 
 def test_given_sigma_is_certified_as_is() -> None:
     data = demo().to_dict()
-    spec = AuditSpec.from_dict({
+    spec = spec_from_dict({
         **data, "algorithm": {**data["algorithm"], "sigma": 0.5, "removals": 3},
         "certificate": {**data["certificate"], "target_epsilon": None}})
     cert = prepare_audit(spec).certificate
@@ -101,7 +102,7 @@ def test_given_sigma_is_certified_as_is() -> None:
 def no_figures(spec: AuditSpec, **changes) -> AuditSpec:
     data = spec.to_dict()
     data["algorithm"] = {**data["algorithm"], "report_figures": False}
-    return AuditSpec.from_dict(data).replace(**changes)
+    return spec_from_dict(data).replace(**changes)
 
 
 def test_reduced_audit_is_consistent_at_the_calibrated_sigma() -> None:
@@ -114,7 +115,7 @@ def test_audit_catches_noise_below_the_certificate() -> None:
     """b drawn at 1e-6 of the sigma the certificate assumes: the Newton step's residual is no
     longer masked, and unlearned and retrained models separate."""
     data = demo().to_dict()
-    spec = AuditSpec.from_dict({
+    spec = spec_from_dict({
         **data, "trials": 400, "pilot_trials": 100, "chunk_size": 400,
         "algorithm": {**data["algorithm"], "noise_multiplier_scale": 1e-6,
                       "report_figures": False}})

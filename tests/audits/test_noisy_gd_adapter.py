@@ -23,6 +23,7 @@ from audits.adapters.noisy_gd import (
     NoisyGDParams,
     theorem51_step_size,
 )
+from audits.loader import spec_from_dict, spec_from_toml
 from audits.registry import get_adapter
 from audits.runner import prepare_audit
 from audits.spec import AuditSpec, SpecError
@@ -51,7 +52,7 @@ def _with(change: dict) -> dict:
 
 def test_registered_under_its_name_and_the_example_is_the_demo():
     assert get_adapter("noisy-gd") is ADAPTER
-    assert AuditSpec.from_toml(EXAMPLE) == ADAPTER.demo_spec()
+    assert spec_from_toml(EXAMPLE) == ADAPTER.demo_spec()
     names = {p.name for p in ADAPTER.parameters()}
     assert names == {f.name for f in dataclasses.fields(NoisyGDParams)}
 
@@ -76,7 +77,7 @@ def test_registered_under_its_name_and_the_example_is_the_demo():
 ])
 def test_every_bad_field_names_its_path(change, message):
     with pytest.raises(SpecError) as error:
-        AuditSpec.from_dict(_with(change))
+        spec_from_dict(_with(change))
     assert str(error.value).startswith(message), str(error.value)
 
 
@@ -117,7 +118,7 @@ def test_certificate_equals_the_bound_engine_at_the_mechanism_numbers():
 
 
 def test_k_abar_calibration_returns_the_least_count():
-    spec = AuditSpec.from_dict(_with({"algorithm": {"sigma": 0.0012, "unlearn_steps": None},
+    spec = spec_from_dict(_with({"algorithm": {"sigma": 0.0012, "unlearn_steps": None},
                                       "certificate": {"calibrate": "K_Abar"}}))
     prepared = prepare_audit(spec)
     k = prepared.mechanism.config.unlearn_steps
@@ -148,7 +149,7 @@ def test_reduced_audit_catches_noise_shrunk_below_the_certificate():
 
 
 def test_request_of_several_records_is_audited_against_the_per_record_reference():
-    spec = AuditSpec.from_dict(_with({"request": {"size": 2, "indices": [0, 1]}}))
+    spec = spec_from_dict(_with({"request": {"size": 2, "indices": [0, 1]}}))
     prepared = prepare_audit(spec)
     assumptions = json.dumps(prepared.certificate.provenance)
     assert "r = 2 record(s)" in assumptions and "per-record map pi(D_0 o <ind, y>)" in assumptions
@@ -157,10 +158,10 @@ def test_request_of_several_records_is_audited_against_the_per_record_reference(
 
 
 def test_linear_model_needs_beta_and_runs():
-    spec = AuditSpec.from_dict(_with({"model": {"name": "linear"}}))
+    spec = spec_from_dict(_with({"model": {"name": "linear"}}))
     with pytest.raises(SpecError, match="spec.algorithm.beta: the linear loss"):
         prepare_audit(spec)
-    spec = AuditSpec.from_dict(_with({"model": {"name": "linear"}, "algorithm": {"beta": 0.5}}))
+    spec = spec_from_dict(_with({"model": {"name": "linear"}, "algorithm": {"beta": 0.5}}))
     prepared = prepare_audit(spec)
     assert prepared.mechanism.config.step_size == pytest.approx(1 / 3, rel=1e-15)
     batch = prepared.mechanism.run_trials(seed=0, first_trial=0, n_trials=3)
@@ -234,7 +235,7 @@ ADAPTIVE_EXAMPLE = ROOT / "examples" / "noisy_gd_adaptive_digits.toml"
 def test_adaptive_example_is_certified_by_theorem43_on_theorem51():
     from audits.adapters.noisy_gd import ADAPTIVE_BOUND
 
-    spec = AuditSpec.from_toml(ADAPTIVE_EXAMPLE)
+    spec = spec_from_toml(ADAPTIVE_EXAMPLE)
     assert spec.algorithm.adaptive_requests == 2
     assert spec.replace(algorithm=dataclasses.replace(spec.algorithm, adaptive_requests=0),
                         trials=10000, pilot_trials=1000, chunk_size=2500,
@@ -256,7 +257,7 @@ def test_adaptive_example_is_certified_by_theorem43_on_theorem51():
 
 @pytest.mark.slow
 def test_adaptive_audit_consistent_at_calibrated_noise_and_caught_when_shrunk():
-    spec = _lean(AuditSpec.from_toml(ADAPTIVE_EXAMPLE))
+    spec = _lean(spec_from_toml(ADAPTIVE_EXAMPLE))
     assert_consistent(spec, trials=400)
     broken = spec.replace(algorithm=dataclasses.replace(spec.algorithm,
                                                         noise_multiplier_scale=0.04))

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 import audits.testing as testing
 import bounds
 import bounds.strategies as strategies
+from audits.loader import demo_spec
 from audits.protocols import Certificate, ModelOutputs, TrialBatch
-from audits.spec import demo_spec
 from bounds.papers.chien2024 import THM32_SEQUENCE, sequence_start_distance
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from audits.loader import spec_from_dict, spec_from_toml
 from audits.runner import comparable, run_audit
-from audits.spec import AuditSpec
 from audits.store import STORE_NAME, ChunkStore
 
 if os.environ.get("UNLEARN_REQUIRE_RAY") == "1":
@@ -31,7 +31,7 @@ SPEC = {"trials": 240, "pilot_trials": 60, "chunk_size": 60, "estimators": ["auc
 
 
 def test_ray_and_local_agree(local_ray, tmp_path):
-    spec = AuditSpec.from_dict(SPEC)
+    spec = spec_from_dict(SPEC)
     on_ray = run_audit(spec, backend="ray", out_dir=tmp_path / "ray")
     local = run_audit(spec, backend="local", out_dir=tmp_path / "local")
     assert comparable(on_ray.report) == comparable(local.report)
@@ -48,7 +48,7 @@ def test_ray_and_local_agree(local_ray, tmp_path):
 
 
 def test_ray_resumes_a_local_store(local_ray, tmp_path):
-    spec = AuditSpec.from_dict({**SPEC, "trials": 120, "pilot_trials": 0,
+    spec = spec_from_dict({**SPEC, "trials": 120, "pilot_trials": 0,
                                 "attacks": ["loss"]})
     local = run_audit(spec, out_dir=tmp_path)
     on_ray = run_audit(spec, backend="ray", out_dir=tmp_path)
@@ -73,5 +73,5 @@ def test_cli_ray_backend_starts_its_own_instance(tmp_path):
                            str(tmp_path / "ray"), "--backend", "ray", "--quiet"], cwd=root,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    local = run_audit(AuditSpec.from_toml(spec))
+    local = run_audit(spec_from_toml(spec))
     assert comparable(load_report(tmp_path / "ray")) == comparable(local.report)

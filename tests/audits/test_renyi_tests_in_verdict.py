@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audits.analysis import _effective_curve
+from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import CURVE_ORDERS, Certificate
 from audits.runner import audit_scores, prepare_audit
-from audits.spec import demo_spec
 from empirical.renyi_audit import max_renyi_lower_bound, renyi_audit, renyi_lower_bound_curve
 
 
@@ -196,13 +196,12 @@ def test_bench_power_cli_prints_every_table(capsys):
 
 
 def _pnsgd_demo(trials: int, *, seed: int, scale: float | None = None):
-    from audits.spec import AuditSpec
 
     data = demo_spec(trials=trials).to_dict()
     data.update(pilot_trials=0, attacks=["loss"], estimators=[], seed=seed)
     if scale is not None:
         data["algorithm"] = {**data["algorithm"], "noise_multiplier_scale": scale}
-    return AuditSpec.from_dict(data)
+    return spec_from_dict(data)
 
 
 @pytest.mark.slow  # two 200-trial PNSGD audits on digits: ~1 min

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from audits.loader import spec_from_dict, spec_from_toml
 from audits.runner import comparable, run_audit
-from audits.spec import AuditSpec
 from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError, count_stored_chunks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,13 +72,13 @@ def test_kill_mid_run_then_resume(tmp_path):
     counts = _counts(out, report)
     assert len(counts) == CHUNKS and set(counts.values()) == {1}
 
-    uninterrupted = run_audit(AuditSpec.from_toml(spec_path), out_dir=tmp_path / "straight")
+    uninterrupted = run_audit(spec_from_toml(spec_path), out_dir=tmp_path / "straight")
     assert uninterrupted.report["timing"]["chunks_resumed"] == 0
     assert comparable(report) == comparable(uninterrupted.report)
 
 
 def test_rerun_reads_everything_back_and_another_spec_is_refused_unless_replaced(tmp_path):
-    spec = AuditSpec.from_dict({"trials": 90, "pilot_trials": 20, "chunk_size": 30,
+    spec = spec_from_dict({"trials": 90, "pilot_trials": 20, "chunk_size": 30,
                                 "estimators": ["auc"], "name": "rerun"})
     first = run_audit(spec, out_dir=tmp_path)
     again = run_audit(spec, out_dir=tmp_path)
@@ -117,7 +117,7 @@ def _flip_a_byte(store_path: Path, *, phase: str, chunk: int) -> str:
 
 
 def test_a_flipped_byte_is_named_and_recomputed_on_resume(tmp_path):
-    spec = AuditSpec.from_dict({"trials": 60, "pilot_trials": 0, "chunk_size": 20, "attacks": ["loss"],
+    spec = spec_from_dict({"trials": 60, "pilot_trials": 0, "chunk_size": 20, "attacks": ["loss"],
                                 "estimators": ["auc"], "name": "tamper"})
     first = run_audit(spec, out_dir=tmp_path)
     name = _flip_a_byte(tmp_path / STORE_NAME, phase="audit", chunk=1)

@@ -12,9 +12,10 @@ import pytest
 
 from audits.cli import main
 from audits.cli.audit import default_out_dir
+from audits.loader import spec_from_dict
 from audits.protocols import Certificate
 from audits.runner import audit_scores, run_audit
-from audits.spec import AuditSpec, SpecError
+from audits.spec import SpecError
 
 _SMALL = 'attacks = ["loss"]\nestimators = ["auc"]\n'
 
@@ -53,7 +54,7 @@ def test_what_no_audit_can_finish_is_refused_up_front_naming_the_field(tmp_path,
 
 
 def test_the_largest_seed_runs_and_is_stored(tmp_path):
-    spec = AuditSpec.from_dict({"trials": 20, "pilot_trials": 0, "attacks": ["loss"],
+    spec = spec_from_dict({"trials": 20, "pilot_trials": 0, "attacks": ["loss"],
                                 "estimators": ["auc"], "seed": 2**63 - 1})
     assert run_audit(spec, out_dir=tmp_path).report["seeds"]["seed"] == 2**63 - 1
 
@@ -92,7 +93,7 @@ def test_a_huge_certificate_draws_its_report_without_warnings(tmp_path):
 
 def test_spec_names_are_printed_sanitised_and_short(tmp_path, capsys):
     name = "\x1b[31mred\nerror: fake line\r" + "x" * 200_000
-    spec = AuditSpec.from_dict({"trials": 40, "chunk_size": 20, "pilot_trials": 0,
+    spec = spec_from_dict({"trials": 40, "chunk_size": 20, "pilot_trials": 0,
                                 "attacks": ["loss"], "estimators": ["auc"], "name": name})
     capsys.readouterr()
     run_audit(spec, progress=True)

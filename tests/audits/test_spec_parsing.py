@@ -8,15 +8,8 @@ from pathlib import Path
 import pytest
 
 from audits.adapters.pnsgd import PNSGDParams
-from audits.spec import (
-    AuditSpec,
-    CertificateSpec,
-    DatasetSpec,
-    RequestSpec,
-    SpecError,
-    demo_spec,
-    load_spec,
-)
+from audits.loader import check_spec, demo_spec, load_spec, spec_from_dict, spec_from_toml
+from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec, SpecError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pnsgd_digits.toml"
@@ -136,7 +129,7 @@ BAD_FIELDS = [
                          ids=[m.split(":")[0] + f"#{i}" for i, (_, m) in enumerate(BAD_FIELDS)])
 def test_bad_field_names_the_field(change, message):
     with pytest.raises(SpecError) as info:
-        AuditSpec.from_dict(_merge(BASE, change))
+        spec_from_dict(_merge(BASE, change))
     assert str(info.value).startswith(message), str(info.value)
 
 
@@ -146,7 +139,7 @@ def test_spec_error_is_a_value_error():
 
 def test_python_objects_are_validated_too():
     with pytest.raises(SpecError, match=r"^spec\.trials: must be a positive integer, got -3$"):
-        AuditSpec(trials=-3)
+        AuditSpec(algorithm=PNSGDParams(), trials=-3)
     with pytest.raises(SpecError, match=r"^spec\.request\.size: "):
         RequestSpec(size=-1)
     with pytest.raises(SpecError, match=r"^spec\.algorithm\.clip: "):
@@ -154,23 +147,35 @@ def test_python_objects_are_validated_too():
     with pytest.raises(SpecError, match=r"^spec\.certificate\.delta: "):
         CertificateSpec(delta=0.0)
     with pytest.raises(SpecError, match=r"^spec\.dataset: must be a DatasetSpec"):
-        AuditSpec(dataset={"name": "digits"})
+        AuditSpec(algorithm=PNSGDParams(), dataset={"name": "digits"})
+    with pytest.raises(SpecError, match=r"^spec\.algorithm: must be the parameters of an algorithm"):
+        AuditSpec(algorithm={"name": "pnsgd"})
+
+
+def test_the_adapter_checks_a_python_spec_when_it_is_loaded():
+    # plain data: the spec alone cannot know which models the algorithm trains
+    spec = AuditSpec(algorithm=PNSGDParams(), model=ModelSpec(name="mlp"))
+    with pytest.raises(SpecError, match=r"^spec\.model\.name: must be one of 'logistic-regression'"):
+        load_spec(spec)
+    with pytest.raises(SpecError, match=r"^spec\.model\.name: "):
+        check_spec(spec)
+    assert load_spec(demo_spec()) == demo_spec()
 
 
 def test_round_trip_through_the_canonical_dict():
     spec = demo_spec(trials=123)
-    again = AuditSpec.from_dict(spec.to_dict())
+    again = spec_from_dict(spec.to_dict())
     assert again == spec
     assert again.canonical_json() == spec.canonical_json()
 
 
 def test_example_toml_is_the_demo():
-    assert AuditSpec.from_toml(EXAMPLE) == demo_spec()
+    assert spec_from_toml(EXAMPLE) == demo_spec()
     assert load_spec(str(EXAMPLE)) == demo_spec()
 
 
 def test_defaults_fill_missing_fields():
-    spec = AuditSpec.from_dict({"trials": 10})
+    spec = spec_from_dict({"trials": 10})
     assert spec.algorithm == PNSGDParams()
     assert spec.dataset == DatasetSpec(name="digits")
     assert spec.certificate.target_epsilon == 1.0 and spec.certificate.delta == "1/n"
@@ -178,7 +183,7 @@ def test_defaults_fill_missing_fields():
 
 
 def test_aliases_and_lists_are_normalised():
-    spec = AuditSpec.from_dict({"dataset": {"name": "digits-3-vs-8"},
+    spec = spec_from_dict({"dataset": {"name": "digits-3-vs-8"},
                                 "request": {"indices": [5, 2], "size": 2},
                                 "algorithm": {"unlearn_epochs": [3]}})
     assert spec.dataset.name == "digits"
@@ -189,25 +194,25 @@ def test_aliases_and_lists_are_normalised():
 def test_digest_depends_on_every_field_and_the_code_version():
     spec = demo_spec(trials=100)
     base = spec.digest("v1")
-    assert base == AuditSpec.from_dict(dict(reversed(list(spec.to_dict().items())))).digest("v1")
+    assert base == spec_from_dict(dict(reversed(list(spec.to_dict().items())))).digest("v1")
     assert spec.digest("v2") != base
     assert spec.replace(seed=1).digest("v1") != base
     assert spec.replace(chunk_size=7).digest("v1") != base
     changed = _merge(spec.to_dict(), {"algorithm": {"clip": 0.04}})
-    assert AuditSpec.from_dict(changed).digest("v1") != base
+    assert spec_from_dict(changed).digest("v1") != base
 
 
 def test_toml_errors(tmp_path):
     with pytest.raises(SpecError, match="no spec file"):
-        AuditSpec.from_toml(tmp_path / "missing.toml")
+        spec_from_toml(tmp_path / "missing.toml")
     broken = tmp_path / "broken.toml"
     broken.write_text("trials = [\n")
     with pytest.raises(SpecError, match="is not valid TOML"):
-        AuditSpec.from_toml(broken)
+        spec_from_toml(broken)
     bad = tmp_path / "bad.toml"
     bad.write_text("trials = 100\n[request]\nsize = -1\n")
     with pytest.raises(SpecError, match=r"^spec\.request\.size: must be a positive integer"):
-        AuditSpec.from_toml(bad)
+        spec_from_toml(bad)
     with pytest.raises(SpecError, match="expected an AuditSpec"):
         load_spec(42)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from audits.loader import spec_from_dict
 from audits.protocols import (
     Certificate,
     ModelOutputs,
@@ -30,7 +31,7 @@ from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, FolderLock, 
 def _spec(**changes) -> AuditSpec:
     base = {"trials": 60, "pilot_trials": 0, "chunk_size": 20, "attacks": ["loss"],
             "estimators": ["auc", "plugin-epsilon"], "name": "attacks"}
-    return AuditSpec.from_dict({**base, **changes})
+    return spec_from_dict({**base, **changes})
 
 
 def _projection_spec(**changes) -> AuditSpec:
