@@ -137,7 +137,7 @@ def _figure_epsilon(report: Mapping):
         n_trials = report["empirical"]["n_trials"]
         handles.append(axes.axvline(
             ceiling, color="0.35", linestyle="--", linewidth=1.4,
-            label=f"max certifiable ε with N = {n_trials}: {_fmt(ceiling, 3)}"))
+            label=f"largest lower bound N = {n_trials} trials could show: {_fmt(ceiling, 3)}"))
     axes.set_xlim(0, right)
     axes.set_xlabel("ε")
     axes.set_title("Certified ε (upper bound) vs empirical lower bounds")

@@ -66,9 +66,16 @@ def _each_level(report: Mapping) -> float | None:
     return min(levels) if levels else None
 
 
+def score_direction(entry: Mapping) -> str | None:
+    """Which way a lower bound read the scores ("higher score = unlearned", ...): the one thing
+    that tells apart the bounds of an (attack, statistic) pair run in both orientations."""
+    return (entry.get("details") or {}).get("score_direction")
+
+
 def _describe_bound(entry: Mapping) -> str:
-    return (f"attack {entry['attack']}, statistic {entry['statistic']}; {entry['method']}; "
-            f"{_bound_confidence(entry)}")
+    direction = f", {score_direction(entry)}" if score_direction(entry) else ""
+    return (f"attack {entry['attack']}, statistic {entry['statistic']}{direction}; "
+            f"{entry['method']}; {_bound_confidence(entry)}")
 
 
 def _lower_bounds(report: Mapping) -> list[Mapping]:
@@ -103,8 +110,8 @@ def summary_text(report: Mapping) -> str:
                      f"({_describe_bound(best)})")
     lines.append(f"  tightness           {_fmt(verdict['tightness'], 3)} "
                  "(best lower bound / certified epsilon)")
-    lines.append(f"  max certifiable     epsilon {_fmt(emp['max_certifiable_epsilon'])} "
-                 f"with N = {emp['n_trials']} trials")
+    lines.append(f"  largest showable    epsilon {_fmt(emp['max_certifiable_epsilon'])}: the largest "
+                 f"lower bound N = {emp['n_trials']} trials could show")
     if _blind_spot(report):
         lines.append("  warning             N trials cannot show a lower bound above the "
                      "certificate: this audit cannot detect a violation")

@@ -187,7 +187,7 @@ THM32 = register(Bound(
     monotone={"sigma": "decreasing", "K": "decreasing"},
     notes=(
         "Z_B bounds W_inf(rho^0_{0|B}, nu_{D'|B}), the initial unlearning law; the main text "
-        "of seed 000 writes rho^0_{K|B} (erratum E5).",
+        "of the NeurIPS version writes rho^0_{K|B} (erratum E5).",
         "Not monotone in alpha: alpha(2 alpha - 1)/(alpha - 1) is minimal at 1 + 1/sqrt(2).",
         "Not monotone in T when 2 eta M/(b(1 - c^{n/b})) > 2R: the printed Z_B then exceeds the "
         "diameter 2R and the value can rise with T. To calibrate T use chien2024:thm3.2/capped.",
