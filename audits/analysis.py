@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from audits import progress
 from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch
 from audits.report_schema import (
@@ -525,6 +526,7 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
                   extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both") -> dict:
+    progress.phase("analysing the scores (lower bounds, estimates, Rényi tests)")
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:

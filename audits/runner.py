@@ -14,6 +14,7 @@ Entry points:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from audits import progress as progress_lines
 from audits.adapter import PreparedAudit
 from audits.analysis import build_report
 from audits.execution import code_version, resolve_device, run_chunks
@@ -143,6 +145,16 @@ def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
 # Entry points.
 
 
+def reported(run: Callable[..., AuditResult]) -> Callable[..., AuditResult]:
+    """Progress lines (phases, stored chunks reused, a heartbeat) on stderr with ``progress=True``."""
+    @functools.wraps(run)
+    def wrapper(*args: Any, **kwargs: Any) -> AuditResult:
+        with progress_lines.reporting("audit", enabled=bool(kwargs.get("progress"))):
+            return run(*args, **kwargs)
+    return wrapper
+
+
+@reported
 def run_audit(
     spec: AuditSpec | Mapping[str, Any] | str | Path,
     *,
@@ -169,6 +181,7 @@ def run_audit(
         # with a store, the store itself refuses another spec (and says which); without one,
         # a report.json left by another kind of audit must not be overwritten either
         _refuse_foreign_report(out_dir, replace=replace, field="spec", value=spec.to_dict())
+    progress_lines.phase("preparing the audit (data, model, certificate)")
     prepared = prepare_audit(spec, backend=backend)
     spec_json = spec.canonical_json()
     audit_key = hashlib.sha256(
@@ -198,6 +211,7 @@ def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
     return [] if extra is None else list(extra(spec))
 
 
+@reported
 def audit_mechanism(
     mechanism: TrialMechanism,
     *,
