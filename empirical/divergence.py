@@ -56,7 +56,7 @@ from scipy import integrate, optimize, special, stats
 from scipy.spatial import cKDTree
 
 from empirical.statistics import _cp_lower, _cp_upper, gaussian_delta
-from empirical.statistics.checks import _check_probability
+from empirical.statistics.checks import _check_probability, paired_permutations
 
 __all__ = [
     "FULL_RENYI_MAX_NOISE",
@@ -920,7 +920,8 @@ def hockey_stick_lower_bound(
     beta = _check_level(beta, "beta")
     train_fraction = _check_level(train_fraction, "train_fraction")
     rng = np.random.default_rng(seed)
-    p, q = p[rng.permutation(p.shape[0])], q[rng.permutation(q.shape[0])]
+    order_p, order_q = paired_permutations(rng, p.shape[0], q.shape[0])
+    p, q = p[order_p], q[order_q]
     n_tp = int(round(train_fraction * p.shape[0]))
     n_tq = int(round(train_fraction * q.shape[0]))
     d = p.shape[1]
