@@ -289,7 +289,7 @@ def _adaptive_epsilon_mp(eps: Any, log_delta: Any) -> Any:
 _ADAPTIVE_EXACT_STEPS = 500
 _BLOCK_FRACTION = 0.1
 _STEP_TOLERANCE = 1e-2
-_ADAPTIVE_EVALUATIONS = 5_000  # then the rest is counted at the current step's length (upper end)
+_ADAPTIVE_EVALUATIONS = 1_500  # then the rest is counted at the current step's length (upper end)
 
 
 def _adaptive_count(cur: Any, log_target: Any, step_at: Any, rounded: Any,
