@@ -92,10 +92,10 @@ class _Progress:
             self._bar.update(1)
             return
         elapsed = time.perf_counter() - self._start
-        line = f"{self.label}: {self.done}/{self.total} chunks ({what}), {elapsed:.0f} s"
         if progress_lines.active():  # one line each, so that heartbeat lines cannot overwrite them
-            progress_lines.line(line)
+            progress_lines.line(f"{self.done}/{self.total} chunks ({what}), {elapsed:.0f} s")
             return
+        line = f"{self.label}: {self.done}/{self.total} chunks ({what}), {elapsed:.0f} s"
         end = "\r" if self._tty and self.done < self.total else "\n"
         print(line, end=end, file=sys.stderr, flush=True)
 
@@ -250,7 +250,7 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
                    f"computing {len(todo)}" if todo else
                    f"all {len(plans)} chunks already stored in {sink.where}: nothing to compute")
         if progress_lines.active():
-            progress_lines.phase(message)
+            progress_lines.announce(message)
         else:
             print(f"{label}: {message}", file=sys.stderr, flush=True)
     elif progress and todo:

@@ -1,9 +1,11 @@
 """Progress lines on stderr for long commands (audits, reproductions, benchmarks).
 
-A command run inside :func:`reporting` prints one line per phase (:func:`phase`) and, whenever
-nothing has been printed for ``interval`` seconds, a heartbeat line naming the current phase and
-the elapsed time, so that no long command stays silent for more than a few seconds. Outside
-:func:`reporting` (library use, ``--json``, ``--quiet``) every call here is a no-op.
+A command run inside :func:`reporting` prints, whenever nothing has been printed for ``interval``
+seconds, a heartbeat line naming the current phase (:func:`phase`) and the elapsed time, so that
+no long command stays silent for more than a few seconds. Once it has printed anything, each new
+phase is printed as it starts; before that phases are silent, so that a command failing at once
+still prints its one ``error:`` line and nothing else. :func:`line` and :func:`announce` print at
+once. Outside :func:`reporting` (library use, ``--json``, ``--quiet``) every call is a no-op.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import TextIO
 
-__all__ = ["HEARTBEAT_SECONDS", "active", "line", "phase", "reporting"]
+__all__ = ["HEARTBEAT_SECONDS", "active", "announce", "line", "phase", "reporting"]
 
 HEARTBEAT_SECONDS = 4.0
 
@@ -25,6 +27,7 @@ class _Reporter:
         self.label, self.interval, self.stream = label, interval, stream
         self.start = self.last = time.monotonic()
         self.current = "running"
+        self.printed = False
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, name="progress-heartbeat", daemon=True)
@@ -33,6 +36,7 @@ class _Reporter:
         with self._lock:
             print(text, file=self.stream, flush=True)
             self.last = time.monotonic()
+            self.printed = True
 
     def _beat(self) -> None:
         while not self._stop.wait(min(0.25, self.interval / 4)):
@@ -54,7 +58,6 @@ def reporting(label: str, *, enabled: bool = True, interval: float = HEARTBEAT_S
         return
     reporter = _Reporter(label, interval=interval, stream=stream or sys.stderr)
     _ACTIVE = reporter
-    phase("running")
     reporter._thread.start()
     try:
         yield
@@ -70,13 +73,22 @@ def active() -> bool:
 
 
 def phase(message: str) -> None:
-    """Start a phase: print ``label: message`` and name it in later heartbeat lines."""
+    """Start a phase: name it in later heartbeat lines, and print ``label: message`` when the
+    command has already printed progress."""
+    if _ACTIVE is not None:
+        _ACTIVE.current = message
+        if _ACTIVE.printed:
+            _ACTIVE.write(f"{_ACTIVE.label}: {message}")
+
+
+def announce(message: str) -> None:
+    """Start a phase and print ``label: message`` at once (news the user should see)."""
     if _ACTIVE is not None:
         _ACTIVE.current = message
         _ACTIVE.write(f"{_ACTIVE.label}: {message}")
 
 
 def line(text: str) -> None:
-    """Print a line of progress the caller formatted itself (it resets the heartbeat)."""
+    """Print ``label: text`` at once, within the current phase (it resets the heartbeat)."""
     if _ACTIVE is not None:
-        _ACTIVE.write(text)
+        _ACTIVE.write(f"{_ACTIVE.label}: {text}")
