@@ -1,11 +1,13 @@
 """Progress lines on stderr for long commands (audits, reproductions, benchmarks).
 
-A command run inside :func:`reporting` prints, whenever nothing has been printed for ``interval``
-seconds, a heartbeat line naming the current phase (:func:`phase`) and the elapsed time, so that
-no long command stays silent for more than a few seconds. Once it has printed anything, each new
-phase is printed as it starts; before that phases are silent, so that a command failing at once
-still prints its one ``error:`` line and nothing else. :func:`line` and :func:`announce` print at
-once. Outside :func:`reporting` (library use, ``--json``, ``--quiet``) every call is a no-op.
+A command run inside :func:`reporting` prints a heartbeat line naming the current phase
+(:func:`phase`) and the elapsed time whenever nothing has been printed for ``interval`` seconds
+(``first`` seconds before its first line), so that no long command stays silent for more than a
+few seconds. Once it has printed anything, each new phase is printed as it starts; before that
+phases are silent, so that a command failing at once still prints its one ``error:`` line and
+nothing else. :func:`line` and :func:`announce` print at once. Outside :func:`reporting`
+(library use, ``--json``, ``--quiet``) every call is a no-op. Heartbeats go to terminals only
+(by default): in a log or a pipe a failing command's stderr stays its ``error:`` line.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ from typing import TextIO
 __all__ = ["HEARTBEAT_SECONDS", "active", "announce", "line", "phase", "reporting"]
 
 HEARTBEAT_SECONDS = 4.0
+FIRST_HEARTBEAT_SECONDS = 1.0  # the first line comes sooner: the toolkit's imports took their time
 
 
 class _Reporter:
-    def __init__(self, label: str, *, interval: float, stream: TextIO) -> None:
-        self.label, self.interval, self.stream = label, interval, stream
+    def __init__(self, label: str, *, interval: float, first: float, stream: TextIO) -> None:
+        self.label, self.interval, self.first, self.stream = label, interval, first, stream
         self.start = self.last = time.monotonic()
         self.current = "running"
         self.printed = False
@@ -41,7 +44,7 @@ class _Reporter:
     def _beat(self) -> None:
         while not self._stop.wait(min(0.25, self.interval / 4)):
             now = time.monotonic()
-            if now - self.last >= self.interval:
+            if now - self.last >= (self.interval if self.printed else self.first):
                 self.write(f"{self.label}: {self.current} ... {now - self.start:.0f} s")
 
 
@@ -50,20 +53,28 @@ _ACTIVE: _Reporter | None = None
 
 @contextlib.contextmanager
 def reporting(label: str, *, enabled: bool = True, interval: float = HEARTBEAT_SECONDS,
-              stream: TextIO | None = None) -> Iterator[None]:
-    """Report the phases of the enclosed work under ``label`` (nested calls keep the outer one)."""
+              first: float = FIRST_HEARTBEAT_SECONDS, stream: TextIO | None = None,
+              heartbeat: bool | None = None) -> Iterator[None]:
+    """Report the phases of the enclosed work under ``label`` (nested calls keep the outer one);
+    ``heartbeat`` (default: whether the stream is a terminal) adds the heartbeat lines."""
     global _ACTIVE
     if not enabled or _ACTIVE is not None:
         yield
         return
-    reporter = _Reporter(label, interval=interval, stream=stream or sys.stderr)
+    reporter = _Reporter(label, interval=interval, first=min(first, interval),
+                         stream=stream or sys.stderr)
+    if heartbeat is None:
+        isatty = getattr(reporter.stream, "isatty", None)
+        heartbeat = bool(isatty and isatty())
     _ACTIVE = reporter
-    reporter._thread.start()
+    if heartbeat:
+        reporter._thread.start()
     try:
         yield
     finally:
         reporter._stop.set()
-        reporter._thread.join()
+        if heartbeat:
+            reporter._thread.join()
         _ACTIVE = None
 
 

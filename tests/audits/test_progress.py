@@ -16,7 +16,7 @@ from tests.audits.test_runner import GaussianShift
 def test_a_quiet_phase_gets_heartbeat_lines_naming_it() -> None:
     stream = io.StringIO()
     released = threading.Event()
-    with progress.reporting("job", interval=0.05, stream=stream):
+    with progress.reporting("job", interval=0.05, stream=stream, heartbeat=True):
         progress.phase("crunching")
         released.wait(0.4)  # a phase that prints nothing for eight intervals
     lines = stream.getvalue().splitlines()
@@ -59,6 +59,7 @@ def test_an_audit_names_its_phases_and_a_rerun_says_it_reuses_stored_chunks(tmp_
     for expected in ("audit: 2/2 chunks", "audit: analysing the scores",
                      "audit: writing the report"):
         assert expected in first, first
+    assert "..." not in first  # heartbeats go to terminals only, not to this captured stream
     assert "reusing" not in first and "already stored" not in first
     again = audit_mechanism(GaussianShift(0.5), **options)
     second = capsys.readouterr().err
