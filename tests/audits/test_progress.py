@@ -10,7 +10,7 @@ from audits import progress
 from audits.cli import main as cli_main
 from audits.protocols import Certificate
 from audits.runner import audit_mechanism
-from tests.audits.test_runner import GaussianShift
+from tests.audits.test_audit_pipeline import GaussianShift
 
 
 def test_a_quiet_phase_gets_heartbeat_lines_naming_it() -> None:
