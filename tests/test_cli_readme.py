@@ -128,7 +128,7 @@ def _papers_section() -> str:
 def test_readme_papers_section_lists_what_each_paper_brings() -> None:
     import bounds
     from audits.registry import adapter_names
-    from audits.reproduction import empirical_reproductions
+    from audits.reproductions.registry import empirical_reproductions
     from bounds.engine import list_reproductions
 
     section = _papers_section()
@@ -146,7 +146,7 @@ def test_readme_papers_section_lists_what_each_paper_brings() -> None:
 
 
 def test_readme_states_the_verdicts_exit_codes() -> None:
-    from audits.report_schema import EXIT_CODES
+    from audits.report.schema import EXIT_CODES
 
     text = " ".join(README.read_text().split())
     assert (f"{EXIT_CODES['CONSISTENT']} when the verdict is CONSISTENT, "
