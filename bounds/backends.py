@@ -8,6 +8,9 @@ import mpmath
 import numpy as np
 
 from bounds.numerics import (
+    _log_ratio_float,
+    _log_ratio_iv,
+    _log_ratio_mp,
     _max2,
     _min2,
     _one_minus_pow1p_float,
@@ -24,6 +27,7 @@ from bounds.special import _glme_float, _glme_generic
 
 _NUMPY_FUNCS: dict[str, Any] = {
     "Pow1p": _pow1p_float,
+    "LogRatio": _log_ratio_float,
     "OneMinusPow1p": _one_minus_pow1p_float,
     "log1p": np.log1p,
     "expm1": np.expm1,
@@ -31,6 +35,7 @@ _NUMPY_FUNCS: dict[str, Any] = {
 }
 _MP_FUNCS: dict[str, Any] = {
     "Pow1p": _pow1p_mp,
+    "LogRatio": _log_ratio_mp,
     "OneMinusPow1p": _one_minus_pow1p_mp,
     "log1p": mpmath.log1p,
     "expm1": mpmath.expm1,
@@ -40,6 +45,7 @@ _MP_FUNCS: dict[str, Any] = {
 }
 _IV_FUNCS: dict[str, Any] = {
     "Pow1p": lambda y, x: _pow1p_iv(y, x),
+    "LogRatio": _log_ratio_iv,
     "OneMinusPow1p": lambda y, x: 1 - _pow1p_iv(y, x),
     "exp": mpmath.iv.exp,
     "log": mpmath.iv.log,
