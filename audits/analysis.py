@@ -197,11 +197,12 @@ def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
     return (u + gap, r) if above else (u - gap, r)
 
 
-def _above(attack: _AttackScores, orientation: str) -> bool:
-    """The side the reference violation moves the unlearned scores to for one orientation (an
-    orientation-free test takes the side their mean lies on)."""
-    if orientation in ("greater", "less"):
-        return orientation == "greater"
+def _above(attack: _AttackScores, direction: str) -> bool:
+    """The side the reference violation moves the attack's unlearned scores to: the stated
+    score direction, else the side their mean lies on. One reference per attack, shared by all
+    its tests, so that scores already apart are their own reference for every test."""
+    if direction in ("greater", "less"):
+        return direction == "greater"
     return float(attack.unlearned.mean()) >= float(attack.retrained.mean())
 
 
@@ -214,6 +215,8 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
     entries = []
     reach = 0.0
     for attack in attacks:
+        u, r = _pulled_apart(attack.unlearned, attack.retrained, above=_above(attack, direction))
+        apart = _AttackScores(attack.name, u, r, None, attack.details)
         for name in statistics:
             for orientation in _orientations(name, direction):
                 try:
@@ -223,9 +226,6 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                 except ValueError as error:
                     notes.append(f"statistic {name} not run for attack {attack.name}: {error}")
                     continue
-                u, r = _pulled_apart(attack.unlearned, attack.retrained,
-                                     above=_above(attack, orientation))
-                apart = _AttackScores(attack.name, u, r, None, attack.details)
                 test_reach = float(_one_lower_bound(
                     apart, name=name, orientation=orientation, delta=delta,
                     alpha_each=alpha_each, seed=seed, privacy_direction=privacy_direction).epsilon)
@@ -279,7 +279,7 @@ def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
 
 
 def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alpha_each: float,
-                 seed: int, family: int, confidence: float) -> list[dict]:
+                 seed: int, family: int, confidence: float, direction: str) -> list[dict]:
     """The histogram Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
     Bins come from a seeded random 10% of each side's trials (discarded afterwards), so they are
@@ -304,7 +304,7 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
         c = result.curve
         # The same test (same split, bin rule and level) on the scores pulled apart.
         apart = renyi_audit(*_pulled_apart(attack.unlearned, attack.retrained,
-                                           above=_above(attack, "both")), **settings)
+                                           above=_above(attack, direction)), **settings)
         ceiling = [max(f, b) if two_sided else f
                    for f, b in zip(apart.curve.forward, apart.curve.backward, strict=True)]
         out.append({
@@ -335,8 +335,21 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
     return out
 
 
-def _renyi_could_refute(entry: Mapping[str, Any]) -> bool:
-    return bool(entry["could_refute"])
+def _could_refute(attacks: list[_AttackScores], lower_bounds: list[dict], renyi: list[dict],
+                  certified: float) -> bool:
+    """Whether the design as run could have refuted the certificate: for EVERY attack, some
+    test of that attack refutes it on the attack's reference violation (its scores pulled
+    apart). Requiring every attack keeps a mechanism whose scores lie apart under one attack
+    from being called CONSISTENT because another attack's reference would have been refuted."""
+    if not attacks:
+        return False
+
+    def refutes(name: str) -> bool:
+        return (any(e["details"]["reach"] > certified for e in lower_bounds
+                    if e["attack"] == name)
+                or any(e["could_refute"] for e in renyi if e["attack"] == name))
+
+    return all(refutes(attack.name) for attack in attacks)
 
 
 def _number(value: float | str) -> float:
@@ -381,15 +394,17 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
 
     def could_refute(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
+        # One reference for every test: unlearned scores above (below for direction "less").
         u, r = 3.0 + rng.random(n), rng.random(n)
+        if direction == "less":
+            u = -u
         for name in statistics:
             if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
                                 privacy_direction=privacy_direction) <= certificate.epsilon:
                 continue  # not even zero errors would refute: skip the run
             for orientation in _orientations(name, direction):
-                side = -u if orientation == "less" else u
                 try:
-                    lb = _one_lower_bound(_AttackScores("reference", side, r, None, {}),
+                    lb = _one_lower_bound(_AttackScores("reference", u, r, None, {}),
                                           name=name, orientation=orientation, delta=delta,
                                           alpha_each=alpha_each, seed=seed + draw,
                                           privacy_direction=privacy_direction)
@@ -528,7 +543,8 @@ POSSIBLE_CAUSES = (
 
 
 def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
-             confidence: float, renyi: list[dict], *, family: int, alpha_each: float,
+             confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
+             alpha_each: float,
              trials_needed: Any, n_trials: int) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     certified = certificate.epsilon
@@ -546,7 +562,6 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
     levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
               f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
               f"{confidence:g}")
-    could_refute = ceiling > certified or any(_renyi_could_refute(e) for e in renyi)
     causes: list[str] = []
     needed = None
     if violations or renyi_violations:
@@ -640,8 +655,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                                         alpha_each=alpha_each, family=family,
                                         privacy_direction=privacy_direction, notes=notes)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
-                         confidence=confidence) if use_renyi else []
-    could = reach > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
+                         confidence=confidence, direction=direction) if use_renyi else []
+    could = _could_refute(scored, lower_bounds, renyi, certificate.epsilon)
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
@@ -654,7 +669,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
     plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
     if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
         plots["extra"] = [dict(plot) for plot in extra_plots]
-    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, family=family,
+    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, could_refute=could,
+                       family=family,
                        alpha_each=alpha_each, trials_needed=needed, n_trials=main.n_trials)
     report = {
         "schema": SCHEMA_ID,
