@@ -1,0 +1,115 @@
+"""The seam between the generic audit machinery and one algorithm family.
+
+An :class:`AlgorithmAdapter` is everything the runner, the spec loader, the CLI and the bench
+need to know about an algorithm (in the spirit of DP-Auditorium's small protocols around one
+generic test runner): how its ``[algorithm]`` table is parsed and cross-checked against the
+rest of a spec, which models and calibrated parameters it supports, its demo spec, and how a
+spec becomes a certificate plus a :class:`~audits.protocols.TrialMechanism`
+(:class:`PreparedAudit`). Adapters register themselves in :mod:`audits.registry`; the
+certificate goes through the one shared function :func:`audits.certify.certify`.
+
+This module imports only :mod:`audits.protocols`; it never names an algorithm.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from audits.protocols import Certificate, TrialMechanism
+
+if TYPE_CHECKING:  # annotations only: the spec module imports the registry, not adapters
+    from audits.spec import AuditSpec
+
+__all__ = ["AlgorithmAdapter", "ParameterDoc", "PreparedAudit", "describe_parameters"]
+
+
+@dataclass(frozen=True)
+class PreparedAudit:
+    """What an adapter gives the runner for a spec: the certified side and the trials."""
+
+    certificate: Certificate
+    mechanism: TrialMechanism
+    device: str
+    fingerprint: str  # changes whenever the mechanism's numbers may change (chunk-store key)
+    seeds: Mapping[str, Any]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParameterDoc:
+    """One hyper-parameter of an algorithm, for ``unlearn audit algorithms``."""
+
+    name: str
+    default: Any
+    description: str
+
+
+@runtime_checkable
+class AlgorithmAdapter(Protocol):
+    """One algorithm family, plugged into the generic audit.
+
+    ``name`` is the spec's ``algorithm.name``; ``description`` one line for listings;
+    ``params_type`` the frozen dataclass of hyper-parameters (with ``name`` and ``to_dict()``);
+    ``models`` the ``spec.model.name`` values it can train; ``calibratable`` the values of
+    ``spec.certificate.calibrate`` it can solve for (the first is the default).
+
+    Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
+    plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
+    generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
+    """
+
+    name: str
+    description: str
+    params_type: type
+    models: tuple[str, ...]
+    calibratable: tuple[str, ...]
+    bench_bound: str | None
+    bench_point: Mapping[str, Any]
+    bench_reproduction: str | None
+
+    def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
+        """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
+        ...
+
+    def parameters(self) -> tuple[ParameterDoc, ...]:
+        """The hyper-parameters with defaults and one-line descriptions."""
+        ...
+
+    def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field checks between the algorithm's parameters and the rest of the spec."""
+        ...
+
+    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
+        """The embedded demo audit of this algorithm (``unlearn audit demo --algorithm``)."""
+        ...
+
+    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate and mechanism for a validated spec; ``device`` is already resolved."""
+        ...
+
+    def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
+        """Line plots (the report's ``plots.extra`` schema) drawn beside the generic figures."""
+        ...
+
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
+                         model: str | None = None) -> dict[str, Any] | None:
+        """Batched against per-trial timing of the mechanism, or None for the generic one."""
+        ...
+
+
+def describe_parameters(params_type: type, descriptions: Mapping[str, str]) -> tuple[ParameterDoc, ...]:
+    """ParameterDoc for every field of a hyper-parameter dataclass (defaults read from it)."""
+    out = []
+    for f in dataclasses.fields(params_type):
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            default = None
+        out.append(ParameterDoc(f.name, default, descriptions.get(f.name, "")))
+    return tuple(out)

@@ -1,0 +1,288 @@
+"""Benchmarks behind ``unlearn bench``: rates measured side by side in one run, reported as ratios.
+
+Which bound, reproduction and trials are timed comes from an algorithm's adapter
+(:mod:`audits.registry`); this module names no algorithm.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import bounds
+from audits.registry import adapter_names, default_adapter, get_adapter
+from bounds.engine import get_reproduction
+
+__all__ = ["ALL_ALGORITHMS", "add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark",
+           "trials_table"]
+
+
+def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
+    """Calls of ``fn`` (each doing ``count`` evaluations) per second, repeated for min_seconds."""
+    fn()  # warm-up: compilation and caches
+    reps, start = 0, time.perf_counter()
+    while True:
+        fn()
+        reps += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds:
+            return reps * count / elapsed, elapsed / reps
+
+
+def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed: int = 0,
+                     algorithm: str | None = None) -> dict[str, Any]:
+    """Evaluation rates of an algorithm's main bound and the time of its reference reproduction.
+
+    The adapter (``algorithm``, default: the default one) names the bound, a point of its
+    parameters (``bench_point``; sigma, K and T are drawn at random) and the reproduction.
+
+    * vectorised float: one checked ``evaluate`` call over ``points`` random (sigma, K, T);
+    * scalar loop: the same compiled formula called once per point in a Python loop;
+    * mp (50 digits) and interval (50 digits): checked ``evaluate`` per point;
+    * the reproduction, each of its rows certified as the reproduction does.
+    """
+    adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
+                                                                      path="--algorithm")
+    if adapter.bench_bound is None or not adapter.bench_point or adapter.bench_reproduction is None:
+        raise ValueError(f"the {adapter.name} adapter names no bound benchmark (bench_bound, "
+                         "bench_point and bench_reproduction)")
+    bound = bounds.get(adapter.bench_bound)
+    point = dict(adapter.bench_point)
+    rng = np.random.default_rng(seed)
+    sigma = rng.uniform(0.01, 2.0, points)
+    k_epochs = rng.integers(1, 50, points).astype(float)
+    burn_in = rng.integers(1, 100, points).astype(float)
+    arrays = {**point, "sigma": sigma, "K": k_epochs, "T": burn_in}
+
+    def vectorised() -> Any:
+        return bound.evaluate(precision="float", **arrays).value
+
+    float_rate, _ = _rate(vectorised, points)
+
+    fn = bound.float_function
+    names = bound.parameter_names
+    rows = [
+        [float(sigma[i]) if n == "sigma" else float(k_epochs[i]) if n == "K"
+         else float(burn_in[i]) if n == "T" else float(point[n]) for n in names]
+        for i in range(loop_points)
+    ]
+
+    def scalar_loop() -> None:
+        for row in rows:
+            fn(*row)
+
+    loop_rate, _ = _rate(scalar_loop, loop_points)
+    vec = vectorised()[:loop_points]
+    looped = np.array([fn(*row) for row in rows])
+    agree = bool(np.allclose(vec, looped, rtol=1e-12, atol=0))
+
+    few = [{**point, "sigma": float(sigma[i]), "K": int(k_epochs[i]), "T": int(burn_in[i])}
+           for i in range(50)]
+
+    def mp_eval() -> None:
+        for p in few:
+            bound.evaluate(precision="mp", digits=50, **p)
+
+    def iv_eval() -> None:
+        for p in few:
+            bound.evaluate(precision="interval", digits=50, **p)
+
+    mp_rate, _ = _rate(mp_eval, len(few))
+    iv_rate, _ = _rate(iv_eval, len(few))
+
+    repro = get_reproduction(adapter.bench_reproduction)
+    start = time.perf_counter()
+    result = repro.run()
+    table_seconds = time.perf_counter() - start
+    return {
+        "benchmark": "bounds",
+        "bound": bound.id,
+        "float_vectorised_evals_per_s": float_rate,
+        "float_scalar_loop_evals_per_s": loop_rate,
+        "vectorised_over_loop": float_rate / loop_rate,
+        "vectorised_matches_loop": agree,
+        "mp50_evals_per_s": mp_rate,
+        "interval50_evals_per_s": iv_rate,
+        "reproduction": repro.id,
+        "table3_seconds": table_seconds,
+        "table3_matches": f"{result['matches']}/{result['total']}",
+        "points": points,
+        "loop_points": loop_points,
+        "notes": [
+            "vectorised rate includes domain and precondition checks; the scalar loop calls the "
+            "compiled formula without checks, so the ratio understates the speed-up",
+            "mp and interval rates include input resolution and precondition checks per call",
+        ],
+    }
+
+
+ALL_ALGORITHMS = "all"
+
+
+def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, device: str = "cpu",
+                     dataset: str | None = None, model: str | None = None,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Batched against per-trial trials of an algorithm (its adapter's ``benchmark_trials``).
+
+    An adapter without its own benchmark is timed generically on its demo spec (see
+    :func:`_generic_trials_benchmark`). ``algorithm`` ``"all"`` runs every registered
+    algorithm in turn (``progress`` is told each name as it starts) and returns their rows.
+    """
+    if algorithm == ALL_ALGORITHMS:
+        if dataset is not None or model is not None:
+            raise ValueError("--algorithm all runs each algorithm on its own benchmark data and "
+                             "model; leave --dataset and --model out")
+        rows = []
+        for name in adapter_names():
+            if progress is not None:
+                progress(f"bench trials: {name} ({n_trials} trials)")
+            rows.append(trials_benchmark(algorithm=name, n_trials=n_trials, device=device))
+        return {"benchmark": "trials", "n_trials": n_trials, "device": device, "rows": rows}
+    adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
+                                                                      path="--algorithm")
+    options = {} if dataset is None else {"dataset": dataset}
+    if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
+        if "model" not in inspect.signature(adapter.benchmark_trials).parameters:
+            raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
+        options["model"] = model
+    own = adapter.benchmark_trials(n_trials=n_trials, device=device, **options)
+    if own is not None:
+        return {"algorithm": adapter.name, **own}
+    if options:
+        raise ValueError(f"the {adapter.name} benchmark runs on its demo data and model; leave "
+                         "--dataset and --model out")
+    return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
+
+
+def _rate_and_unit(row: dict[str, Any], side: str) -> tuple[float, str]:
+    for unit in ("trials", "models"):
+        if f"{side}_{unit}_per_s" in row:
+            return float(row[f"{side}_{unit}_per_s"]), unit
+    raise KeyError(f"benchmark row of {row.get('algorithm')} has no {side} rate")
+
+
+def trials_table(res: dict[str, Any]) -> str:
+    """The rows of ``bench trials --algorithm all`` side by side: rates, ratio, identity."""
+    lines = [f"batched against per-trial loop, {res['n_trials']} trials, device {res['device']}",
+             f"  {'algorithm':<28} {'batched/s':>10} {'loop/s':>9} {'unit':<6} {'ratio':>7} "
+             f"{'identical':>9}"]
+    for row in res["rows"]:
+        batched, unit = _rate_and_unit(row, "batched")
+        loop, _ = _rate_and_unit(row, "loop")
+        same = row.get("loop_matches_batched")
+        lines.append(f"  {row['algorithm']:<28} {batched:>10.1f} {loop:>9.1f} {unit:<6} "
+                     f"{batched / loop:>6.1f}x {('-' if same is None else 'yes' if same else 'NO'):>9}")
+    return "\n".join(lines)
+
+
+def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[str, Any]:
+    """One ``run_trials`` call for all trials against the first trials one at a time: in the
+    mechanism's own loop mode where ``run_trials`` takes ``mode`` (the per-trial baseline
+    without the per-call preparation), else one ``run_trials`` call per trial."""
+    from audits.runner import prepare_audit
+
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    mechanism = prepare_audit(spec).mechanism
+    has_loop = "mode" in inspect.signature(mechanism.run_trials).parameters
+    mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up
+    start = time.perf_counter()
+    batched = mechanism.run_trials(seed=0, first_trial=0, n_trials=n_trials).to_arrays()
+    batched_seconds = time.perf_counter() - start
+    loop_trials = min(n_trials, 32)
+    start = time.perf_counter()
+    if has_loop:
+        whole = mechanism.run_trials(seed=0, first_trial=0, n_trials=loop_trials,
+                                     mode="loop").to_arrays()
+        looped = [{key: value[i:i + 1] for key, value in whole.items()}
+                  for i in range(loop_trials)]
+    else:
+        looped = [mechanism.run_trials(seed=0, first_trial=i, n_trials=1).to_arrays()
+                  for i in range(loop_trials)]
+    loop_seconds = time.perf_counter() - start
+    matches = all(np.array_equal(batched[key][i], row[key][0])
+                  for i, row in enumerate(looped) for key in row)
+    batched_rate, loop_rate = n_trials / batched_seconds, loop_trials / loop_seconds
+    how = ("run_trials(mode='loop')" if has_loop
+           else "one run_trials call per trial, its preparation included")
+    return {"n_trials": n_trials, "device": device, "batched_seconds": batched_seconds,
+            "batched_trials_per_s": batched_rate, "loop_trials_timed": loop_trials,
+            "loop_seconds": loop_seconds, "loop_trials_per_s": loop_rate,
+            "speedup": batched_rate / loop_rate, "loop_matches_batched": matches,
+            "note": f"generic benchmark on the adapter's demo spec; loop: {how}"}
+
+
+# ----------------------------------------------------------------------------------------------
+# unlearn bench power: audit power on the Gaussian ground truth (empirical.power_bench).
+
+
+def power_summary(res: dict[str, Any]) -> str:
+    """The power benchmark side by side: (epsilon, delta) bounds, detection rates, coverage."""
+    lines = [f"Gaussian ground truth: {res['ground_truth']}"
+             + (" (--quick: few runs, a smoke test)" if res["quick"] else ""),
+             "", "(epsilon, delta) lower bounds, N per side "
+             f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
+             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'limit/exact':>11} "
+             f"{'pilot/exact':>11} {'pilot/limit':>11} {'current/limit':>13} {'pilot misses':>12}"]
+    for row in res["epsilon_bounds"]:
+        pilot, current = row["pilot"], row["current"]
+        lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
+                     f"{row['limit']:>7.3f} {row['limit_over_exact']:>11.3f} "
+                     f"{pilot['mean_over_exact']:>11.3f} {pilot['mean_over_limit']:>11.3f} "
+                     f"{current['mean_over_limit']:>13.3f} {pilot['coverage_failure_rate']:>12.3f}")
+    lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
+              "noise: the false-violation rate):",
+              f"  {'factor':>6} {'N':>6} {'runs':>5} {'renyi':>6} {'pilot (e,d)':>11} "
+              f"{'current (e,d)':>13}"]
+    for row in res["detection"]:
+        lines.append(f"  {row['factor']:>6g} {row['n_per_side']:>6} {row['runs']:>5} "
+                     f"{row['renyi_rate']:>6.2f} {row['eps_delta_pilot_rate']:>11.2f} "
+                     f"{row['eps_delta_current_rate']:>13.2f}")
+    lines += ["", "interval coverage of the estimators (nominal 95%; estimates, not bounds):",
+              f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
+              f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
+    for row in res["estimator_coverage"]:
+        head = (f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
+                f"{row['n_per_side']:>5} {row['runs']:>4} ")
+        if row["coverage"] is None:  # the estimator refuses this test bed (its valid range)
+            lines.append(head + row.get("out_of_range", "out of range"))
+            continue
+        lines.append(head + f"{row['coverage']:>8.2f} {row['infinite_rate']:>8.2f} "
+                     f"{float(row['mean_estimate_over_truth']):>9.3f}")
+    lines += ["", f"{res['note']}; {res['seconds']:.1f} s"]
+    return "\n".join(lines)
+
+
+def _cmd_bench_power(args: Any) -> None:
+    from audits.cli.common import emit
+    from empirical.power_bench import power_benchmark
+
+    res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
+                          detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
+                          hockey_full_runs=args.hockey_full_runs,
+                          parts=tuple(args.parts.split(",")))
+    emit(res, args.json, power_summary(res))
+
+
+def add_power_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench power`` under the ``bench`` subcommands."""
+    p = bench_subparsers.add_parser(
+        "power", help="audit power on the Gaussian ground truth: bounds, detection, coverage",
+        description="Side by side on the Gaussian mechanism: epsilon lower bound / exact and / "
+                    "limit per delta, violation-detection rate per noise shortfall factor for "
+                    "each test, the false-violation rate, and interval coverage per estimator.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quick", action="store_true", help="few runs (a smoke test, ~30 s)")
+    p.add_argument("--seed", type=int, default=0, help="master seed")
+    for part, default in (("epsilon", 200), ("detection", 100), ("coverage", 100),
+                          ("hockey-full", 20)):
+        p.add_argument(f"--{part}-runs", type=int, default=None, metavar="N",
+                       help=f"runs of the {part} part (default {default}; fewer with --quick)")
+    p.add_argument("--parts", default="epsilon,detection,coverage", metavar="LIST",
+                   help="comma-separated parts to run (epsilon, detection, coverage; default all)")
+    p.set_defaults(func=_cmd_bench_power)

@@ -1,0 +1,128 @@
+"""The shared adapter plumbing (audits.adapters.base): exact roundings, field checks, spec data."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import ClassVar
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from audits.adapters.base import demo_audit_spec
+from audits.adapters.certificates import broken_note, float_at_least, float_at_most, mark_broken
+from audits.adapters.data import spec_data
+from audits.adapters.mechanism import time_batched_and_loop
+from audits.adapters.params import AlgorithmParams, counts
+from audits.fields import SpecError
+from audits.protocols import Certificate
+from audits.registry import adapters
+from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+
+FRACTIONS = st.fractions(min_value=Fraction(1, 10**12), max_value=Fraction(10**6),
+                         max_denominator=10**15)
+
+
+@settings(max_examples=200, deadline=None)
+@given(FRACTIONS)
+def test_directed_roundings_bracket_the_exact_value_by_one_float(value: Fraction) -> None:
+    low, high = float_at_most(value), float_at_least(value)
+    # exact comparisons in rational arithmetic, not against our own float output
+    assert Fraction(low) <= value <= Fraction(high)
+    assert Fraction(math.nextafter(low, math.inf)) > value
+    assert Fraction(math.nextafter(high, -math.inf)) < value
+    if Fraction(low) == value:
+        assert low == high
+
+
+def test_one_over_l_of_the_demo_is_the_largest_float_not_above_it() -> None:
+    # L = 1/4 + 1 = 5/4: 1/L = 4/5 is not a float; the float nearest 0.8 is above it
+    exact = Fraction(4, 5)
+    assert Fraction(0.8) > exact
+    assert float_at_most(exact) == math.nextafter(0.8, 0.0)
+    assert float_at_least(exact) == 0.8
+
+
+@dataclass(frozen=True)
+class _Params(AlgorithmParams):
+    name: ClassVar[str] = "toy"
+
+    steps: int | tuple[int, ...] | None = None
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        counts(self, "steps", empty="must list at least one step count")
+
+
+def test_params_round_trip_and_unknown_fields_name_their_path() -> None:
+    params = _Params.from_dict({"steps": [2, 3]})
+    assert params.steps == (2, 3)  # lists become tuples on the frozen dataclass
+    assert params.to_dict() == {"name": "toy", "steps": [2, 3], "scale": 1.0}
+    table = {k: v for k, v in params.to_dict().items() if k != "name"}
+    assert _Params.from_dict(table) == params
+    with pytest.raises(SpecError, match=r"^spec\.algorithm\.colour: unknown field"):
+        _Params.from_dict({"colour": 1})
+    with pytest.raises(SpecError, match=r"^spec\.algorithm\.steps\[1\]: must be a positive"):
+        _Params.from_dict({"steps": [2, 0]})
+    with pytest.raises(SpecError, match=r"^spec\.algorithm\.steps: must list at least one"):
+        _Params.from_dict({"steps": []})
+
+
+def test_broken_note_only_for_a_broken_mechanism() -> None:
+    assert broken_note(1.0) == {}
+    note = broken_note(0.5, "b")["deliberately_broken"]
+    assert "0.5 times the b" in note
+    certificate = Certificate(epsilon=1.0, delta=1e-5, bound="x:y", alpha=None, conversion=None,
+                              calibration=None, inputs={}, provenance={"keep": 1})
+    assert mark_broken(certificate, 1.0) is certificate
+    marked = mark_broken(certificate, 0.25)
+    assert marked.provenance["keep"] == 1 and "deliberately_broken" in marked.provenance
+    assert marked.epsilon == certificate.epsilon
+
+
+def test_demo_defaults_are_the_shared_audit_settings() -> None:
+    default = adapters()["pnsgd"].params_type()
+    spec = demo_audit_spec(algorithm=default, name="t", trials=None, default_trials=30,
+                           device=None)
+    assert spec.trials == 30 and spec.pilot_trials == 3 and spec.device == "cpu"
+    assert spec.request == RequestSpec(kind="replace", replacement="flip", indices=(0,))
+    assert spec.certificate == CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                               calibrate="sigma", conversion="mironov")
+    assert spec.dataset == DatasetSpec(name="digits")
+    assert spec.chunk_size == 2500 and spec.confidence == 0.95 and spec.seed == 0
+
+
+def test_spec_data_drops_the_tail_and_caches() -> None:
+    base = AuditSpec(request=RequestSpec(kind="remove", indices=(3,)))
+    whole = spec_data(base.canonical_json())
+    batched = base.replace(algorithm=base.algorithm.__class__(batch_size=100))
+    dropped = spec_data(batched.canonical_json(), batch_size_field="batch_size")
+    assert dropped.batch_size == 100 and dropped.dataset.n == (whole.dataset.n // 100) * 100
+    assert whole.batch_size is None and whole.indices == (3,)
+    assert spec_data(base.canonical_json()) is whole  # cached on the fields it depends on
+    norms = np.linalg.norm(whole.dataset.features, axis=1)
+    assert whole.max_norm == pytest.approx(float(norms.max()))
+    too_big = base.replace(algorithm=base.algorithm.__class__(batch_size=10**6))
+    with pytest.raises(SpecError, match=r"^spec\.algorithm\.batch_size: 1000000 exceeds"):
+        spec_data(too_big.canonical_json(), batch_size_field="batch_size")
+
+
+def test_time_batched_and_loop_times_the_same_trials() -> None:
+    calls = []
+
+    def run(*, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> list[int]:
+        calls.append((n_trials, mode))
+        return list(range(first_trial, first_trial + n_trials))
+
+    timing = time_batched_and_loop(run, n_trials=10, loop_trials=4, warmup_trials=2)
+    assert calls == [(2, "batched"), (10, "batched"), (4, "loop")]
+    assert timing.batched == list(range(10)) and timing.looped == list(range(4))
+    rates = timing.rates()
+    assert rates["loop_trials_timed"] == 4 and rates["n_trials"] == 10
+    assert rates["speedup"] == pytest.approx(rates["batched_trials_per_s"]
+                                             / rates["loop_trials_per_s"])
+    with pytest.raises(ValueError, match="n_trials"):
+        time_batched_and_loop(run, n_trials=0, loop_trials=1)
