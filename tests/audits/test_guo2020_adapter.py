@@ -193,3 +193,20 @@ def test_corrected_worst_case_curve_adds_the_accumulated_residual_to_b() -> None
     for got, want in zip(curve, expected, strict=True):
         assert abs(got / want - 1) < 1e-12
     assert curve[-1] > at_b_only * (1 + 1e-3)  # ||b|| alone would understate it
+
+
+def test_demo_report_draws_the_corrected_worst_case_only_while_it_is_finite(tmp_path: Path) -> None:
+    """At the demo's lambda the erratum-corrected sum leaves the float range within Figure 2's
+    removals; the report must still be written (finite numbers only) and say where it stops."""
+    from audits.runner import run_audit
+
+    result = run_audit(demo(trials=200, pilot_trials=50, chunk_size=200), out_dir=tmp_path,
+                       progress=False)
+    fig2 = next(p for p in result.report["plots"]["extra"] if p["id"] == "guo2020-residuals")
+    corrected = next(s for s in fig2["series"] if "corrected" in s["label"])
+    assert all(math.isfinite(v) for v in corrected["y"])
+    assert len(corrected["x"]) == len(corrected["y"])
+    printed = next(s for s in fig2["series"] if "as printed" in s["label"])
+    if len(corrected["y"]) < len(printed["y"]):
+        assert f"After {len(corrected['y'])} removals" in fig2["caption"]
+    assert (tmp_path / "report.json").exists()
