@@ -15,7 +15,7 @@ import numpy as np
 
 import bounds
 from audits.registry import default_adapter, get_adapter
-from bounds.engine import get_reproduction
+from bounds.registry import get_reproduction
 
 __all__ = ["add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark"]
 

@@ -38,8 +38,9 @@ from audits.cli_common import (
 )
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
-from bounds.engine import BoundError, get_reproduction, list_reproductions
+from bounds.errors import BoundError
 from bounds.expressions import shorten
+from bounds.registry import get_reproduction, list_reproductions
 
 _ECHO_CHARS = 60  # how much of a long argument an error message quotes
 

@@ -264,7 +264,7 @@ class Certificate:
         whole certified curve on ``orders`` (default :data:`CURVE_ORDERS`), e.g.
         ``Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=1)``."""
         from bounds.conversions import best_epsilon
-        from bounds.engine import get
+        from bounds.registry import get
 
         conv = best_epsilon(bound_id, delta=delta, conversion=conversion, **params)
         bound = get(conv.bound_id)
@@ -324,7 +324,7 @@ def certified_renyi_curve(bound: Any, params: Mapping[str, Any], *,
     guessed. A bound whose inputs hold at one order only (``Guarantee.fixed_order_inputs``), or
     a call that fixes the order, gives a one-point curve. Non-Rényi bounds give ``None``.
     """
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
 
     guarantee = bound.guarantee
     order_name = guarantee.renyi_order

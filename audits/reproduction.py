@@ -1,7 +1,7 @@
 """Registry of reproductions that run mechanisms (``unlearn reproduce ID --dataset ...``).
 
 The bound engine keeps the reproductions that need only formulas
-(:func:`bounds.engine.register_reproduction`); a reproduction that trains models and audits
+(:func:`bounds.registry.register_reproduction`); a reproduction that trains models and audits
 them belongs here, contributed by an adapter module (which registers it on import, like an
 adapter). This module names no algorithm: ``run`` receives the dataset choice, the trial count,
 the device and the output folder, and returns a JSON-ready dict with ``summary`` (lines to print)

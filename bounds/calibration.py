@@ -30,7 +30,9 @@ from bounds.conversions import (
     renyi_to_dp,
     require_fixed_order,
 )
-from bounds.engine import Bound, BoundError, SolverError, get
+from bounds.declarations import Bound
+from bounds.errors import BoundError, SolverError
+from bounds.registry import get
 
 SOLVE_ALIASES = {"requests": "s", "burn-in": "T", "epochs": "K"}
 _INTEGER_LIMIT = 2**53
@@ -473,9 +475,9 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     :func:`limit_at_infinity`) meets the target, at one Rényi order, in interval arithmetic.
     Returns (proved, note); an unproved limit is never claimed.
     """
-    from bounds.backends import _IV_FUNCS, _MP_FUNCS
+    from bounds.backends import IV_FUNCS, MP_FUNCS
     from bounds.numerics import float_up, interval_endpoints, interval_ready, iv_precision, stabilise
-    from bounds.values import _to_iv, _to_mp
+    from bounds.values import to_interval, to_mp
 
     bound = objective.bound
     sym = bound.parameter(objective.parameter).symbol
@@ -491,12 +493,12 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     if limit is None:
         return False, ""
     free = [bound.parameter(order).symbol] if order and not fixed else []
-    iv_fn = sp.lambdify([*symbols_, *free], interval_ready(stabilise(limit)), modules=[_IV_FUNCS])
-    mp_fn = sp.lambdify([*symbols_, *free], stabilise(limit), modules=[_MP_FUNCS, "mpmath"])
+    iv_fn = sp.lambdify([*symbols_, *free], interval_ready(stabilise(limit)), modules=[IV_FUNCS])
+    mp_fn = sp.lambdify([*symbols_, *free], stabilise(limit), modules=[MP_FUNCS, "mpmath"])
 
     def certified_limit(alpha: float | None) -> float:
         with iv_precision(40):
-            args = [_to_iv(v) for v in known.values()] + ([mpmath.iv.mpf(alpha)] if free else [])
+            args = [to_interval(v) for v in known.values()] + ([mpmath.iv.mpf(alpha)] if free else [])
             value = mpmath.iv.mpf(iv_fn(*args))
             if order:
                 a = alpha if free else float(values[order])
@@ -509,7 +511,7 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
         alpha = None
         if free:
             with mpmath.workdps(30):
-                base_args = [_to_mp(v) for v in known.values()]
+                base_args = [to_mp(v) for v in known.values()]
                 lo = max(objective.alpha_min, 1 + 1e-6) - 1
                 grid = np.geomspace(lo, objective.alpha_max - 1, 400) + 1
                 scores = []

@@ -15,37 +15,37 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.backends import _IV_FUNCS, _MP_FUNCS, _NUMPY_FUNCS
+from bounds.backends import IV_FUNCS, MP_FUNCS, NUMPY_FUNCS
 from bounds.errors import BoundError, PreconditionError
 from bounds.numerics import (
-    _call_float,
-    _check_finite,
-    _squeeze,
+    call_float,
+    check_finite,
     float_up,
     interval_endpoints,
     interval_ready,
     iv_precision,
+    squeeze,
     stabilise,
 )
 from bounds.values import (
-    _LATEX_NAMES,
-    _exact_truth,
-    _fmt,
-    _fmt_exact,
-    _is_exact,
-    _jsonable,
-    _plain,
-    _symbol,
-    _to_float_array,
-    _to_iv,
-    _to_mp,
+    LATEX_NAMES,
+    exact_truth,
+    format_exact,
+    format_float,
+    is_exact,
+    jsonable,
+    plain_text,
+    real_symbol,
     resolve_values,
+    to_float_array,
+    to_interval,
+    to_mp,
 )
 
 Precision = Literal["float", "mp", "interval"]
 PRECISIONS: tuple[str, ...] = ("float", "mp", "interval")
 
-_FLOAT_NOTE = (
+FLOAT_NOTE = (
     "float evaluation: IEEE-754 round-to-nearest, so the direction of rounding is not "
     "controlled; use precision='interval' for a certified upper bound"
 )
@@ -93,21 +93,21 @@ class Parameter:
 
     @property
     def symbol(self) -> sp.Symbol:
-        return _symbol(self.name)
+        return real_symbol(self.name)
 
     def domain_text(self) -> str:
         parts = []
         if self.lower is not None:
-            parts.append(f"{self.name} {'>' if self.lower_open else '>='} {_fmt(self.lower)}")
+            parts.append(f"{self.name} {'>' if self.lower_open else '>='} {format_float(self.lower)}")
         if self.upper is not None:
-            parts.append(f"{self.name} {'<' if self.upper_open else '<='} {_fmt(self.upper)}")
+            parts.append(f"{self.name} {'<' if self.upper_open else '<='} {format_float(self.upper)}")
         if self.integer:
             parts.append(f"{self.name} integer")
         return ", ".join(parts) if parts else f"{self.name} real"
 
     def violations(self, value: Any) -> list[str]:
         """Describe how ``value`` (scalar or array) leaves the domain; empty if it does not."""
-        arr = np.asarray(value, dtype=float) if not _is_exact(value) else None
+        arr = np.asarray(value, dtype=float) if not is_exact(value) else None
         msgs: list[str] = []
         if arr is not None:
             if not np.all(np.isfinite(arr)):
@@ -145,7 +145,7 @@ class Precondition:
     description: str
 
     def text(self) -> str:
-        return f"{_plain(self.relation)}  ({self.description})"
+        return f"{plain_text(self.relation)}  ({self.description})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -254,10 +254,10 @@ class Bound:
         raise BoundError(f"{self.id} has no parameter {name!r}; it takes {self.parameter_names}")
 
     def latex(self) -> str:
-        return sp.latex(self.expression, symbol_names=_LATEX_NAMES)
+        return sp.latex(self.expression, symbol_names=LATEX_NAMES)
 
     def text(self) -> str:
-        return _plain(self.expression)
+        return plain_text(self.expression)
 
     def provenance(self) -> dict[str, Any]:
         """Where the number comes from: theorem, paper, assumptions, variant."""
@@ -284,11 +284,11 @@ class Bound:
         if self.variant == "literal":
             return False, (f"{self.id} is the literal printed form kept for comparison "
                            "(variant 'literal'), not a certificate; see docs/errata.md")
-        if self.certificate_conditions and all(_is_exact(values[n]) for n in self.parameter_names):
-            subs = {_symbol(n): values[n] for n in self.parameter_names}
+        if self.certificate_conditions and all(is_exact(values[n]) for n in self.parameter_names):
+            subs = {real_symbol(n): values[n] for n in self.parameter_names}
             for cond in self.certificate_conditions:
-                if not _exact_truth(cond.relation, subs):
-                    return False, (f"{self.id} certifies only where {_plain(cond.relation)} "
+                if not exact_truth(cond.relation, subs):
+                    return False, (f"{self.id} certifies only where {plain_text(cond.relation)} "
                                    f"[{cond.description}]; it does not hold at these inputs")
         elif self.certificate_conditions:
             return False, f"{self.id}: certificate conditions need scalar inputs"
@@ -310,16 +310,16 @@ class Bound:
 
         For solvers' inner loops; everything user-facing goes through :meth:`evaluate`.
         """
-        return sp.lambdify(self._symbols, self._numeric_expression, modules=[_NUMPY_FUNCS, "numpy"])
+        return sp.lambdify(self._symbols, self._numeric_expression, modules=[NUMPY_FUNCS, "numpy"])
 
     @functools.cached_property
     def mp_function(self) -> Callable[..., Any]:
-        return sp.lambdify(self._symbols, self._numeric_expression, modules=[_MP_FUNCS, "mpmath"])
+        return sp.lambdify(self._symbols, self._numeric_expression, modules=[MP_FUNCS, "mpmath"])
 
     @functools.cached_property
     def interval_function(self) -> Callable[..., Any]:
         return sp.lambdify(self._symbols, interval_ready(self._numeric_expression),
-                           modules=[_IV_FUNCS])
+                           modules=[IV_FUNCS])
 
     @functools.cached_property
     def _precondition_functions(self) -> list[tuple[Precondition, Callable[..., Any]]]:
@@ -327,7 +327,7 @@ class Bound:
         for pre in self.preconditions:
             rel = pre.relation
             gap = sp.simplify(rel.rhs - rel.lhs) if not isinstance(rel, sp.Eq) else rel.lhs - rel.rhs
-            out.append((pre, sp.lambdify(self._symbols, gap, modules=[_NUMPY_FUNCS, "numpy"])))
+            out.append((pre, sp.lambdify(self._symbols, gap, modules=[NUMPY_FUNCS, "numpy"])))
         return out
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -361,24 +361,24 @@ class Bound:
         self.check(values)
         notes: list[str] = []
         if precision == "float":
-            args = [_to_float_array(values[n]) for n in self.parameter_names]
-            value, underflow = _call_float(self.float_function, args)
+            args = [to_float_array(values[n]) for n in self.parameter_names]
+            value, underflow = call_float(self.float_function, args)
             if underflow:
                 notes.append(
                     "float underflow: a term was rounded toward zero, so the float value may "
                     "lie below the exact one; re-evaluate with precision='mp' or 'interval'"
                 )
-            _check_finite(self.id, value)
-            notes.append(_FLOAT_NOTE)
-            return Evaluation(self, _squeeze(value), "float", 16, None, None, tuple(notes), values)
+            check_finite(self.id, value)
+            notes.append(FLOAT_NOTE)
+            return Evaluation(self, squeeze(value), "float", 16, None, None, tuple(notes), values)
         if precision == "mp":
             with mpmath.workdps(digits):
-                args = [_to_mp(values[n]) for n in self.parameter_names]
+                args = [to_mp(values[n]) for n in self.parameter_names]
                 value = self.mp_function(*args)
-                _check_finite(self.id, value)
+                check_finite(self.id, value)
             return Evaluation(self, value, "mp", digits, None, None, tuple(notes), values)
         with iv_precision(digits):
-            args = [_to_iv(values[n]) for n in self.parameter_names]
+            args = [to_interval(values[n]) for n in self.parameter_names]
             enclosure = self.interval_function(*args)
             enclosure = mpmath.iv.mpf(enclosure)
         lo, hi = interval_endpoints(enclosure)
@@ -416,21 +416,21 @@ class Bound:
                 raise PreconditionError(f"{self.id} ({self.citation.label}): requires {msg}")
         if not self.preconditions:
             return
-        if all(_is_exact(values[n]) for n in self.parameter_names):
-            subs = {_symbol(n): values[n] for n in self.parameter_names}
+        if all(is_exact(values[n]) for n in self.parameter_names):
+            subs = {real_symbol(n): values[n] for n in self.parameter_names}
             for pre in self.preconditions:
-                ok = _exact_truth(pre.relation, subs)
+                ok = exact_truth(pre.relation, subs)
                 if not ok:
                     raise PreconditionError(
-                        f"{self.id} ({self.citation.label}): requires {_plain(pre.relation)} "
+                        f"{self.id} ({self.citation.label}): requires {plain_text(pre.relation)} "
                         f"[{pre.description}]; got "
                         + ", ".join(
-                            f"{s}={_fmt_exact(subs[_symbol(s)])}"
+                            f"{s}={format_exact(subs[real_symbol(s)])}"
                             for s in sorted(x.name for x in pre.relation.free_symbols)
                         )
                     )
             return
-        args = [_to_float_array(values[n]) for n in self.parameter_names]
+        args = [to_float_array(values[n]) for n in self.parameter_names]
         for pre, gap_fn in self._precondition_functions:
             with np.errstate(all="ignore"):
                 gap = np.asarray(gap_fn(*args), dtype=float)
@@ -445,7 +445,7 @@ class Bound:
                 bad = ~(gap <= 0)
             if np.any(bad):
                 raise PreconditionError(
-                    f"{self.id} ({self.citation.label}): requires {_plain(rel)} "
+                    f"{self.id} ({self.citation.label}): requires {plain_text(rel)} "
                     f"[{pre.description}]; violated at {int(np.sum(bad))} of {bad.size} points"
                 )
 
@@ -484,8 +484,8 @@ class Evaluation:
             "guarantee": self.bound.guarantee.kind,
             "precision": self.precision,
             "digits": self.digits,
-            "inputs": {k: _jsonable(v) for k, v in self.inputs.items()},
-            "value": _jsonable(self.value),
+            "inputs": {k: jsonable(v) for k, v in self.inputs.items()},
+            "value": jsonable(self.value),
             "notes": list(self.notes),
             "provenance": self.bound.provenance(),
         }

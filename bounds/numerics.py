@@ -41,28 +41,28 @@ def interval_ready(expr: sp.Expr) -> sp.Expr:
 
 
 
-def _midpoint(x: Any) -> Any:
+def midpoint(x: Any) -> Any:
     if type(x).__name__ == "ivmpf":
         lo, hi = interval_endpoints(x)
         return (lo + hi) / 2
     return x
 
 
-def _min2(ctx: Any, x: Any, y: Any) -> Any:
+def min2(ctx: Any, x: Any, y: Any) -> Any:
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
     return x if x <= y else y
 
 
-def _max2(ctx: Any, x: Any, y: Any) -> Any:
+def max2(ctx: Any, x: Any, y: Any) -> Any:
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([max(xa, ya), max(xb, yb)])
     return x if x >= y else y
 
 
-def _reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def pairwise_reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def apply(*args: Any) -> Any:
         return functools.reduce(fn, args)
 
@@ -163,14 +163,14 @@ def _snap_float(y: Any) -> Any:
     return np.where((y < -1) & (y >= -1 - _FLOAT_SNAP), -1.0, y)
 
 
-def _pow1p_float(y: Any, x: Any) -> Any:
+def pow1p_float(y: Any, x: Any) -> Any:
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.exp(x * np.log1p(y))
     return np.where((y == -1) & (x == 0), 1.0, value)
 
 
-def _one_minus_pow1p_float(y: Any, x: Any) -> Any:
+def one_minus_pow1p_float(y: Any, x: Any) -> Any:
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = -np.expm1(x * np.log1p(y))
@@ -183,21 +183,21 @@ def _snap_mp(y: Any) -> Any:
     return y
 
 
-def _pow1p_mp(y: Any, x: Any) -> Any:
+def pow1p_mp(y: Any, x: Any) -> Any:
     y = _snap_mp(y)
     if y == -1:
         return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
     return mpmath.exp(x * mpmath.log1p(y))
 
 
-def _one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+def one_minus_pow1p_mp(y: Any, x: Any) -> Any:
     y = _snap_mp(y)
     if y == -1:
-        return 1 - _pow1p_mp(y, x)
+        return 1 - pow1p_mp(y, x)
     return -mpmath.expm1(x * mpmath.log1p(y))
 
 
-def _pow1p_iv(y: Any, x: Any) -> Any:
+def pow1p_iv(y: Any, x: Any) -> Any:
     # The base 1 + y is a contraction factor c >= 0 by the theorems' preconditions, so
     # intersecting its enclosure with [0, inf) keeps the result rigorous.
     lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
@@ -219,7 +219,7 @@ def _pow1p_iv(y: Any, x: Any) -> Any:
     return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
 
 
-def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
+def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
     flags = {"underflow": False}
 
     def on_error(kind: str, _flag: int) -> None:
@@ -231,7 +231,7 @@ def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
     return value, flags["underflow"]
 
 
-def _check_finite(bound_id: str, value: Any) -> None:
+def check_finite(bound_id: str, value: Any) -> None:
     if isinstance(value, mpmath.mpf) or isinstance(value, mpmath.mpc):
         if not mpmath.isfinite(value):
             raise BoundError(f"{bound_id}: the value is not finite ({value})")
@@ -244,7 +244,7 @@ def _check_finite(bound_id: str, value: Any) -> None:
         )
 
 
-def _squeeze(value: Any) -> Any:
+def squeeze(value: Any) -> Any:
     arr = np.asarray(value, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
 
@@ -258,7 +258,7 @@ def interval_endpoints(x: Any) -> tuple[mpmath.mpf, mpmath.mpf]:
 
 def interval_min(x: Any, y: Any) -> Any:
     """Rigorous ``min`` of two mpmath intervals (endpoint-wise)."""
-    return _min2(mpmath.iv, x, y)
+    return min2(mpmath.iv, x, y)
 
 
 

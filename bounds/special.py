@@ -11,7 +11,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.numerics import _midpoint, _min2, iv_expm1, iv_log1p
+from bounds.numerics import iv_expm1, iv_log1p, midpoint, min2
 
 
 class GeometricLogMeanExp(sp.Function):
@@ -37,7 +37,7 @@ class GeometricLogMeanExp(sp.Function):
         return f"log((1/({p}))*Sum(exp({q}*min(({r})**k*{a}, {cap})**2), (k, 0, {p} - 1)))"
 
 
-def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+def glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
     q, a, r, p, cap = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, a, r, p, cap)))
     # r is the contraction factor c >= 0; at c = 0 the float c can be a hair below 0 (see
     # bounds.numerics._snap_float), which is snapped to 0.
@@ -55,12 +55,12 @@ def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
     return out if out.shape else float(out)
 
 
-def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
-    count = int(mpmath.nint(_midpoint(p)))
+def glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+    count = int(mpmath.nint(midpoint(p)))
     terms = []
     rk = ctx.mpf(1)
     for _ in range(count):
-        z = _min2(ctx, rk * a, cap)
+        z = min2(ctx, rk * a, cap)
         terms.append(q * z * z)
         rk = rk * r
     shift = terms[0]  # k = 0 gives the largest term: r <= 1 and q >= 0

@@ -55,8 +55,10 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.spatial import cKDTree
 
-from empirical.statistics import _cp_lower, _cp_upper, gaussian_delta
-from empirical.statistics.checks import _check_probability
+from empirical.statistics.checks import check_probability
+from empirical.statistics.gdp import gaussian_delta
+from empirical.statistics.thresholds import clopper_pearson_lower as cp_lower
+from empirical.statistics.thresholds import clopper_pearson_upper as cp_upper
 
 __all__ = [
     "FULL_RENYI_MAX_NOISE",
@@ -135,7 +137,7 @@ def _check_epsilon(epsilon: float) -> float:
 
 
 def _check_level(level: float, name: str) -> float:
-    return _check_probability(level, name, open_low=True, open_high=True)
+    return check_probability(level, name, open_low=True, open_high=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -890,7 +892,7 @@ def _best_upper_region(t_in: np.ndarray, t_out: np.ndarray, factor: float, gamma
     s_in, s_out = np.sort(t_in), np.sort(t_out)
     k_in = t_in.size - np.searchsorted(s_in, candidates, side="left")
     k_out = t_out.size - np.searchsorted(s_out, candidates, side="left")
-    score = _cp_lower(k_in, t_in.size, gamma) - factor * _cp_upper(k_out, t_out.size, gamma)
+    score = cp_lower(k_in, t_in.size, gamma) - factor * cp_upper(k_out, t_out.size, gamma)
     i = int(np.argmax(score))
     below = candidates[i - 1] if i > 0 else candidates[i] - 1.0
     return float(0.5 * (below + candidates[i]))
@@ -943,8 +945,8 @@ def hockey_stick_lower_bound(
     k_p_pq, k_q_pq = int(np.sum(te_p > tau_pq)), int(np.sum(te_q > tau_pq))
     k_p_qp, k_q_qp = int(np.sum(te_p < tau_qp)), int(np.sum(te_q < tau_qp))
     n_p, n_q = te_p.size, te_q.size
-    delta_pq = float(_cp_lower(k_p_pq, n_p, gamma) - factor * _cp_upper(k_q_pq, n_q, gamma))
-    delta_qp = float(_cp_lower(k_q_qp, n_q, gamma) - factor * _cp_upper(k_p_qp, n_p, gamma))
+    delta_pq = float(cp_lower(k_p_pq, n_p, gamma) - factor * cp_upper(k_q_pq, n_q, gamma))
+    delta_qp = float(cp_lower(k_q_qp, n_q, gamma) - factor * cp_upper(k_p_qp, n_p, gamma))
     delta_pq, delta_qp = max(0.0, delta_pq), max(0.0, delta_qp)
     return HockeyStickLowerBound(
         delta=max(delta_pq, delta_qp),

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import _cp_upper, epsilon_from_error_rates, epsilon_lower_bound_from_counts
-from empirical.statistics.checks import _as_scores as as_scores
-from empirical.statistics.checks import _check_probability
+from empirical.statistics import epsilon_from_error_rates, epsilon_lower_bound_from_counts
+from empirical.statistics.checks import as_scores, check_probability
+from empirical.statistics.thresholds import clopper_pearson_upper
 
 __all__ = [
     "PilotEpsilonLowerBound",
@@ -79,7 +79,7 @@ def _as_scores(scores, name: str) -> np.ndarray:
 
 
 def _check_open_unit(value: float, name: str) -> float:
-    return _check_probability(value, name, open_low=True, open_high=True)
+    return check_probability(value, name, open_low=True, open_high=True)
 
 
 def _best_rule(
@@ -99,8 +99,8 @@ def _best_rule(
     """
     fpr = np.clip(tail_negative(grid), 0.0, 1.0)
     fnr = np.clip(1.0 - tail_positive(grid), 0.0, 1.0)
-    fpr_hi = _cp_upper(fpr * n_negative, n_negative, alpha / 2)
-    fnr_hi = _cp_upper(fnr * n_positive, n_positive, alpha / 2)
+    fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative, alpha / 2)
+    fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive, alpha / 2)
     eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta))
     i = int(np.argmax(eps))
     return float(grid[i]), float(eps[i])

@@ -45,7 +45,7 @@ def test_importing_bounds_does_not_load_torch() -> None:
 
 
 def test_layout_exists() -> None:
-    for part in ("pyproject.toml", "README.md", "docs", "tests", "bounds/engine.py",
+    for part in ("pyproject.toml", "README.md", "docs", "tests", "bounds/declarations.py",
                  "bounds/conversions.py", "bounds/calibration.py", "bounds/papers",
                  "empirical/mechanisms", "audits/cli.py", ".ci/run"):
         assert (ROOT / part).exists(), part

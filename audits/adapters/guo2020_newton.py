@@ -110,7 +110,7 @@ def spec_data(spec_json: str) -> support.SpecData:
 def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float, float]:
     """Certificate (Theorem 3 (ii) at eps' = the budget), sigma and the budget the mechanism uses."""
     import bounds
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
     from bounds.papers.guo2020 import sigma_for_removals
 
     params: GuoParams = spec.algorithm

@@ -206,9 +206,9 @@ def _tables_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float,
                   epsilon: float) -> float:
     """The sigma of the gradient-clipping tables: the zCDP slope of Theorem A.9 set to epsilon
     (erratum K1; koloskova2025:steps reproduces the printed tables with this rule)."""
-    from bounds.papers.koloskova2025 import _zcdp_slope_at_unit_sigma
+    from bounds.papers.koloskova2025 import zcdp_slope_at_unit_sigma
 
-    return math.sqrt(_zcdp_slope_at_unit_sigma(T=T, gamma=gamma, lam=lam, C0=C0, C1=C1) / epsilon)
+    return math.sqrt(zcdp_slope_at_unit_sigma(T=T, gamma=gamma, lam=lam, C0=C0, C1=C1) / epsilon)
 
 
 def gradient_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:

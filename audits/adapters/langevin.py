@@ -125,9 +125,9 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
         epochs, alpha = plan["iterations"], plan["alphas"][-1]
     else:
         epochs = iterations if isinstance(iterations, tuple) else (iterations,) * requests
-        from bounds.papers.chien2024lu import _lu_best_alpha
+        from bounds.papers.chien2024lu import lu_best_alpha
 
-        _, alpha = _lu_best_alpha(epochs=list(epochs), delta=delta, sigma=sigma, eta=eta,
+        _, alpha = lu_best_alpha(epochs=list(epochs), delta=delta, sigma=sigma, eta=eta,
                                   m=float(m), M=float(M), n=n, S=size)
     conv = lu_sequence_certificate(alpha=alpha, epochs=list(epochs), delta=delta,
                                    sigma=Fraction(sigma), eta=Fraction(eta), m=m, L=L, M=M, n=n,

@@ -434,7 +434,7 @@ def reproduce_sum_example() -> dict[str, Any]:
 
 
 def _attack_reproductions() -> tuple[Any, ...]:
-    from bounds.engine import Reproduction
+    from bounds.registry import Reproduction
 
     return (
         Reproduction(

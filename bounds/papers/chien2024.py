@@ -33,25 +33,12 @@ import sympy as sp
 
 from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon, dp_epsilon_float
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    GeometricLogMeanExp,
-    Guarantee,
-    Parameter,
-    Precondition,
-    Reproduction,
-    exact_interval,
-    get,
-    interval_endpoints,
-    interval_min,
-    iv_precision,
-    register,
-    register_reproduction,
-    resolve_values,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError
+from bounds.numerics import interval_endpoints, interval_min, iv_precision
+from bounds.registry import Reproduction, get, register, register_reproduction
+from bounds.special import GeometricLogMeanExp
+from bounds.values import exact_interval, resolve_values, symbols
 
 REFERENCE = (
     "Chien, Wang, Chen, Li. Certified Machine Unlearning via Noisy Stochastic Gradient Descent. "

@@ -35,17 +35,9 @@ from typing import Any
 import sympy as sp
 
 from bounds.conversions import renyi_to_dp
-from bounds.engine import (
-    Bound,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    Reproduction,
-    register,
-    register_reproduction,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.registry import Reproduction, register, register_reproduction
+from bounds.values import symbols
 
 REFERENCE = (
     "Chourasia, Shah. Forget Unlearning: Towards True Data-Deletion in Machine Learning. "

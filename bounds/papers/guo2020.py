@@ -36,22 +36,11 @@ import mpmath
 import sympy as sp
 
 from bounds.conversions import gaussian_delta, gaussian_delta_mp, gaussian_epsilon
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    PreconditionError,
-    SolverError,
-    float_down,
-    float_up,
-    interval_endpoints,
-    iv_precision,
-    register,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError, PreconditionError, SolverError
+from bounds.numerics import float_down, float_up, interval_endpoints, iv_precision
+from bounds.registry import register
+from bounds.values import symbols
 
 REFERENCE = (
     "Guo, Goldstein, Hannun, van der Maaten. Certified Data Removal from Machine Learning "

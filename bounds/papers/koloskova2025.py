@@ -42,21 +42,11 @@ from scipy import special
 
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    PreconditionError,
-    Reproduction,
-    SolverError,
-    interval_endpoints,
-    register,
-    register_reproduction,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError, PreconditionError, SolverError
+from bounds.numerics import interval_endpoints
+from bounds.registry import Reproduction, register, register_reproduction
+from bounds.values import symbols
 
 REFERENCE = (
     "Koloskova, Allouah, Jha, Guerraoui, Koyejo. Certified Unlearning for Neural Networks. "
@@ -1461,7 +1451,7 @@ def gradient_clipping_table_steps(*, lam: float, C1: float, gamma: float, C0: fl
     return steps
 
 
-def _zcdp_slope_at_unit_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float) -> float:
+def zcdp_slope_at_unit_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float) -> float:
     """rho_z sigma^2 of Theorem A.9 (21), constant schedule: D_q <= q rho_z."""
     if lam > 0:
         return float(THM_A9.float_function(1.0, T, gamma, lam, 1.0, C0, C1))
@@ -1487,7 +1477,7 @@ def steps_reproduction(conversion: str = "balle2020") -> dict[str, Any]:
     for table, text in GC_TABLES.items():
         for eps_v, budget, lam_v, c1, g, c0, steps, sig in _rows(text):
             t_rule = gradient_clipping_table_steps(lam=lam_v, C1=c1, gamma=g, C0=c0)
-            unit = _zcdp_slope_at_unit_sigma(T=int(steps), gamma=g, lam=lam_v, C0=c0, C1=c1)
+            unit = zcdp_slope_at_unit_sigma(T=int(steps), gamma=g, lam=lam_v, C0=c0, C1=c1)
             sigma_rule = math.sqrt(unit / eps_v)  # reads the DP epsilon as the zCDP slope
             if eps_v not in slopes:
                 slopes[eps_v] = zcdp_slope_for(epsilon=eps_v, delta=TABLE_DELTA, conversion=conversion)

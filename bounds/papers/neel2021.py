@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.registry import register
+from bounds.values import symbols
 
 REFERENCE = (
     "Neel, Roth, Sharifi-Malvajerdi. Descent-to-Delete: Gradient-Based Methods for Machine "

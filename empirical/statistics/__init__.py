@@ -76,9 +76,6 @@ from empirical.statistics.gdp import (
     gaussian_delta,
     gdp_mu_lower_bound,
 )
-from empirical.statistics.gdp import (
-    _gaussian_epsilon as _gaussian_epsilon,
-)
 from empirical.statistics.neurips2023 import (
     NeurIPS2023ForgetQuality,
     NeurIPS2023Score,
@@ -105,12 +102,6 @@ from empirical.statistics.thresholds import (
     epsilon_lower_bound,
     epsilon_lower_bound_from_counts,
     max_certifiable_epsilon,
-)
-from empirical.statistics.thresholds import (
-    _cp_lower as _cp_lower,
-)
-from empirical.statistics.thresholds import (
-    _cp_upper as _cp_upper,
 )
 
 __all__ = [

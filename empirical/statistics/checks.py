@@ -16,7 +16,7 @@ KIND_CEILING = "ceiling"
 # Input validation.
 
 
-def _check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
+def check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
     value = float(value)
     low_ok = value > 0.0 if open_low else value >= 0.0
     high_ok = value < 1.0 if open_high else value <= 1.0
@@ -26,12 +26,12 @@ def _check_probability(value: float, name: str, *, open_low: bool, open_high: bo
     return value
 
 
-def _check_alpha(alpha: float) -> float:
-    return _check_probability(alpha, "alpha", open_low=True, open_high=True)
+def check_alpha(alpha: float) -> float:
+    return check_probability(alpha, "alpha", open_low=True, open_high=True)
 
 
-def _check_delta(delta: float) -> float:
-    return _check_probability(delta, "delta", open_low=False, open_high=True)
+def check_delta(delta: float) -> float:
+    return check_probability(delta, "delta", open_low=False, open_high=True)
 
 
 def as_finite_array(values, name: str, *, ndim: int | tuple[int, ...] = 1, shape: str = "",
@@ -69,12 +69,12 @@ def as_finite_array(values, name: str, *, ndim: int | tuple[int, ...] = 1, shape
     return array
 
 
-def _as_scores(scores, name: str) -> np.ndarray:
+def as_scores(scores, name: str) -> np.ndarray:
     """One-dimensional, non-empty, finite attack scores (kept name: other modules import it)."""
     return as_finite_array(scores, name)
 
 
-def _check_count(value, name: str, *, minimum: int = 0) -> int:
+def check_count(value, name: str, *, minimum: int = 0) -> int:
     if isinstance(value, bool) or not float(value).is_integer():
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -116,7 +116,7 @@ def epsilon_from_error_rates(*, fpr, fnr, delta: float):
     finite epsilon explains a perfect test). Clopper-Pearson upper bounds are never 0, so the
     lower bounds built on this function are always finite.
     """
-    delta = _check_delta(delta)
+    delta = check_delta(delta)
     fpr_a = np.asarray(fpr, dtype=np.float64)
     fnr_a = np.asarray(fnr, dtype=np.float64)
     for name, arr in (("fpr", fpr_a), ("fnr", fnr_a)):

@@ -9,8 +9,8 @@ import numpy as np
 
 from empirical.statistics.checks import (
     KIND_ESTIMATE,
-    _check_count,
     as_finite_array,
+    check_count,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def neurips2023_bin_points(*, epsilon, n_models: int) -> np.ndarray:
     Bins are kept while their right end is at most ceil(log(n_models - 1)); larger epsilon
     scores 0 (14 bins, [0, 7), for the challenge's 512 models).
     """
-    n_models = _check_count(n_models, "n_models", minimum=2)
+    n_models = check_count(n_models, "n_models", minimum=2)
     eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
         raise ValueError("epsilon must be non-negative and not NaN")

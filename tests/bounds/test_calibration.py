@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import bounds
 from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon, dp_epsilon_float
-from bounds.engine import BoundError, SolverError
+from bounds.errors import BoundError, SolverError
 from bounds.strategies import strategy_for
 
 FEW = settings(deadline=None, max_examples=4, suppress_health_check=list(HealthCheck))

@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds.engine import Bound, GeometricLogMeanExp, PreconditionError
+from bounds.declarations import Bound
+from bounds.errors import PreconditionError
+from bounds.special import GeometricLogMeanExp
 from bounds.strategies import as_floats, is_valid, pnsgd_setting, strategy_for
 
 # Health checks stay on (filter_too_much in particular): they check the exported strategies.

@@ -14,7 +14,7 @@ import sympy as sp
 import bounds
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
-from bounds.engine import BoundError, SolverError
+from bounds.errors import BoundError, SolverError
 
 # The inputs of the issue: c = 1 - 1e-9 and the bound crosses epsilon = 1 between s = 3 and 4.
 SLOW_CONTRACTION = {"eta": "1e-9", "m": 1, "L": 1, "M": 1, "n": 1000, "b": 1000, "R": 1000, "K": 1,

@@ -22,8 +22,9 @@ from scipy import integrate, stats
 
 import bounds
 from bounds.conversions import best_epsilon
-from bounds.engine import BoundError, PreconditionError, SolverError, get_reproduction
+from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.papers import koloskova2025 as K
+from bounds.registry import get_reproduction
 from tests.bounds import reference_koloskova2025 as ref
 
 DELTA = "1e-5"
