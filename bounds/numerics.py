@@ -12,6 +12,7 @@ import contextlib
 import functools
 import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -262,18 +263,32 @@ def interval_min(x: Any, y: Any) -> Any:
 
 
 
+def _exact_compare(f: float, x: Any) -> int:
+    """Sign of ``f - x`` computed exactly, for ``x`` an int, Fraction, sympy Rational or mpmath
+    number (an mpf is a binary fraction, so the mpf comparison is exact)."""
+    if isinstance(x, mpmath.mpf):
+        y: Any = mpmath.mpf(f)
+    else:
+        if isinstance(x, sp.Rational):
+            x = Fraction(int(x.p), int(x.q))
+        y = Fraction(f)
+    return (y > x) - (y < x)
+
+
 def float_up(x: Any) -> float:
-    """The smallest float that is >= the mpmath number ``x``."""
-    f = float(x)
-    if mpmath.mpf(f) < x:
+    """The smallest float that is >= ``x`` (an exact number or an mpmath number): the safe side
+    for a quantity that must reach its bound (a noise, an epsilon)."""
+    f = float(x)  # nearest, so at most one step away
+    if _exact_compare(f, x) < 0:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def float_down(x: Any) -> float:
-    """The largest float that is <= the mpmath number ``x``."""
+    """The largest float that is <= ``x`` (an exact number or an mpmath number): the safe side
+    for a quantity that must not exceed its bound (a step size, a budget)."""
     f = float(x)
-    if mpmath.mpf(f) > x:
+    if _exact_compare(f, x) > 0:
         f = math.nextafter(f, -math.inf)
     return f
 

@@ -148,14 +148,14 @@ def burn_in_epochs_long(*, n: int, b: int, l2: float, clip: float, radius: float
     is a knob, not a certificate: every point is still certified by the bound engine at this T.
     """
     import bounds
-    from audits.adapters.pnsgd import largest_float_at_most
     from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     m, L, max_step = logistic_constants(Fraction(l2))
-    fixed = {"sigma": Fraction(LONG_BURN_IN_SIGMA), "eta": largest_float_at_most(max_step),
+    fixed = {"sigma": Fraction(LONG_BURN_IN_SIGMA), "eta": float_down(max_step),
              "m": m, "L": L, "M": Fraction(clip), "n": n, "b": b, "K": 1, "R": Fraction(radius),
              "Z": 0}
 
@@ -415,7 +415,7 @@ def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float
 def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: float,
                     removals: int) -> tuple[Any, int, tuple[int, ...]]:
     """PNSGD spec whose K per request is the least the adapter's sequence certificate allows."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     n, _ = _n_and_dim(setting, batch)
@@ -423,7 +423,7 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
     _, _, max_step = logistic_constants(Fraction(lam))
     b = n if batch == "full" else int(batch)
     epochs = pnsgd_sequence_epochs(epsilon=epsilon, sigma=sigma,
-                                   eta=largest_float_at_most(max_step), l2=lam, clip=setting.clip,
+                                   eta=float_down(max_step), l2=lam, clip=setting.clip,
                                    n=n, b=b, T=dict(setting.burn_in)[batch], R=setting.radius,
                                    removals=removals)
     spec, n = _pnsgd_spec(setting, batch, removals=removals,
@@ -435,8 +435,8 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
 def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: float) -> str:
     """Why no K certifies: the burn-in term alone (the sequence bound at Z = 0), by the engine."""
     import bounds
-    from audits.adapters.pnsgd import largest_float_at_most
     from bounds.conversions import best_epsilon
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     n, _ = _n_and_dim(setting, batch)
@@ -444,7 +444,7 @@ def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: 
     T = dict(setting.burn_in)[batch]
     try:
         floor = best_epsilon(bounds.get("chien2024:thm3.2+thm3.11/sequence"), delta=1.0 / n,
-                             sigma=Fraction(sigma), eta=largest_float_at_most(max_step), m=m, L=L,
+                             sigma=Fraction(sigma), eta=float_down(max_step), m=m, L=L,
                              M=Fraction(setting.clip), n=n, b=n if batch == "full" else int(batch),
                              T=T, K=1, R=Fraction(setting.radius), Z=0).epsilon
     except Exception:  # the note is an explanation only; the refusal stands without it

@@ -99,11 +99,8 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-PNSGDData = support.SpecData  # batch_size is b; the tail is dropped to a multiple of b
-
-
 def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec, the tail dropped to a multiple of b (cached)."""
+    """Dataset and request of a spec, the tail dropped to a multiple of b = batch_size (cached)."""
     return support.spec_data(spec_json, batch_size_field="batch_size")
 
 
@@ -111,10 +108,7 @@ def spec_data(spec_json: str) -> support.SpecData:
 # Certificate.
 
 
-largest_float_at_most = support.float_at_most  # the name other modules import
-
-
-def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, float, Any]:
+def pnsgd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certificate, float, Any]:
     """Certificate and the (sigma, K) the mechanism runs with (Theorem 3.2 / its sequence form)."""
     import bounds
     from bounds.papers.chien2024 import sequence_start_distance

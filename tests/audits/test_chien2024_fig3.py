@@ -134,12 +134,12 @@ def test_warm_started_search_equals_least_integer(answer, hint):
 def test_long_burn_in_is_the_least_t_meeting_its_target():
     """The long burn-in T: the burn-in term alone meets (0.001, 1/n) at sigma = 0.03, at T and
     not at T - 1, by the engine, and it is longer than Table 2's T (erratum E16)."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
 
     n, b, lam = 256, 128, 256e-6
     T = burn_in_epochs_long(n=n, b=b, l2=lam, clip=1.0, radius=100.0)
     m, L = Fraction(lam), Fraction(1, 4) + Fraction(lam)
-    fixed = {"sigma": Fraction(3, 100), "eta": largest_float_at_most(1 / L), "m": m, "L": L,
+    fixed = {"sigma": Fraction(3, 100), "eta": float_down(1 / L), "m": m, "L": L,
              "M": Fraction(1), "n": n, "b": b, "K": 1, "R": Fraction(100), "Z": 0}
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     assert best_epsilon(bound, delta=1 / n, T=T, **fixed).epsilon <= 0.001
