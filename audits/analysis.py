@@ -304,6 +304,10 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
     """Smallest number of trials per side at which some test of this design (same tests, same
     per-test level) could show a violation of the certificate, by doubling and bisection on the
     ceilings; None when none can within 10^7 trials."""
+    from fractions import Fraction
+
+    from bounds.calibration import least_integer
+    from bounds.errors import SolverError
     from empirical.renyi_audit import max_renyi_lower_bound
 
     curve = _effective_curve(certificate) if renyi else []
@@ -320,18 +324,12 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
                                              beta=alpha_each)[0] > cert for order, cert in curve)
         return False
 
-    low, high = max(n_now, 1), max(2 * n_now, 2)
-    while not could_refute(high):
-        low, high = high, 2 * high
-        if high > 10**7:
-            return None
-    while high - low > max(1, low // 20):  # 5% resolution is enough to plan a run
-        mid = (low + high) // 2
-        if could_refute(mid):
-            high = mid
-        else:
-            low = mid
-    return high
+    n = max(n_now, 1)
+    try:  # doubling from the trials run; 5% resolution is enough to plan a run
+        return least_integer(could_refute, start=n, hint=n, first_step=n, limit=10**7,
+                             resolution=Fraction(1, 20))
+    except SolverError:
+        return None
 
 
 def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta: float,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -539,16 +540,43 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     )
 
 
-def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT) -> int:
-    """Least k >= start with ``predicate(k)`` true, for a predicate monotone in k."""
-    if predicate(start):
-        return start
-    bad, good = start, start + 1
-    while not predicate(good):
-        bad, good = good, 2 * good
-        if good > limit:
-            raise SolverError(f"no integer up to {limit} satisfies the condition")
-    while good - bad > 1:
+def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT,
+                  hint: int | None = None, first_step: int = 1, resolution: Fraction = Fraction(0)) -> int:
+    """Least k >= ``start`` with ``predicate(k)`` true, for a predicate monotone in k (false, then
+    true): the one integer search of the toolkit (epochs, step counts, trial counts).
+
+    The search begins at ``hint`` (default ``start``): where the predicate holds there it gallops
+    down (hint - 1, hint - 3, hint - 7, ...), otherwise up (hint + s, then doubling steps, with s =
+    ``first_step``), then bisects; so a good hint costs O(log |answer - hint|) evaluations and
+    ``first_step = hint`` doubles k (2 hint, 4 hint, ...). A probe above ``limit`` raises
+    :class:`SolverError`. With ``resolution`` r > 0 the bisection stops once the bracket is at most
+    max(1, floor(r * k)) wide and returns its upper end, a k where the predicate holds that is
+    within that distance of the least one.
+    """
+    if first_step < 1:
+        raise ValueError(f"first_step must be >= 1, got {first_step}")
+    hint = start if hint is None else max(start, int(hint))
+    if predicate(hint):
+        good, step = hint, 1
+        while good > start:
+            probe = max(start, good - step)
+            if not predicate(probe):
+                bad = probe
+                break
+            good, step = probe, 2 * step
+        else:
+            return good
+    else:
+        bad, step = hint, first_step
+        while True:
+            probe = bad + step
+            if probe > limit:
+                raise SolverError(f"no integer up to {limit} satisfies the condition")
+            if predicate(probe):
+                good = probe
+                break
+            bad, step = probe, 2 * step
+    while good - bad > max(1, math.floor(resolution * bad)):  # predicate(bad) false, (good) true
         mid = (good + bad) // 2
         if predicate(mid):
             good = mid

@@ -347,47 +347,13 @@ def panel_a(setting: Fig3Setting) -> list[dict[str, Any]]:
     return rows
 
 
-def least_integer_near(predicate, *, hint: int, limit: int = 10**6) -> int:
-    """Least k >= 1 with ``predicate(k)``, for a predicate monotone in k (false, then true),
-    searched from ``hint`` by galloping down or up and bisecting: the answer of
-    :func:`bounds.calibration.least_integer` in O(log |answer - hint|) evaluations, which is
-    what makes per-request K cheap when consecutive requests need similar K."""
-    hint = max(1, int(hint))
-    if predicate(hint):
-        good, step = hint, 1
-        while good > 1:
-            probe = max(1, good - step)
-            if not predicate(probe):
-                bad = probe
-                break
-            good, step = probe, 2 * step
-        else:
-            return 1
-    else:
-        bad, step = hint, 1
-        while True:
-            probe = bad + step
-            if probe > limit:
-                raise ValueError(f"no integer up to {limit} satisfies the condition")
-            if predicate(probe):
-                good = probe
-                break
-            bad, step = probe, 2 * step
-    while good - bad > 1:  # predicate(bad) false, predicate(good) true
-        mid = (good + bad) // 2
-        if predicate(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
-
-
 def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float, clip: float,
                           n: int, b: int, T: int, R: float, removals: int) -> tuple[int, ...]:
     """Least K per request (greedy, as Algorithm 6) under the certificate the pnsgd adapter
     issues: chien2024:thm3.2+thm3.11/sequence with its start distance Z (finite burn-in T),
     each K checked with the engine's certified epsilon (interval upper end)."""
     import bounds
+    from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
     from bounds.papers.chien2024 import sequence_start_distance
     from empirical.models import logistic_constants
@@ -407,8 +373,8 @@ def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float
             conv = best_epsilon(bound, delta=1.0 / n, K=k, Z=start, **fixed)
             return conv.epsilon <= epsilon
 
-        # Warm start at the previous request's K (same answer as least_integer from 1).
-        epochs.append(least_integer_near(meets, hint=epochs[-1] if epochs else 1))
+        # Warm start at the previous request's K: consecutive requests need similar K.
+        epochs.append(least_integer(meets, hint=epochs[-1] if epochs else 1, limit=10**6))
     return tuple(epochs)
 
 

@@ -7,13 +7,11 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import bounds
-from audits.adapters.chien2024_fig3 import burn_in_epochs_long, least_integer_near
+from audits.adapters.chien2024_fig3 import burn_in_epochs_long
 from audits.cli import main
-from bounds.calibration import calibrate, least_integer
+from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance
 
@@ -115,20 +113,6 @@ def test_fig3b_end_to_end_with_headline(tmp_path, capsys):
     n, lam = result["setting"]["n"], result["setting"]["lambda"]
     _least_k_check(ran["PNSGD b=n"], n=n, lam=lam, target=1.0,
                    T=result["setting"]["burn_in_epochs"]["full"], b=n)
-
-
-@settings(max_examples=200, deadline=None)
-@given(answer=st.integers(min_value=1, max_value=5000), hint=st.integers(min_value=-3, max_value=6000))
-def test_warm_started_search_equals_least_integer(answer, hint):
-    """least_integer_near finds the same least k as bounds.calibration.least_integer."""
-    calls = []
-
-    def predicate(k: int) -> bool:
-        calls.append(k)
-        return k >= answer
-
-    assert least_integer_near(predicate, hint=hint) == answer == least_integer(predicate, start=1)
-    assert min(calls) >= 1
 
 
 def test_long_burn_in_is_the_least_t_meeting_its_target():
