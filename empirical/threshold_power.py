@@ -30,7 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import epsilon_from_error_rates, epsilon_lower_bound_from_counts
+from empirical.statistics import (
+    EpsilonLowerBound,
+    epsilon_from_error_rates,
+    epsilon_lower_bound_from_counts,
+)
 from empirical.statistics.checks import as_scores, check_probability
 from empirical.statistics.thresholds import clopper_pearson_upper
 
@@ -43,32 +47,21 @@ __all__ = [
 _GRID = 801  # candidate thresholds scanned on the pilot's normal fits
 
 
-@dataclass(frozen=True)
-class PilotEpsilonLowerBound:
-    """epsilon lower bound at ``delta``, valid with probability >= ``confidence``.
-
-    The rule is "positive when score >= threshold" if ``positive_above`` else "score <=
-    threshold"; counts are those of the tested (non-pilot) trials.
+@dataclass(frozen=True, kw_only=True)
+class PilotEpsilonLowerBound(EpsilonLowerBound):
+    """epsilon lower bound at ``delta`` from one rule chosen on a pilot (the test's fields:
+    :class:`~empirical.statistics.ThresholdTestBound`); counts are those of the tested
+    (non-pilot) trials, ``n_pilot_*`` the pilot's sizes.
     """
 
-    epsilon: float
-    delta: float
-    confidence: float
-    threshold: float
-    positive_above: bool
-    fpr_upper: float
-    fnr_upper: float
-    false_positives: int
-    false_negatives: int
-    n_positive: int
-    n_negative: int
     n_pilot_positive: int
     n_pilot_negative: int
+    strategy: str = "pilot-threshold"
+    n_rules_considered: int = 1
     method: str = (
         "pilot-chosen threshold (normal fits of the pilot scores), Clopper-Pearson upper bounds "
         "on FPR and FNR of the remaining trials at alpha/2 each, Kairouz et al. 2015 region"
     )
-    kind: str = "lower bound"
 
 
 def _as_scores(scores, name: str) -> np.ndarray:

@@ -25,7 +25,8 @@ Public API
     threshold-selection strategies.
 ``epsilon_lower_bound(scores_positive, scores_negative, *, delta, alpha, strategy, ...)``
 ``epsilon_lower_bound_from_counts(*, false_positives, n_negative, false_negatives, ...)``
-    Clopper-Pearson epsilon lower bounds (Nasr et al. 2021, Sec. 3).
+    Clopper-Pearson epsilon lower bounds (Nasr et al. 2021, Sec. 3); every bound from a
+    threshold test is a ``ThresholdTestBound`` (the rule, its counts and rate bounds).
 ``epsilon_estimate(scores_positive, scores_negative, *, delta, ...)``
     plug-in epsilon (an estimate).
 ``gdp_mu_lower_bound(...)`` and ``epsilon_from_gdp(bound, *, delta, epsilon_of_mu, ...)``
@@ -97,6 +98,7 @@ from empirical.statistics.thresholds import (
     FixedThreshold,
     ProportionInterval,
     SampleSplit,
+    ThresholdTestBound,
     clopper_pearson,
     epsilon_estimate,
     epsilon_lower_bound,
@@ -121,6 +123,7 @@ __all__ = [
     "ProportionInterval",
     "RocCurve",
     "SampleSplit",
+    "ThresholdTestBound",
     "TprAtFpr",
     "clopper_pearson",
     "epsilon_estimate",

@@ -20,7 +20,6 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from empirical.statistics.checks import (
-    KIND_LOWER_BOUND,
     as_scores,
     check_alpha,
     check_probability,
@@ -30,6 +29,7 @@ from empirical.statistics.thresholds import (
     BonferroniPareto,
     EpsilonLowerBound,
     ThresholdStrategy,
+    ThresholdTestBound,
     check_strategy,
     select_rule,
 )
@@ -84,27 +84,15 @@ def gaussian_epsilon(*, mu: float, delta: float) -> float:
     return float(optimize.brentq(excess, 0.0, upper, xtol=1e-12, rtol=1e-12))
 
 
-@dataclass(frozen=True)
-class GdpMuLowerBound:
-    """Lower bound on the Gaussian-DP parameter mu, valid with probability >= ``confidence``.
+@dataclass(frozen=True, kw_only=True)
+class GdpMuLowerBound(ThresholdTestBound):
+    """Lower bound on the Gaussian-DP parameter mu (the test's fields: :class:`ThresholdTestBound`).
 
     Valid for any pair of distributions: if they are mu*-GDP then mu* >= ``mu``.
     """
 
     mu: float
-    confidence: float
-    threshold: float
-    positive_above: bool
-    fpr_upper: float
-    fnr_upper: float
-    false_positives: int
-    false_negatives: int
-    n_positive: int
-    n_negative: int
-    strategy: str
-    n_rules_considered: int
     method: str = "Clopper-Pearson FPR/FNR into mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)"
-    kind: str = KIND_LOWER_BOUND
 
 
 def gdp_mu_lower_bound(

@@ -213,10 +213,6 @@ class SelectedRule:
                 "strategy": strategy, "n_rules_considered": self.n_rules}
 
 
-# The fields of :meth:`SelectedRule.test_record`, which a bound derived from another copies.
-TEST_RECORD_FIELDS = ("threshold", "positive_above", "fpr_upper", "fnr_upper", "false_positives",
-                      "false_negatives", "n_positive", "n_negative", "strategy",
-                      "n_rules_considered")
 
 
 def select_rule(
@@ -349,17 +345,19 @@ def _select_split(
 # epsilon lower bounds.
 
 
-@dataclass(frozen=True)
-class EpsilonLowerBound:
-    """epsilon lower bound at ``delta``, valid with probability >= ``confidence``.
+@dataclass(frozen=True, kw_only=True)
+class ThresholdTestBound:
+    """A lower bound certified by one threshold test, valid with probability >= ``confidence``:
+    the fields every such bound reports, whatever quantity it bounds.
 
     ``threshold`` and ``positive_above`` describe the certified rule (``score >= threshold``
-    says positive when ``positive_above``, ``score <= threshold`` otherwise); counts and sizes
-    are those of the sample that certified it (the held-out part for ``SampleSplit``).
+    says positive when ``positive_above``, ``score <= threshold`` otherwise; None for counts of
+    a test fixed in advance); counts and sizes are those of the sample that certified it (the
+    held-out part for ``SampleSplit``, the non-pilot part for a pilot-chosen rule), the rates
+    their Clopper-Pearson upper bounds; ``n_rules_considered`` rules were eligible under
+    ``strategy``.
     """
 
-    epsilon: float
-    delta: float
     confidence: float
     threshold: float | None
     positive_above: bool | None
@@ -373,6 +371,20 @@ class EpsilonLowerBound:
     n_rules_considered: int
     method: str
     kind: str = KIND_LOWER_BOUND
+
+
+# The fields that describe the test (all but its level, method and kind): what a bound derived
+# from another copies, and what :meth:`SelectedRule.test_record` fills.
+TEST_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(ThresholdTestBound)
+                           if f.name not in ("confidence", "method", "kind"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpsilonLowerBound(ThresholdTestBound):
+    """epsilon lower bound at ``delta`` (the test's fields: :class:`ThresholdTestBound`)."""
+
+    epsilon: float
+    delta: float
 
 
 def check_strategy(strategy) -> ThresholdStrategy:

@@ -552,3 +552,23 @@ def test_neurips_metric_rejects_bad_input():
             unlearned_test_accuracy=1.0,
             retrained_test_accuracy=1.0,
         )
+
+
+def test_every_threshold_test_bound_reports_its_rule_and_counts() -> None:
+    from empirical.threshold_power import pilot_epsilon_lower_bound
+
+    rng = np.random.default_rng(7)
+    positive, negative = rng.normal(2.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
+    results = [
+        S.epsilon_lower_bound(positive, negative, delta=1e-3),
+        S.gdp_mu_lower_bound(positive, negative),
+        pilot_epsilon_lower_bound(positive, negative, delta=1e-3, alpha=0.05, seed=1),
+    ]
+    for result in results:
+        assert isinstance(result, S.ThresholdTestBound)
+        assert result.kind == S.KIND_LOWER_BOUND
+        assert 0.0 <= result.fpr_upper <= 1.0 and 0.0 <= result.fnr_upper <= 1.0
+    full = results[0]
+    assert full.false_negatives == int(np.sum(positive < full.threshold))
+    assert full.false_positives == int(np.sum(negative >= full.threshold))
+    assert results[2].n_positive + results[2].n_pilot_positive == positive.size
