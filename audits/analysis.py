@@ -1,7 +1,7 @@
 """Analysis of an audit's trials: attack scores, lower bounds, estimates, plots, verdict.
 
 Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
-:mod:`empirical.statistics` (or :mod:`empirical.threshold_power` for the pilot threshold) whose
+:mod:`empirical.statistics` (or :mod:`empirical.statistics.pilot` for the pilot threshold) whose
 threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
@@ -119,7 +119,7 @@ def _strategy(name: str, seed: int):
 
 
 # Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
-# on the forgotten data" (the convention of empirical.attacks), "less" the reverse, "both" tests
+# on the forgotten data" (the toolkit's score convention), "less" the reverse, "both" tests
 # each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
 DIRECTIONS = ("both", "greater", "less")
 # Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
@@ -150,7 +150,7 @@ def _test_family(attacks: list[_AttackScores], *, statistics: Sequence[str], dir
 def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
                      alpha_each: float, seed: int):
     from empirical import statistics as st
-    from empirical.threshold_power import pilot_epsilon_lower_bound
+    from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
     u, r = attack.unlearned, attack.retrained
     if orientation == "less":

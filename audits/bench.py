@@ -166,7 +166,7 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 
 
 # ----------------------------------------------------------------------------------------------
-# unlearn bench power: audit power on the Gaussian ground truth (empirical.power_bench).
+# unlearn bench power: audit power on the Gaussian ground truth (empirical.benchmarks.power).
 
 
 def power_summary(res: dict[str, Any]) -> str:
@@ -208,7 +208,7 @@ def power_summary(res: dict[str, Any]) -> str:
 
 def _cmd_bench_power(args: Any) -> None:
     from audits.cli_common import emit
-    from empirical.power_bench import power_benchmark
+    from empirical.benchmarks.power import power_benchmark
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,

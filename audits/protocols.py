@@ -14,7 +14,7 @@ Both end in the same analysis, verdict and report as ``unlearn audit run``. The 
 is a :class:`Certificate`, either a number you vouch for or computed from a declared theorem
 (:meth:`Certificate.from_bound`).
 
-Conventions. Scores follow :mod:`empirical.attacks`: higher means "more like a model that
+Conventions. Scores follow one sign convention: higher means "more like a model that
 trained on the forgotten data", so unlearned models are the positive class. A score array is
 ``[n]`` (one score per model) or ``[n, E]`` (one column per forgotten example: the audit bounds
 the mean over columns and plots a per-example estimate). Statistics are ``[n, k]`` arrays (for

@@ -63,7 +63,7 @@ __all__ = [
 DEFAULT_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
 
 # Pooled-pilot quantile levels of the bin edges: both tails resolved to 1%, few enough bins (9)
-# that the Bonferroni correction stays mild (chosen on Gaussian pilots, see power_bench).
+# that the Bonferroni correction stays mild (chosen on Gaussian pilots, see empirical.benchmarks.power).
 DEFAULT_TAIL_LEVELS: tuple[float, ...] = (0.01, 0.05, 0.15, 0.35, 0.65, 0.85, 0.95, 0.99)
 
 _ROUNDING_SHRINK = 1e-9

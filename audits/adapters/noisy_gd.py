@@ -312,7 +312,7 @@ class NoisyGDAdapter(support.AdapterBase):
 
         import torch
 
-        from empirical.bench import CPU_BENCH_THREADS
+        from empirical.benchmarks.trials import CPU_BENCH_THREADS
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")

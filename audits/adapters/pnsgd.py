@@ -275,8 +275,8 @@ class PNSGDAdapter(support.AdapterBase):
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
-        """``unlearn bench trials``: batched against looped PNSGD (empirical.bench)."""
-        from empirical.bench import trials_benchmark
+        """``unlearn bench trials``: batched against looped PNSGD (empirical.benchmarks.trials)."""
+        from empirical.benchmarks.trials import trials_benchmark
 
         return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
 

@@ -25,7 +25,7 @@ from empirical.renyi_audit import renyi_audit
 from empirical.statistics import epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.statistics.gdp import gaussian_epsilon
-from empirical.threshold_power import pilot_epsilon_lower_bound, single_threshold_limit
+from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
 
 __all__ = ["PARTS", "detection_power", "epsilon_bound_power", "estimator_coverage", "power_benchmark"]
 

@@ -458,7 +458,7 @@ def counts_for(value: int | tuple[int, ...], n_requests: int, name: str) -> tupl
 
 
 # Intra-op threads of CPU trials (:func:`one_cpu_thread`); None leaves torch's setting alone.
-# A benchmark may change it to time other thread counts (empirical.bench).
+# A benchmark may change it to time other thread counts (empirical.benchmarks.trials).
 CPU_TRIAL_THREADS: int | None = 1
 
 

@@ -37,6 +37,9 @@ Public API
     the ground truth of Gaussian test beds, never used to state a bound.
 ``roc_curve(...)``, ``tpr_at_fpr(...)``
     attack ROC, AUC and TPR at a fixed FPR (estimates).
+``pilot_epsilon_lower_bound(...)``, ``single_threshold_limit(...)``
+    epsilon lower bound from one threshold chosen on a pilot split, and the best such a test
+    can reach on Gaussian scores.
 ``max_certifiable_epsilon(*, n_positive, n_negative, delta, alpha, ...)``
     the ceiling attained by perfect separation, to tell when N is too small.
 ``neurips2023_forget_quality(...)``, ``neurips2023_final_score(...)``,
@@ -56,8 +59,9 @@ data-dependent. The frontier is still used, to skip dominated thresholds.
 
 The package is split along its seams: :mod:`empirical.statistics.thresholds` (Clopper-Pearson,
 threshold strategies, epsilon lower bounds, estimates and ceilings),
-:mod:`empirical.statistics.gdp`, :mod:`empirical.statistics.roc` and
-:mod:`empirical.statistics.neurips2023`, over :mod:`empirical.statistics.checks`; every name
+:mod:`empirical.statistics.gdp`, :mod:`empirical.statistics.roc`,
+:mod:`empirical.statistics.neurips2023` and :mod:`empirical.statistics.pilot` (one threshold
+chosen on a pilot split), over :mod:`empirical.statistics.checks`; every name
 stays importable from ``empirical.statistics``.
 """
 
@@ -83,6 +87,11 @@ from empirical.statistics.neurips2023 import (
     neurips2023_bin_points,
     neurips2023_final_score,
     neurips2023_forget_quality,
+)
+from empirical.statistics.pilot import (
+    PilotEpsilonLowerBound,
+    pilot_epsilon_lower_bound,
+    single_threshold_limit,
 )
 from empirical.statistics.roc import (
     RocCurve,
@@ -120,6 +129,7 @@ __all__ = [
     "KIND_LOWER_BOUND",
     "NeurIPS2023ForgetQuality",
     "NeurIPS2023Score",
+    "PilotEpsilonLowerBound",
     "ProportionInterval",
     "RocCurve",
     "SampleSplit",
@@ -137,6 +147,8 @@ __all__ = [
     "neurips2023_bin_points",
     "neurips2023_final_score",
     "neurips2023_forget_quality",
+    "pilot_epsilon_lower_bound",
     "roc_curve",
+    "single_threshold_limit",
     "tpr_at_fpr",
 ]

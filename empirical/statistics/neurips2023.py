@@ -176,8 +176,8 @@ def _as_score_matrix(array, name: str) -> np.ndarray:
 def neurips2023_forget_quality(unlearned_scores, retrained_scores) -> NeurIPS2023ForgetQuality:
     """Forget quality F from score matrices of shape [n_models, n_forget_examples].
 
-    Scores are the organisers' logit-scaled confidences (see
-    :func:`empirical.attacks.logit_scaled_confidence`). For each example the distribution with
+    Scores are the organisers' logit-scaled confidences log(p_y / (1 - p_y)) (Carlini et al.
+    2022, LiRA, Sec. 4.3), computed stably from logits. For each example the distribution with
     the larger median is "positive"; the per-example epsilon is the plug-in maximum over the
     rules, then F = mean of :func:`neurips2023_bin_points`.
     """

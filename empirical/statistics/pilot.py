@@ -18,7 +18,7 @@ only costs power, never validity.
 The limit. :func:`single_threshold_limit` is the best such bound one could get knowing the
 truth: the threshold chosen on the exact rates and Clopper-Pearson evaluated at the expected
 counts N * rate (a typical value, not a bound). It is the yardstick of the issue ("single-
-threshold limit"); :mod:`empirical.power_bench` measures ratios against it.
+threshold limit"); :mod:`empirical.benchmarks.power` measures ratios against it.
 """
 
 from __future__ import annotations
@@ -30,13 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import (
+from empirical.statistics.checks import as_scores, check_probability, epsilon_from_error_rates
+from empirical.statistics.thresholds import (
     EpsilonLowerBound,
-    epsilon_from_error_rates,
+    clopper_pearson_upper,
     epsilon_lower_bound_from_counts,
 )
-from empirical.statistics.checks import as_scores, check_probability
-from empirical.statistics.thresholds import clopper_pearson_upper
 
 __all__ = [
     "PilotEpsilonLowerBound",

@@ -427,7 +427,7 @@ def test_quadratic_renyi_divergence_matches_gaussian_fit():
 
 
 def test_trials_benchmark_reports_rates_and_identity():
-    from empirical.bench import trials_benchmark
+    from empirical.benchmarks.trials import trials_benchmark
 
     report = trials_benchmark(n_trials=12, loop_trials=3, learn_epochs=1)
     assert report["dataset"] == "digits-3-vs-8" and report["n"] == 256
@@ -450,7 +450,7 @@ def test_trials_benchmark_reports_rates_and_identity():
 
 @pytest.mark.slow
 def test_trials_benchmark_at_mnist_shape():
-    from empirical.bench import trials_benchmark
+    from empirical.benchmarks.trials import trials_benchmark
 
     report = trials_benchmark(n_trials=4, loop_trials=1, dataset="synthetic-mnist-shape",
                               learn_epochs=2)

@@ -555,7 +555,7 @@ def test_neurips_metric_rejects_bad_input():
 
 
 def test_every_threshold_test_bound_reports_its_rule_and_counts() -> None:
-    from empirical.threshold_power import pilot_epsilon_lower_bound
+    from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
     rng = np.random.default_rng(7)
     positive, negative = rng.normal(2.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
