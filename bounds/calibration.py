@@ -70,6 +70,7 @@ class Calibration:
     certified: bool = True
 
     def to_dict(self) -> dict[str, Any]:
+        """The calibration as plain JSON data."""
         return {
             "bound": self.bound_id,
             "solve": self.parameter,

@@ -264,6 +264,7 @@ class DPConversion:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The conversion as plain JSON data."""
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,

@@ -71,6 +71,7 @@ class Citation:
     section: str = ""
 
     def describe(self) -> str:
+        """One line: reference, label, section and seed."""
         where = f", {self.section}" if self.section else ""
         return f"{self.reference}, {self.label}{where} [seed {self.seed}]"
 
@@ -93,9 +94,11 @@ class Parameter:
 
     @property
     def symbol(self) -> sp.Symbol:
+        """The real sympy symbol of this parameter (shared by every bound)."""
         return real_symbol(self.name)
 
     def domain_text(self) -> str:
+        """The parameter's domain in words, such as ``sigma > 0``."""
         parts = []
         if self.lower is not None:
             parts.append(f"{self.name} {'>' if self.lower_open else '>='} {format_float(self.lower)}")
@@ -145,6 +148,7 @@ class Precondition:
     description: str
 
     def text(self) -> str:
+        """The relation and its description, in plain text."""
         return f"{plain_text(self.relation)}  ({self.description})"
 
 
@@ -241,22 +245,27 @@ class Bound:
 
     @property
     def paper(self) -> str:
+        """The paper part of the bound's id (before the colon)."""
         return self.id.split(":", 1)[0]
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
+        """Names of the parameters, in declaration order."""
         return tuple(p.name for p in self.parameters)
 
     def parameter(self, name: str) -> Parameter:
+        """The declared parameter called ``name`` (BoundError when there is none)."""
         for p in self.parameters:
             if p.name == name:
                 return p
         raise BoundError(f"{self.id} has no parameter {name!r}; it takes {self.parameter_names}")
 
     def latex(self) -> str:
+        """The formula in LaTeX, with Greek parameter names."""
         return sp.latex(self.expression, symbol_names=LATEX_NAMES)
 
     def text(self) -> str:
+        """The formula in plain text."""
         return plain_text(self.expression)
 
     def provenance(self) -> dict[str, Any]:
@@ -314,10 +323,12 @@ class Bound:
 
     @functools.cached_property
     def mp_function(self) -> Callable[..., Any]:
+        """The formula as an mpmath function of the parameters (stable powers)."""
         return sp.lambdify(self._symbols, self._numeric_expression, modules=[MP_FUNCS, "mpmath"])
 
     @functools.cached_property
     def interval_function(self) -> Callable[..., Any]:
+        """The formula as an mpmath interval function of the parameters (rigorous)."""
         return sp.lambdify(self._symbols, interval_ready(self._numeric_expression),
                            modules=[IV_FUNCS])
 
@@ -479,6 +490,7 @@ class Evaluation:
         return float_up(self.upper)
 
     def to_dict(self) -> dict[str, Any]:
+        """The evaluation as plain JSON data (inputs, value, precision, notes)."""
         out: dict[str, Any] = {
             "bound": self.bound.id,
             "guarantee": self.bound.guarantee.kind,
@@ -498,4 +510,5 @@ class Evaluation:
 
 
 def describe_parameters(params: Iterable[Parameter]) -> list[str]:
+    """One line per parameter: name, description and domain."""
     return [f"{p.name}: {p.description} ({p.domain_text()})" for p in params]

@@ -43,6 +43,7 @@ def interval_ready(expr: sp.Expr) -> sp.Expr:
 
 
 def midpoint(x: Any) -> Any:
+    """Midpoint of an mpmath interval; any other number unchanged."""
     if type(x).__name__ == "ivmpf":
         lo, hi = interval_endpoints(x)
         return (lo + hi) / 2
@@ -50,6 +51,7 @@ def midpoint(x: Any) -> Any:
 
 
 def min2(ctx: Any, x: Any, y: Any) -> Any:
+    """``min(x, y)`` in the context ``ctx`` (endpoint-wise, hence rigorous, for intervals)."""
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
@@ -57,6 +59,7 @@ def min2(ctx: Any, x: Any, y: Any) -> Any:
 
 
 def max2(ctx: Any, x: Any, y: Any) -> Any:
+    """``max(x, y)`` in the context ``ctx`` (endpoint-wise, hence rigorous, for intervals)."""
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([max(xa, ya), max(xb, yb)])
@@ -64,6 +67,7 @@ def max2(ctx: Any, x: Any, y: Any) -> Any:
 
 
 def pairwise_reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """An n-ary function from the binary ``fn`` (a left fold over the arguments)."""
     def apply(*args: Any) -> Any:
         return functools.reduce(fn, args)
 
@@ -165,6 +169,7 @@ def _snap_float(y: Any) -> Any:
 
 
 def pow1p_float(y: Any, x: Any) -> Any:
+    """(1 + y)**x in numpy as exp(x log1p(y)), with 0**0 = 1."""
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.exp(x * np.log1p(y))
@@ -172,6 +177,7 @@ def pow1p_float(y: Any, x: Any) -> Any:
 
 
 def one_minus_pow1p_float(y: Any, x: Any) -> Any:
+    """1 - (1 + y)**x in numpy as -expm1(x log1p(y)), with 1 - 0**0 = 0."""
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = -np.expm1(x * np.log1p(y))
@@ -185,6 +191,7 @@ def _snap_mp(y: Any) -> Any:
 
 
 def pow1p_mp(y: Any, x: Any) -> Any:
+    """(1 + y)**x in mpmath as exp(x log1p(y)), with 0**0 = 1."""
     y = _snap_mp(y)
     if y == -1:
         return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
@@ -192,6 +199,7 @@ def pow1p_mp(y: Any, x: Any) -> Any:
 
 
 def one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+    """1 - (1 + y)**x in mpmath as -expm1(x log1p(y))."""
     y = _snap_mp(y)
     if y == -1:
         return 1 - pow1p_mp(y, x)
@@ -199,6 +207,7 @@ def one_minus_pow1p_mp(y: Any, x: Any) -> Any:
 
 
 def pow1p_iv(y: Any, x: Any) -> Any:
+    """Rigorous interval enclosure of (1 + y)**x for a base 1 + y >= 0."""
     # The base 1 + y is a contraction factor c >= 0 by the theorems' preconditions, so
     # intersecting its enclosure with [0, inf) keeps the result rigorous.
     lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
@@ -221,6 +230,7 @@ def pow1p_iv(y: Any, x: Any) -> Any:
 
 
 def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
+    """``fn(*args)`` under numpy error flags: (value, whether a term underflowed)."""
     flags = {"underflow": False}
 
     def on_error(kind: str, _flag: int) -> None:
@@ -233,6 +243,7 @@ def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
 
 
 def check_finite(bound_id: str, value: Any) -> None:
+    """Refuse (BoundError naming the bound) a value that is not finite."""
     if isinstance(value, mpmath.mpf) or isinstance(value, mpmath.mpc):
         if not mpmath.isfinite(value):
             raise BoundError(f"{bound_id}: the value is not finite ({value})")
@@ -246,6 +257,7 @@ def check_finite(bound_id: str, value: Any) -> None:
 
 
 def squeeze(value: Any) -> Any:
+    """A 0-d result as a float, an array result as an array."""
     arr = np.asarray(value, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
 

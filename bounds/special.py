@@ -38,6 +38,7 @@ class GeometricLogMeanExp(sp.Function):
 
 
 def glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+    """GeometricLogMeanExp in numpy, element by element over broadcast inputs."""
     q, a, r, p, cap = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, a, r, p, cap)))
     # r is the contraction factor c >= 0; at c = 0 the float c can be a hair below 0 (see
     # bounds.numerics._snap_float), which is snapped to 0.
@@ -56,6 +57,7 @@ def glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
 
 
 def glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+    """GeometricLogMeanExp in the mpmath context ``ctx`` (mp or rigorous interval)."""
     count = int(mpmath.nint(midpoint(p)))
     terms = []
     rk = ctx.mpf(1)

@@ -41,6 +41,7 @@ LATEX_NAMES: dict[sp.Symbol, str] = {}  # filled once real_symbol exists
 
 @functools.cache
 def real_symbol(name: str) -> sp.Symbol:
+    """The real sympy symbol called ``name`` (one object per name)."""
     return sp.Symbol(name, real=True)
 
 
@@ -53,24 +54,29 @@ def symbols(names: str) -> tuple[sp.Symbol, ...]:
 
 
 def plain_text(expr: sp.Basic) -> str:
+    """A sympy expression in plain text."""
     return sp.sstr(expr)
 
 
 def format_float(x: float) -> str:
+    """A float in short ``%g`` form."""
     return f"{x:g}"
 
 
 def format_exact(x: sp.Expr) -> str:
+    """An exact number for messages: an integer as is, else 10 significant digits."""
     if x.is_Integer:
         return str(int(x))
     return f"{float(x):.10g}"
 
 
 def is_exact(value: Any) -> bool:
+    """Whether ``value`` is an exact (sympy) number."""
     return isinstance(value, sp.Basic)
 
 
 def jsonable(v: Any) -> Any:
+    """A numpy, sympy or mpmath value as a JSON number or list."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, (np.floating, np.integer)):
@@ -214,6 +220,8 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
 
 
 def exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
+    """Whether ``relation`` holds at ``subs``, decided exactly (rigorous intervals for transcendental
+    sides)."""
     value = relation.subs(subs)
     if value in (sp.true, sp.false):
         return bool(value)
@@ -235,12 +243,14 @@ def exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
 
 
 def to_float_array(v: Any) -> Any:
+    """A resolved value as a float64 scalar or array (overflow gives inf)."""
     if isinstance(v, np.ndarray):
         return v
     return np.float64(float(v))  # numpy semantics: overflow gives inf, not OverflowError
 
 
 def to_mp(v: Any) -> Any:
+    """A resolved exact value as an mpmath number."""
     if isinstance(v, np.ndarray):
         raise BoundError("array-valued parameters are only supported with precision='float'")
     if v.is_Rational:
@@ -249,6 +259,7 @@ def to_mp(v: Any) -> Any:
 
 
 def to_interval(v: Any) -> Any:
+    """A resolved exact value as an mpmath interval enclosing it."""
     if isinstance(v, np.ndarray):
         raise BoundError("array-valued parameters are only supported with precision='float'")
     if v.is_Rational:

@@ -549,6 +549,7 @@ class UnlearningRequest:
 
     @property
     def is_removal(self) -> bool:
+        """Whether the request removes its records (no replacements)."""
         return self.replacement_features is None
 
     @property

@@ -51,6 +51,7 @@ SEED = "000_f878b12740525d35.txt"
 
 
 def cite(label: str, section: str = "") -> Citation:
+    """Citation of a result of Chien et al. 2024 (seed 000)."""
     return Citation("chien2024", REFERENCE, SEED, label, section)
 
 
@@ -710,6 +711,7 @@ class SequentialSchedule:
 
     @property
     def total_epochs(self) -> int:
+        """Unlearning epochs summed over the requests."""
         return sum(self.epochs)
 
 

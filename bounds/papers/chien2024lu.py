@@ -52,10 +52,12 @@ REFERENCE = (
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Chien, Wang, Li 2024 (Langevin unlearning)."""
     return Citation("chien2024lu", REFERENCE, SEED_PNSGD, label, section)
 
 
 def cite_pnsgd(label: str, section: str) -> Citation:
+    """Citation of a result of the PNSGD paper (seed 000) that this module declares."""
     return Citation("chien2024", REFERENCE_PNSGD, SEED_PNSGD, label, section)
 
 

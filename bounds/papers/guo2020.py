@@ -50,6 +50,7 @@ SEED = "002_ef6ddb75b5fc6065.txt"
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Guo et al. 2020 (seed 002)."""
     return Citation("guo2020", REFERENCE, SEED, label, section)
 
 
@@ -674,6 +675,7 @@ class RemovalCalibration:
     provenance: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """The calibration as plain JSON data."""
         return {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(self).items()}
 

@@ -57,6 +57,7 @@ PAPER = "koloskova2025"
 
 
 def cite(label: str, section: str = "") -> Citation:
+    """Citation of a result of Koloskova et al. 2025 (seed 004)."""
     return Citation(PAPER, REFERENCE, SEED, label, section)
 
 

@@ -33,6 +33,7 @@ SEED = "000_f878b12740525d35.txt"
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Neel, Roth, Sharifi-Malvajerdi 2021."""
     return Citation("neel2021", REFERENCE, SEED, label, section)
 
 

@@ -87,6 +87,7 @@ class LangevinConfig:
         return math.sqrt(2.0 * self.step_size * self.sigma**2)
 
     def iterations_for(self, n_requests: int) -> tuple[int, ...]:
+        """Unlearning iterations of each of ``n_requests`` requests."""
         return counts_for(self.unlearn_iterations, n_requests, "unlearn_iterations")
 
 

@@ -142,11 +142,13 @@ class LinearLoss(LinearModel):
 
     @property
     def smoothness(self) -> float:
+        """L = 0: a linear loss has no curvature."""
         return 0.0
 
     def data_gradient_sum(self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
                           weights: torch.Tensor, *, clip: float | None,
                           feature_norms: torch.Tensor | None = None) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(-y_i x_i): [N, B, d] -> [N, d]."""
         coefficient = -labels * weights
         if clip is not None:
             if feature_norms is None:
@@ -156,14 +158,17 @@ class LinearLoss(LinearModel):
 
     def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
                          labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Zero: a linear loss has no Hessian ([N, d, d])."""
         return params.new_zeros((params.shape[0], self.dim, self.dim))
 
     def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
                      labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Zero: a linear loss has no Hessian ([N, d])."""
         return torch.zeros_like(vectors)
 
     def losses(self, params: torch.Tensor, features: torch.Tensor,
                labels: torch.Tensor) -> torch.Tensor:
+        """Per-example losses -y <w, x>: [N, d], [E, d] -> [N, E]."""
         return -labels[None, :] * pairwise_dot(params, features)
 
 

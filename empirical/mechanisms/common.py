@@ -376,6 +376,7 @@ class TrialResult:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials in this result."""
         return int(self.trial_indices.shape[0])
 
 

@@ -447,6 +447,7 @@ class GuoConfig:
 
     @property
     def gamma_value(self) -> float:
+        """gamma of the loss: the configured value, else the loss's own."""
         return gamma_of(self.loss) if self.gamma is None else float(self.gamma)
 
 
