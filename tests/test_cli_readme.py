@@ -1,5 +1,5 @@
-"""Every ``unlearn ...`` command quoted in README.md runs as written (issue 10: commands with
-placeholders such as ``DIR`` or ``[--algorithm NAME]`` failed when pasted).
+"""Every ``unlearn ...`` command quoted in README.md runs as written (a command with a
+placeholder such as ``DIR`` or ``[--algorithm NAME]`` fails when pasted, so none may have one).
 
 Each command is parsed by the real parser (a placeholder or an optional written in brackets is
 a usage error); the cheap ones (no trials, no benchmark, no reproduction) also run in-process

@@ -171,7 +171,7 @@ THM32 = register(Bound(
     preconditions=COMMON_PRE,
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING,
     # Not monotone in T: when 2 eta M/(b(1 - c^{n/b})) > 2R the printed Z_B exceeds 2R and first
-    # grows with T (issue 9, item 3); chien2024:thm3.2/capped is non-increasing in T.
+    # grows with T; chien2024:thm3.2/capped is non-increasing in T.
     monotone={"sigma": "decreasing", "K": "decreasing"},
     notes=(
         "Z_B bounds W_inf(rho^0_{0|B}, nu_{D'|B}), the initial unlearning law; the main text "
@@ -943,7 +943,7 @@ def algorithm5_least_K(*, epsilon: float, delta: float, bound_id: str = "chien20
 
 # ----------------------------------------------------------------------------------------------
 # The last request of a sequence with finite burn-in: Theorem 3.2's argument, Theorem 3.11's
-# recursion (the certificate of sequence audits; formerly built in audits/runner.py)
+# recursion (the certificate of sequence audits)
 # ----------------------------------------------------------------------------------------------
 
 P_Z_START = Parameter("Z", "W_infinity bound between the law at the start of the last request and "

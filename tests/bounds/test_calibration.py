@@ -103,7 +103,7 @@ def test_least_unlearning_epochs(bound_id):
 
 
 def test_least_burn_in():
-    # Theorem 3.2 as printed is not monotone in T (issue 9, item 3); the capped form is, on the
+    # Theorem 3.2 as printed is not monotone in T; the capped form is, on the
     # whole domain, so no regime has to be assumed.
     bound_id = "chien2024:thm3.2/capped"
 

@@ -1,4 +1,4 @@
-"""The safe expression language for parameter values (issue 10): exact values, every refused
+"""The safe expression language for parameter values: exact values, every refused
 construct, every limit, and a fuzzer over hostile text that checks nothing runs."""
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def hostile_texts(canary: str):
 
 
 def test_the_canary_would_catch_an_attack(tmp_path):
-    """The check can fail: the first payload, given to sympify as before issue 10, runs."""
+    """The check can fail: the first payload, given to sympify, runs."""
     canary = tmp_path / CANARY_NAME
     try:
         sp.sympify(PAYLOADS[0].format(canary=str(canary)))  # our own constant text, never user input

@@ -158,7 +158,7 @@ def test_high_dimensional_renyi_is_finite_with_a_structured_covariance():
     shift = np.zeros(10)
     shift[0] = 1.0
     p, q = rng.normal(size=(200, 10)) + shift, rng.normal(size=(200, 10))
-    # The full fit now refuses here (outside its valid range) instead of returning +inf ...
+    # The full fit refuses here (outside its valid range) rather than return +inf ...
     with pytest.raises(ValueError, match=r"outside its valid range.*tau = .* > 0\.5"):
         D.gaussian_renyi_divergence(p, q, order=5.0, n_bootstrap=0)
     # ... and its raw plug-in, asked for explicitly, is the +inf of the indefinite fitted matrix.
@@ -242,7 +242,7 @@ def test_shared_isotropic_intervals_cover(mu, dim, n, seed):
 
 @pytest.mark.slow
 def test_full_covariance_bias_corrected_intervals_cover_in_10d():
-    """10-D, n = 1000: the percentile bootstrap covered 0-44% (issue 11); bias-corrected >= 90%."""
+    """10-D, n = 1000: a plain percentile bootstrap covers 0-44%; bias-corrected >= 90%."""
     cover = []
     for run in range(100):
         rng = np.random.default_rng([22, run])
@@ -257,8 +257,8 @@ def test_full_covariance_bias_corrected_intervals_cover_in_10d():
 @pytest.mark.slow
 @pytest.mark.parametrize(("dim", "order", "n"), [(1, 5.0, 1312), (10, 2.0, 693)])
 def test_full_covariance_renyi_covers_at_the_edge_of_its_valid_range(dim, order, n):
-    """Issue 11: at order 5 in 1-D the basic interval covered 78% at n = 1000 (now refused:
-    tau = 0.57), and order 5 in 10-D was +inf in 60-72% of runs. At the first in-range sample
+    """At order 5 in 1-D a basic interval covers 78% at n = 1000 (refused: tau = 0.57), and
+    order 5 in 10-D is +inf in 60-72% of runs without the range check. At the first in-range sample
     size the recentred-percentile interval must cover alpha mu^2 / 2 in >= 90% of 100 runs,
     never infinite (measured: 98% for both cells)."""
     cover, finite = [], []
