@@ -223,6 +223,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
     """Per-example gradient evaluations of the unlearning phase, counted by the mechanism."""
     import torch
 
+    from empirical.mechanisms.common import TrialOptions
+
     mechanism = prepared.mechanism
     config = mechanism.config
     if method == "pnsgd":
@@ -235,7 +237,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
         counter = CountingModel(LogisticRegression(data.dataset.dim))
         # No learning and no retraining: every counted gradient belongs to unlearning.
         run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, learn_epochs=0),
-                  n_trials=1, seed=0, model=counter, dtype=torch.float64, retain_scores=1)
+                  options=TrialOptions(n_trials=1, seed=0, model=counter, dtype=torch.float64,
+                                       retain_scores=1))
         return counter.evaluations
     if method == "d2d":
         from audits.adapters.d2d import spec_data
@@ -245,8 +248,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
         from empirical.mechanisms.chien2024lu import run_langevin as run
     data = spec_data(mechanism.spec_json)
     result = run(data.dataset, data.request,
-                 config=dataclasses.replace(config, learn_iterations=0), n_trials=1, seed=0,
-                 retain_scores=1)
+                 config=dataclasses.replace(config, learn_iterations=0),
+                 options=TrialOptions(n_trials=1, seed=0, retain_scores=1))
     return int(sum(result.gradient_evaluations["unlearn"]))
 
 
@@ -493,6 +496,7 @@ def headline(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
     """Accuracy and accumulated epochs vs sigma per batch size at (0.01, 1/n) (Figures 3c, 3d)."""
     from empirical.mechanisms.chien2024 import run_pnsgd
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.counting import CountingModel
     from empirical.models import LogisticRegression
 
@@ -524,9 +528,8 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
                 data = spec_data(spec.canonical_json())
                 counter = CountingModel(LogisticRegression(data.dataset.dim))
                 zero = tuple(0 for _ in epochs)
-                run_pnsgd(data.dataset, data.request,
-                          config=dataclasses.replace(config, unlearn_epochs=zero), n_trials=1,
-                          seed=0, model=counter, retain_scores=1)
+                run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, unlearn_epochs=zero),
+                          options=TrialOptions(n_trials=1, seed=0, model=counter, retain_scores=1))
                 per_retrain = counter.evaluations // 2  # learning and retraining, T epochs each
                 row["retraining_epochs"] = per_retrain * setting.removals / n
             rows.append(row)

@@ -198,6 +198,7 @@ class GuoMechanism(support.SpecMechanism):
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         import torch
 
+        from empirical.mechanisms.common import TrialOptions
         from empirical.mechanisms.guo2020 import run_guo
 
         data = spec_data(self.spec_json)
@@ -205,9 +206,9 @@ class GuoMechanism(support.SpecMechanism):
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
         with support.torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
-                           n_trials=n_trials, seed=seed, device=self.device,
-                           dtype=getattr(torch, self.dtype), first_trial=first_trial,
-                           retain_scores=1, mode=mode)
+                           options=TrialOptions(n_trials=n_trials, seed=seed, device=self.device,
+                                                dtype=getattr(torch, self.dtype), mode=mode,
+                                                first_trial=first_trial, retain_scores=1))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         return support.trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
@@ -245,6 +246,7 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
 
     import bounds
     from empirical.data import removal_request
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
 
     gamma_value = gamma_of("logistic", tight=gamma == "tight")
@@ -254,7 +256,7 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
     torch.set_num_threads(1)
     try:
         result = run_guo(dataset, [removal_request([r]) for r in rows], config=config,
-                         n_trials=trials, seed=seed, retain_scores=1)
+                         options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
     finally:
         torch.set_num_threads(previous)
     n_before = dataset.n - np.arange(removals)  # n before the k-th removal
@@ -286,6 +288,7 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
 
     import bounds
     from empirical.data import removal_request
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
 
     budget_bound = bounds.get("guo2020:alg2/budget")
@@ -299,8 +302,8 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
                                                epsilon=epsilon, delta=delta).lower
                 config = GuoConfig(lam=lam, sigma=sigma, budget=float(budget),
                                    gamma=gamma_of("logistic", tight=gamma == "tight"))
-                result = run_guo(dataset, requests, config=config, n_trials=trials, seed=seed,
-                                 retain_scores=1)
+                result = run_guo(dataset, requests, config=config,
+                                 options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
                 first = [int(np.argmax(r)) if r.any() else removals
                          for r in result.retrained_at.astype(bool)]
                 counts[i, j] = float(np.mean(first))

@@ -37,7 +37,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -46,6 +46,7 @@ from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialOptions,
     TrialResult,
     batch_gradient,
     check_config,
@@ -56,7 +57,7 @@ from empirical.mechanisms.common import (
     prepare_mechanism,
     result_fields,
 )
-from empirical.models import LinearModel, TrialModel, clip_scale, pairwise_dot
+from empirical.models import LinearModel, clip_scale, pairwise_dot
 from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [
@@ -266,33 +267,21 @@ def run_noisy_gd(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: NoisyGDConfig,
-    n_trials: int,
-    seed: int,
-    model: TrialModel | None = None,
+    options: TrialOptions,
     requester: Requester | None = None,
     adaptive_requests: int = 0,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
 ) -> NoisyGDResult:
     """Noisy-GD learn -> (adaptive requests, then ``request``) -> deletion, and the reference.
 
-    ``model`` defaults to logistic regression. With ``requester`` and ``adaptive_requests`` p,
+    With ``requester`` and ``adaptive_requests`` p,
     the requester issues p requests before the fixed ones, each after seeing the model the
     curator published last; the reference runs the same requester against its own published
-    models. On a given device and dtype,
-    trial i's numbers depend only on (seed, i), not on
-    ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
-    linear models).
+    models. On a given device and dtype, trial i's numbers depend only on (seed, i)
+    (:class:`TrialOptions`; bit for bit on CPU for the linear models).
     """
     if adaptive_requests < 0 or (adaptive_requests > 0) != (requester is not None):
         raise ValueError("give a requester exactly when adaptive_requests > 0")
-    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
+    setup = prepare_mechanism(dataset, request, options)
     model = setup.model
     fixed, resolved, versions, sets = setup.requests, setup.device, setup.versions, setup.sets
     unlearn_steps = config.unlearn_steps_for(adaptive_requests + len(fixed))
@@ -388,26 +377,26 @@ def run_noisy_gd(
                                 interaction(random, len(fixed), "reference", outputs), sets))
         return outputs
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = torch.empty((), dtype=setup.dtype).element_size()
     total_steps = config.learn_steps + sum(unlearn_steps)
     per_trial_data = (dataset.dim + 4) * n if adaptive_requests else 0
     bytes_per_trial = 2 * itemsize * (
         total_steps * n_params + model.workspace_elements(n) + 12 * n_params + 2 * per_trial_data
         + 4 * n * dataset.dim)  # the gathered full batch and its elementwise temporaries
-    if chunk_size is None and mode == "batched" and resolved.type == "cpu":
+    chunk_size = None
+    if options.mode == "batched" and resolved.type == "cpu":
         # Full-batch steps build [chunk, n, d] temporaries; on CPU they are fastest while they
         # stay near the caches (measured on digits: ~8-16 trials per chunk beat both 1 and 256).
-        chunk_size = chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
+        chunk_size = chunk_size_for(n_trials=options.n_trials, bytes_per_trial=bytes_per_trial,
                                     device=resolved, memory_budget=CPU_CACHE_BUDGET)
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, chunk_size=chunk_size)
     adaptive = outputs.get("curator/adaptive_indices",
-                           np.zeros((n_trials, 0, 0), dtype=np.int64))
+                           np.zeros((options.n_trials, 0, 0), dtype=np.int64))
     return NoisyGDResult(
         config=config,
         model_name=model.name,
         adaptive_indices=adaptive,
         n=n,
         num_params=n_params,
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
+        **result_fields(setup, outputs),
     )
