@@ -733,6 +733,7 @@ def sequential_epochs(
     alpha_min: float = 1.0,
     alpha_max: float = 1e8,
     certify: bool = True,
+    T: int | None = None,
 ) -> SequentialSchedule:
     """Least K_s for each of ``requests`` sequential single-point requests (Algorithm 6).
 
@@ -741,12 +742,26 @@ def sequential_epochs(
     same with the shift-optimised PABI factor), ``"authors-code"`` (the released code behind
     Figure 3d: paper factor for request 1, optimal-shift afterwards, no 2R cap) and
     ``"alg6/as-printed"`` (constant Z_B; does NOT certify requests after the first, erratum E4).
+    ``"time-shift"`` and ``"thm3.2+thm3.11"`` certify against retraining for the finite burn-in
+    ``T`` (give T and R) at Theorem 3.11's distance started from 2R c^{Tn/b}, with
+    ``chien2024:thm3.2+thm3.11/sequence/time-shift`` (docs/improved.md (e)) or Theorem 3.2's
+    weak triangle (``chien2024:thm3.2+thm3.11/sequence``); the other methods assume a converged
+    learner.
     With ``certify`` every request's epsilon is re-checked in interval arithmetic.
     """
-    if method not in SEQUENTIAL_METHODS:
-        raise BoundError(f"unknown method {method!r}; choose one of {sorted(SEQUENTIAL_METHODS)}")
+    methods = sorted([*SEQUENTIAL_METHODS, *FINITE_BURN_IN_METHODS])
+    if method not in methods:
+        raise BoundError(f"unknown method {method!r}; choose one of {methods}")
     if not (isinstance(requests, int) and requests >= 1):
         raise BoundError(f"requests must be a positive integer, got {requests!r}")
+    if method in FINITE_BURN_IN_METHODS:
+        return _finite_burn_in_schedule(
+            method=method, requests=requests, epsilon=epsilon, delta=delta, sigma=sigma, eta=eta,
+            m=m, L=L, M=M, n=n, b=b, R=R, T=T, conversion=conversion, alpha_min=alpha_min,
+            alpha_max=alpha_max, certify=certify,
+        )
+    if T is not None:
+        raise BoundError(f"method {method!r} assumes a converged learner and takes no T")
     first_id, rest_id, grow, cap = SEQUENTIAL_METHODS[method]
     if cap and R is None:
         raise BoundError(f"method {method!r} caps distances at 2R: give R")
@@ -1008,3 +1023,142 @@ def sequence_start_distance(*, eta: Any, m: Any, M: Any, n: int, b: int, T: int,
                 z = contraction ** (epochs[position - 1] * per_epoch) * z
             z = interval_min(z + interval_min(size * step, two_r), two_r)
         return interval_endpoints(z)[1]
+
+
+# ----------------------------------------------------------------------------------------------
+# Finite burn-in without the weak triangle: the time-shift coupling (docs/improved.md (e))
+# ----------------------------------------------------------------------------------------------
+
+Z_LEARN = sp.Min(geometric_sum_ratio(T) * 2 * eta * M / b, 2 * R)  # Lemma 3.3, worst batch
+
+
+def time_shift_distance(start: sp.Expr) -> sp.Expr:
+    """c^{Kn/b} times the W_inf bound between the two start laws of the last K epochs on D'.
+
+    For K <= T: min(start + 2R c^{(T-K)n/b}, 2R) c^{Kn/b}, written as
+    min(start c^{Kn/b} + 2R c^{Tn/b}, 2R c^{Kn/b}) so that no power has a negative exponent. For
+    K > T retraining has only T epochs to compare: 2R c^{Tn/b}, which is the first term's floor.
+    """
+    return sp.Min(start * c ** (K * P) + 2 * R * c ** (T * P), 2 * R * c ** (sp.Min(K, T) * P))
+
+
+_TIME_SHIFT_ASSUMPTIONS = (
+    "retraining runs Algorithm 1 on D' for the same T epochs, from the same initial law nu_0 "
+    "and with the same mini-batch sequence B and step size as learning and unlearning, so T "
+    "retraining epochs are T - K epochs followed by K epochs of the same D' epoch kernel",
+)
+
+THM32_TIME_SHIFT = register(Bound(
+    id="chien2024:thm3.2/time-shift",
+    title="Rényi unlearning of PNSGD at finite burn-in T without the weak triangle (time-shift "
+          "coupling)",
+    citation=cite("Theorem 3.2 (improved)", "derivation in docs/improved.md, section (e)"),
+    parameters=THM32.parameters,
+    expression=alpha * time_shift_distance(Z_LEARN) ** 2 / (2 * eta * sigma**2),
+    guarantee=RENYI_RU,
+    preconditions=COMMON_PRE + (Precondition(sp.Le(1, T), "at least one learning epoch"),),
+    assumptions=STRONGLY_CONVEX + PNSGD_SETTING + _TIME_SHIFT_ASSUMPTIONS,
+    variant="improved",
+    monotone={"sigma": "decreasing", "K": "decreasing", "alpha": "increasing", "M": "increasing",
+              "R": "increasing"},
+    notes=(
+        "Unlearning (T epochs on D, then K on D') and retraining (T epochs on D') are the same K "
+        "epochs on D' started from nu_T^D and nu_{T-K}^{D'}, at W_inf distance at most "
+        "Z_learn(T) + 2R c^{(T-K)n/b} (Lemma 3.3 plus a synchronous coupling), capped at 2R; "
+        "Lemma 2.6 then applies once, at order alpha.",
+        "Never above Theorem 3.2: alpha (a + b)^2 <= 2 alpha (a^2 + b^2) and (alpha - 1/2)/(alpha "
+        "- 1) > 1. The term 2R c^{Tn/b} is a floor no K removes (it is the burn-in's own).",
+        "Keeps the papers' denominator 2 eta sigma^2 (erratum E2: valid, twice what the "
+        "algorithm's noise gives).",
+    ),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1},
+))
+
+THM32_TIME_SHIFT_SEQUENCE = register(Bound(
+    id="chien2024:thm3.2+thm3.11/sequence/time-shift",
+    title="Rényi unlearning of the last of a sequence of requests at finite burn-in T without the "
+          "weak triangle (time-shift coupling with Theorem 3.11's recursion)",
+    citation=cite("Theorem 3.2 with Theorem 3.11 (improved)",
+                  "derivation in docs/improved.md, section (e)"),
+    parameters=THM32_SEQUENCE.parameters,
+    expression=alpha * time_shift_distance(symbols("Z")[0]) ** 2 / (2 * eta * sigma**2),
+    guarantee=RENYI_RU,
+    preconditions=THM32_TIME_SHIFT.preconditions,
+    assumptions=THM32_SEQUENCE.assumptions + _TIME_SHIFT_ASSUMPTIONS,
+    variant="improved",
+    monotone={"sigma": "decreasing", "K": "decreasing", "Z": "increasing", "alpha": "increasing"},
+    notes=(
+        "Z bounds W_inf between the law at the start of the last request and the stationary law "
+        "of the final dataset (sequence_start_distance); Lemma 3.4 adds 2R c^{(T-K)n/b} for the "
+        "retraining law T - K epochs in.",
+        "Never above chien2024:thm3.2+thm3.11/sequence at the same Z.",
+    ),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1, "Z": "1/100"},
+))
+
+
+FINITE_BURN_IN_METHODS = {
+    "time-shift": "chien2024:thm3.2+thm3.11/sequence/time-shift",
+    "thm3.2+thm3.11": "chien2024:thm3.2+thm3.11/sequence",
+}
+
+
+def _finite_burn_in_schedule(*, method: str, requests: int, epsilon: float, delta: float,
+                             sigma: Any, eta: Any, m: Any, L: Any, M: Any, n: int, b: int, R: Any,
+                             T: Any, conversion: str, alpha_min: float, alpha_max: float,
+                             certify: bool) -> SequentialSchedule:
+    """Least K_s per request under a finite-burn-in certificate (``sequential_epochs``)."""
+    if R is None or T is None:
+        raise BoundError(f"method {method!r} compares with retraining for T epochs from a law "
+                         "on C_R: give T and R")
+    bound = get(FINITE_BURN_IN_METHODS[method])
+    exact = resolve_values({"sigma": sigma, "eta": eta, "m": m, "L": L, "M": M, "n": n, "b": b,
+                            "T": T, "R": R}, context="sequential_epochs")
+    bound.check({**exact, "alpha": sp.Integer(2), "K": sp.Integer(1), "Z": sp.Integer(0)})
+    floats = {k: float(v) for k, v in exact.items()}
+    epochs: list[int] = []
+    distances: list[float] = []
+    epsilons: list[float] = []
+    alphas: list[float] = []
+    for _ in range(requests):
+        # Theorem 3.11's recursion from 2R c^{Tn/b}, with the epochs chosen so far (the last
+        # entry of ``epochs`` is a placeholder: it is this request's K).
+        z_upper = sequence_start_distance(
+            eta=exact["eta"], m=exact["m"], M=exact["M"], n=int(exact["n"]), b=int(exact["b"]),
+            T=int(exact["T"]), R=exact["R"], sizes=[1] * (len(epochs) + 1), epochs=[*epochs, 1])
+        z_exact = sp.Integer(int(z_upper.man)) * sp.Integer(2) ** int(z_upper.exp) if z_upper else 0
+
+        def meets(k: int, z: float = float(z_upper)) -> bool:
+            eps, _ = dp_epsilon_float(bound, delta=delta, conversion=conversion,
+                                      params={**floats, "Z": z, "K": k},
+                                      alpha_min=alpha_min, alpha_max=alpha_max)
+            return eps <= epsilon
+
+        k = least_integer(meets, start=1)
+        if certify:
+            conv = best_epsilon(bound, delta=delta, conversion=conversion, alpha_min=alpha_min,
+                                alpha_max=alpha_max, **exact, Z=z_exact, K=k)
+            while conv.epsilon > epsilon:  # float search a hair optimistic: one more epoch
+                k += 1
+                conv = best_epsilon(bound, delta=delta, conversion=conversion,
+                                    alpha_min=alpha_min, alpha_max=alpha_max, **exact, Z=z_exact,
+                                    K=k)
+            epsilons.append(conv.epsilon)
+            alphas.append(conv.alpha)
+        epochs.append(k)
+        distances.append(float(z_upper))
+    return SequentialSchedule(
+        method=method,
+        epochs=tuple(epochs),
+        distances=tuple(distances),
+        epsilons=tuple(epsilons),
+        alphas=tuple(alphas),
+        certified=certify,
+        provenance={
+            "theorems": [bound.id, "chien2024:thm3.11", "chien2024:lem3.4"],
+            "method": method,
+            "burn_in_epochs": int(exact["T"]),
+            "conversion": conversion,
+            "alpha_range": [alpha_min, alpha_max],
+        },
+    )

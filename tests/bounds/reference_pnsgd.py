@@ -11,7 +11,7 @@ the engine's numerics shows up as a disagreement.
 Sources (seed 000 unless noted): Lemma 2.6 (PABI), Theorem 3.2, Lemmas 3.3/3.4, Corollaries
 3.7/3.8/3.10, Proposition 3.9, Lemma K.1, Theorem 3.11, Corollary J.1, Proposition N.2,
 Algorithms 5/7, Appendix P eqs. (96)-(100), Appendix O eqs. (93)-(95); the ``/optimal-shift``,
-``/exact-noise``, ``/tight`` and ``/capped`` forms follow docs/improved.md.
+``/exact-noise``, ``/tight``, ``/capped`` and ``/time-shift`` forms follow docs/improved.md.
 """
 
 from __future__ import annotations
@@ -143,6 +143,33 @@ def thm32_shift(p: Inputs) -> mpmath.mpf:
     first = 2 * v.alpha * (2 * v.R) ** 2 / (2 * var) * shift_factor(c, v.T * per_epoch)
     second = 2 * v.alpha * thm32_distance(v) ** 2 / (2 * var) * shift_factor(c, v.K * per_epoch)
     return weak_triangle(v.alpha, first, second)
+
+
+def _time_shift(v: P, start: mpmath.mpf) -> mpmath.mpf:
+    """docs/improved.md (e), by cases. K <= T: retraining is T - K epochs on D' and then the
+    same K epochs as unlearning, so PABI runs K n/b steps from W_inf <= min(start + 2R
+    c^{(T-K)n/b}, 2R). K > T: both outputs are T epochs on D' from laws on C_R, so PABI runs
+    T n/b steps from W_inf <= 2R."""
+    c, per_epoch = contraction(v), batches(v)
+    var = v.eta * v.sigma**2
+    if v.K <= v.T:
+        distance = min(start + 2 * v.R * power(c, (v.T - v.K) * per_epoch), 2 * v.R)
+        return pabi_term(v.alpha, distance, v.K * per_epoch, v, var)
+    return pabi_term(v.alpha, 2 * v.R, v.T * per_epoch, v, var)
+
+
+def thm32_time_shift(p: Inputs) -> mpmath.mpf:
+    """Start distance: Lemma 3.3 at the worst batch (j0 = n/b - 1) after T epochs."""
+    v = P(p)
+    c, per_epoch = contraction(v), batches(v)
+    learned = (2 * v.eta * v.M / v.b * (1 - power(c, v.T * per_epoch))
+               / (1 - power(c, per_epoch)))
+    return _time_shift(v, min(learned, 2 * v.R))
+
+
+def thm32_time_shift_sequence(p: Inputs) -> mpmath.mpf:
+    v = P(p)
+    return _time_shift(v, v.Z)
 
 
 def lem33(p: Inputs) -> mpmath.mpf:
@@ -393,6 +420,8 @@ REFERENCE: dict[str, Callable[[Inputs], mpmath.mpf]] = {
     "chien2024:thm3.2+thm3.11/sequence": thm32_sequence,
     "chien2024:thm3.2/capped": thm32_capped,
     "chien2024:thm3.2/optimal-shift": thm32_shift,
+    "chien2024:thm3.2/time-shift": thm32_time_shift,
+    "chien2024:thm3.2+thm3.11/sequence/time-shift": thm32_time_shift_sequence,
     "chien2024:lem3.3": lem33,
     "chien2024:lem3.4": lem34,
     "chien2024:cor3.7": cor37,

@@ -449,3 +449,159 @@ def test_tight_ratio_against_the_simulated_process(problem):
     assert exact > 0
     ratio = tight * mpf(1 - c ** (2 * big_n)) / mpf(exact)
     assert abs(ratio - 1) <= ENGINE_RELATIVE_ERROR, (ratio, exact)
+
+
+# --------------------------------------------------------------------------------------------
+# Finite burn-in: the time-shift certificate (docs/improved.md (e)) against the exact laws
+# --------------------------------------------------------------------------------------------
+#
+# Learning starts from nu_0 = N(x0, v) with v = 2 eta sigma^2/(1 - c^2), the fixed point of the
+# per-step variance map, so every law below is N(mean, v) exactly (in rationals) and
+# d_alpha = alpha (mean gap)^2/(2 v) in both directions. Without projection the laws are not on a
+# ball C_R; the proof uses R only through "two laws of the processes are at W_inf <= 2R", and for
+# Gaussians with one covariance W_inf is the mean gap. So R is taken as half the spread of the
+# means of every law the proof compares: they then all lie in one interval of length 2R, the
+# role C_R plays for PNSGD.
+
+
+@dataclass(frozen=True)
+class ExactIsotropic:
+    """The isotropic problem in rationals (each mpf of the drawn problem read exactly)."""
+
+    process: Quadratic
+    data: list
+    shift: Fraction
+    c: Fraction
+    variance: Fraction
+
+
+def _exact_isotropic(problem: Problem) -> ExactIsotropic:
+    def exact(value: object) -> Fraction:
+        return Fraction(_exact(value))
+
+    (h,) = (exact(x) for x in problem.process.h)
+    eta, sigma = exact(problem.process.eta), exact(problem.process.sigma)
+    c = 1 - eta * h
+    return ExactIsotropic(
+        process=Quadratic(h=(h,), eta=eta, sigma=sigma, b=problem.process.b),
+        data=[(exact(a),) for (a,) in problem.data],
+        shift=exact(problem.shift[0]),
+        c=c,
+        variance=2 * eta * sigma**2 / (1 - c**2),
+    )
+
+
+def _epoch_means(process: Quadratic, law: Gaussian, data: list, epochs: int) -> list[Gaussian]:
+    """The laws at epochs 0, 1, ..., ``epochs`` of PNSGD on ``data`` from ``law``."""
+    laws = [law]
+    for _ in range(epochs):
+        laws.append(process.steps(laws[-1], data, 1))
+    return laws
+
+
+def _stationary_exact(problem: ExactIsotropic, data: list, per_epoch: int) -> Gaussian:
+    zero = Gaussian((Fraction(0),), (Fraction(0),))
+    one_epoch = problem.process.steps(zero, data, 1)
+    contraction = problem.c**per_epoch
+    return Gaussian((one_epoch.mean[0] / (1 - contraction),), (problem.variance,))
+
+
+def _half_spread(laws: list[Gaussian]) -> Fraction:
+    means = [law.mean[0] for law in laws]
+    return (max(means) - min(means)) / 2
+
+
+def _exact_divergence(alpha: Fraction, p: Gaussian, q: Gaussian) -> Fraction:
+    assert p.var == q.var  # one covariance: no log-determinant term, both directions equal
+    return alpha * (p.mean[0] - q.mean[0]) ** 2 / (2 * p.var[0])
+
+
+@FEW
+@given(problems(isotropic=True), st.integers(1, 5), st.data())
+def test_time_shift_dominates_the_exact_divergence_at_finite_burn_in(problem, burn_in, data):
+    """Learn T epochs on D from nu_0, unlearn K epochs on D' (K up to T + 1, so both cases of the
+    bound are drawn); the exact d_alpha to retraining T epochs on D' from nu_0 never exceeds
+    chien2024:thm3.2/time-shift."""
+    q = _exact_isotropic(problem)
+    epochs = data.draw(st.integers(1, burn_in + 1), label="K")
+    index = data.draw(st.integers(0, problem.n - 1), label="replaced index")
+    start = Gaussian((Fraction(data.draw(st.integers(-40, 40), label="x0")),), (q.variance,))
+    updated = list(q.data)
+    updated[index] = (q.data[index][0] + q.shift,)
+    learning = _epoch_means(q.process, start, q.data, burn_in)
+    unlearning = _epoch_means(q.process, learning[-1], updated, epochs)
+    retraining = _epoch_means(q.process, start, updated, burn_in + epochs)
+    exact = _exact_divergence(Fraction(_exact(problem.alpha)), unlearning[-1], retraining[burn_in])
+    radius = _half_spread(learning + unlearning + retraining)
+    bound = bound_value("chien2024:thm3.2/time-shift",
+                        {**problem.params(), "K": epochs, "T": burn_in, "R": radius})
+    assert bound >= mpf(exact) * (1 - ENGINE_RELATIVE_ERROR), (bound, exact)
+
+
+@FEW
+@given(problems(isotropic=True), st.integers(2, 6), st.data())
+def test_time_shift_distance_is_attained_when_the_two_shifts_align(problem, burn_in, data):
+    """K < T, the replaced point in the last batch and x0 far on the side that makes Lemma 3.3's
+    gap and the burn-in gap point the same way: the mean gap is exactly c^{Kn/b}(Z_learn(T) +
+    2R c^{(T-K)n/b}) with 2R = W_inf(nu_K^{D'}, nu_0), so the declaration equals the exact
+    divergence times 2/(1 - c^2), PABI's own slack here (papers' 2 eta sigma^2, c^{2N})."""
+    q = _exact_isotropic(problem)
+    per_epoch = problem.per_epoch
+    epochs = data.draw(st.integers(1, burn_in - 1), label="K")
+    index = problem.n - problem.process.b  # slot 0 of the last batch
+    updated = list(q.data)
+    updated[index] = (q.data[index][0] + q.shift,)
+    sign = 1 if q.shift > 0 else -1
+    kick = 2 * q.process.eta * Fraction(_exact(problem.M)) / problem.process.b
+    learn_gap = kick / (1 - q.c**per_epoch)  # >= Lemma 3.3's gap at any T
+    far = 2 * learn_gap / ((1 - q.c ** (epochs * per_epoch))
+                           * (1 - q.c ** ((burn_in - epochs) * per_epoch))) + 1
+    x0 = _stationary_exact(q, updated, per_epoch).mean[0] + sign * far
+    start = Gaussian((x0,), (q.variance,))
+    learned = q.process.steps(start, q.data, burn_in)
+    unlearned = q.process.steps(learned, updated, epochs)
+    retrained = q.process.steps(start, updated, burn_in)
+    exact = _exact_divergence(Fraction(_exact(problem.alpha)), unlearned, retrained)
+    radius = abs(q.process.steps(start, updated, epochs).mean[0] - x0) / 2
+    bound = bound_value("chien2024:thm3.2/time-shift",
+                        {**problem.params(), "K": epochs, "T": burn_in, "R": radius})
+    ratio = bound * mpf((1 - q.c**2) / 2) / mpf(exact)
+    assert abs(ratio - 1) <= ENGINE_RELATIVE_ERROR, ratio
+
+
+@FEW
+@given(problems(isotropic=True, max_batches=3), st.integers(1, 4),
+       st.lists(st.integers(1, 5), min_size=1, max_size=4), st.integers(-30, 30))
+def test_time_shift_sequence_dominates_the_exact_divergence(problem, burn_in, schedule, x0):
+    """Learn T epochs on D_0 from nu_0; request s replaces the last point by a further +u and
+    runs K_s epochs on D_s (K_s may exceed T). After each request the exact d_alpha to retraining
+    T epochs on D_s from nu_0 never exceeds chien2024:thm3.2+thm3.11/sequence/time-shift at
+    sequence_start_distance's Z."""
+    from bounds.papers.chien2024 import sequence_start_distance
+
+    q = _exact_isotropic(problem)
+    alpha = Fraction(_exact(problem.alpha))
+    start = Gaussian((Fraction(x0),), (q.variance,))
+    datasets = [q.data]
+    for _ in schedule:
+        updated = list(datasets[-1])
+        updated[-1] = (updated[-1][0] + q.shift,)
+        datasets.append(updated)
+    chain = _epoch_means(q.process, start, q.data, burn_in)
+    compared = list(chain) + [_stationary_exact(q, d, problem.per_epoch) for d in datasets]
+    results = []
+    for s, epochs in enumerate(schedule, start=1):
+        unlearning = _epoch_means(q.process, chain[-1], datasets[s], epochs)
+        retraining = _epoch_means(q.process, start, datasets[s], burn_in)
+        chain += unlearning[1:]
+        compared += unlearning[1:] + retraining
+        results.append((s, epochs, unlearning[-1], retraining[-1]))
+    radius = _half_spread(compared)
+    for s, epochs, unlearned, retrained in results:
+        exact = _exact_divergence(alpha, unlearned, retrained)
+        z = sequence_start_distance(eta=q.process.eta, m=q.process.h[0], M=Fraction(_exact(problem.M)),
+                                    n=problem.n, b=problem.process.b, T=burn_in, R=radius,
+                                    sizes=[1] * s, epochs=list(schedule[:s]))
+        bound = bound_value("chien2024:thm3.2+thm3.11/sequence/time-shift",
+                            {**problem.params(), "K": epochs, "T": burn_in, "R": radius, "Z": z})
+        assert bound >= mpf(exact) * (1 - ENGINE_RELATIVE_ERROR), (s, bound, exact)
