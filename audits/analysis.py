@@ -6,8 +6,10 @@ threshold choice is covered by its strategy; with a Rényi certificate, each att
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
 Rényi tests); their levels are split evenly (Bonferroni), so all of them hold simultaneously with
-probability at least ``confidence``. The verdict is VIOLATION, CONSISTENT or INCONCLUSIVE (no test
-could have exceeded the certificate; docs/audits.md, "Verdicts and statuses"). Data-dependent
+probability at least ``confidence``. The verdict is VIOLATION, CONSISTENT or INCONCLUSIVE: no test
+of the design as run exceeds the certificate even on the two worlds' scores pulled apart (the
+reference violation, :func:`_pulled_apart`; docs/audits.md, "Verdicts and statuses"). A
+certificate is tested only in the direction it states (:func:`_privacy_direction`). Data-dependent
 attack parameters (the projection direction) come from pilot trials with their own seed, never
 used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
@@ -126,8 +128,15 @@ DIRECTIONS = ("both", "greater", "less")
 # their threshold / bins (a seeded random subset, independent of the tested scores).
 PILOT_THRESHOLD_FRACTION = 0.05
 RENYI_PILOT_FRACTION = 0.1
+# Least pilot of the pilot-threshold statistic per side: its normal fits need two scores.
+_PILOT_THRESHOLD_MIN = 2
 # Smallest number of trials per side for which the histogram test is run.
 _RENYI_MIN_TRIALS = 20
+
+
+def _pilot_size(n: int) -> int:
+    """Pilot trials per side of the pilot-threshold statistic: 5%, and at least 2."""
+    return max(_PILOT_THRESHOLD_MIN, int(round(PILOT_THRESHOLD_FRACTION * n)))
 
 
 def _orientations(statistic: str, direction: str) -> tuple[str, ...]:
@@ -147,8 +156,15 @@ def _test_family(attacks: list[_AttackScores], *, statistics: Sequence[str], dir
     return len(attacks) * per_attack, n_renyi
 
 
+def _privacy_direction(certificate: Certificate) -> str:
+    """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
+    P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
+    D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
+    return "forward" if certificate.renyi_direction == "forward" else "both"
+
+
 def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
-                     alpha_each: float, seed: int):
+                     alpha_each: float, seed: int, privacy_direction: str):
     from empirical import statistics as st
     from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
@@ -157,23 +173,63 @@ def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delt
         u, r = -u, -r  # "score <= t says unlearned" is "-score >= -t"
     if name == "pilot-threshold":
         return pilot_epsilon_lower_bound(
-            u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
+            u, r, delta=delta, alpha=alpha_each, pilot_fraction=_pilot_size(u.size) / u.size,
             seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
-            both_orientations=orientation == "both")
+            both_orientations=orientation == "both", direction=privacy_direction)
     return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
-                                  strategy=_strategy(name, seed))
+                                  strategy=_strategy(name, seed), direction=privacy_direction)
+
+
+def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
+                  above: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The two worlds' scores moved apart: every unlearned score shifted past every retrained
+    one (above or below), each world keeping its own scores up to the shift. Scores already
+    apart that way are returned unchanged, so the tests give on them what they gave on the
+    data. This is the reference violation of the verdict: what a mechanism with no privacy at
+    all through this attack looks like to the design as run."""
+    u, r = unlearned, retrained
+    overlap = float(r.max() - u.min()) if above else float(u.max() - r.min())
+    if overlap < 0:
+        return u, r
+    # A gap wider than both spreads, so that a pilot's normal fits put their threshold in it.
+    gap = overlap + float(np.ptp(u)) + float(np.ptp(r))
+    gap = gap if gap > 0 else max(1.0, abs(float(u.max())), abs(float(r.max())))
+    return (u + gap, r) if above else (u - gap, r)
+
+
+def _above(attack: _AttackScores, orientation: str) -> bool:
+    """The side the reference violation moves the unlearned scores to for one orientation (an
+    orientation-free test takes the side their mean lies on)."""
+    if orientation in ("greater", "less"):
+        return orientation == "greater"
+    return float(attack.unlearned.mean()) >= float(attack.retrained.mean())
 
 
 def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], delta: float,
                   confidence: float, seed: int, direction: str, alpha_each: float,
-                  family: int) -> tuple[list[dict], float]:
-    """Every (attack, statistic, orientation) lower bound at level ``alpha_each``."""
+                  family: int, privacy_direction: str,
+                  notes: list[str]) -> tuple[list[dict], float]:
+    """Every (attack, statistic, orientation) lower bound at level ``alpha_each``, and the
+    largest of their reaches (each test run on the scores pulled apart, :func:`_pulled_apart`)."""
     entries = []
+    reach = 0.0
     for attack in attacks:
         for name in statistics:
             for orientation in _orientations(name, direction):
-                lb = _one_lower_bound(attack, name=name, orientation=orientation, delta=delta,
-                                      alpha_each=alpha_each, seed=seed)
+                try:
+                    lb = _one_lower_bound(attack, name=name, orientation=orientation,
+                                          delta=delta, alpha_each=alpha_each, seed=seed,
+                                          privacy_direction=privacy_direction)
+                except ValueError as error:
+                    notes.append(f"statistic {name} not run for attack {attack.name}: {error}")
+                    continue
+                u, r = _pulled_apart(attack.unlearned, attack.retrained,
+                                     above=_above(attack, orientation))
+                apart = _AttackScores(attack.name, u, r, None, attack.details)
+                test_reach = float(_one_lower_bound(
+                    apart, name=name, orientation=orientation, delta=delta,
+                    alpha_each=alpha_each, seed=seed, privacy_direction=privacy_direction).epsilon)
+                reach = max(reach, test_reach)
                 above = lb.positive_above if orientation != "less" else not lb.positive_above
                 threshold = lb.threshold if orientation != "less" else -lb.threshold
                 entries.append({
@@ -185,6 +241,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                     "confidence": 1.0 - alpha_each,
                     "details": {
                         "delta": delta,
+                        "certificate_direction": privacy_direction,
                         "strategy": getattr(lb, "strategy", name),
                         "score_direction": {"greater": "higher score = unlearned",
                                             "less": "lower score = unlearned",
@@ -198,6 +255,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                         "fpr_upper": lb.fpr_upper,
                         "fnr_upper": lb.fnr_upper,
                         "rules_considered": getattr(lb, "n_rules_considered", 1),
+                        "reach": test_reach,
                         "family_size": family,
                         "alpha_each": alpha_each,
                         "confidence_each": 1.0 - alpha_each,
@@ -205,24 +263,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                         **attack.details,
                     },
                 })
-    ceiling = max((_epsilon_ceiling(n_u=attacks[0].unlearned.size, n_r=attacks[0].retrained.size,
-                                    name=name, delta=delta, alpha_each=alpha_each, seed=seed)
-                   for name in statistics), default=0.0) if attacks else 0.0
-    return entries, float(ceiling)
-
-
-def _epsilon_ceiling(*, n_u: int, n_r: int, name: str, delta: float, alpha_each: float,
-                     seed: int) -> float:
-    """Largest epsilon lower bound ``name`` can give with these trials (perfect separation)."""
-    from empirical import statistics as st
-
-    if name == "pilot-threshold":
-        tested_u = n_u - int(round(PILOT_THRESHOLD_FRACTION * n_u))
-        tested_r = n_r - int(round(PILOT_THRESHOLD_FRACTION * n_r))
-        return st.max_certifiable_epsilon(n_positive=max(tested_u, 1), n_negative=max(tested_r, 1),
-                                          delta=delta, alpha=alpha_each, strategy=None).epsilon
-    return st.max_certifiable_epsilon(n_positive=n_u, n_negative=n_r, delta=delta,
-                                      alpha=alpha_each, strategy=_strategy(name, seed)).epsilon
+    return entries, reach
 
 
 def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
@@ -245,7 +286,7 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
     independent of the counts tested; each test holds at level ``alpha_each`` for every order and
     both divergence directions at once (one simultaneous box event).
     """
-    from empirical.renyi_audit import max_renyi_lower_bound, renyi_audit
+    from empirical.renyi_audit import renyi_audit
 
     curve = _effective_curve(certificate)
     orders = [a for a, _ in curve]
@@ -256,13 +297,16 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
         n_u, n_r = attack.unlearned.size, attack.retrained.size
         if min(n_u, n_r) < _RENYI_MIN_TRIALS:
             continue
-        result = renyi_audit(attack.unlearned, attack.retrained, certified=certified.__getitem__,
-                             two_sided=two_sided, orders=orders, beta=alpha_each,
-                             pilot_fraction=RENYI_PILOT_FRACTION,
-                             seed=derived_seed(seed, f"renyi-bins|{attack.name}"))
+        settings = dict(certified=certified.__getitem__, two_sided=two_sided, orders=orders,
+                        beta=alpha_each, pilot_fraction=RENYI_PILOT_FRACTION,
+                        seed=derived_seed(seed, f"renyi-bins|{attack.name}"))
+        result = renyi_audit(attack.unlearned, attack.retrained, **settings)
         c = result.curve
-        ceiling = max_renyi_lower_bound(n_p=sum(c.counts_p), n_q=sum(c.counts_q),
-                                        n_bins=len(c.counts_p), orders=orders, beta=alpha_each)
+        # The same test (same split, bin rule and level) on the scores pulled apart.
+        apart = renyi_audit(*_pulled_apart(attack.unlearned, attack.retrained,
+                                           above=_above(attack, "both")), **settings)
+        ceiling = [max(f, b) if two_sided else f
+                   for f, b in zip(apart.curve.forward, apart.curve.backward, strict=True)]
         out.append({
             "attack": attack.name,
             "kind": KIND_LOWER_BOUND,
@@ -279,7 +323,8 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
             "lower_backward": list(c.backward),
             "estimate_forward": [_finite(v) for v in c.estimate_forward],
             "estimate_backward": [_finite(v) for v in c.estimate_backward],
-            "ceiling": list(ceiling),
+            "ceiling": ceiling,
+            "could_refute": apart.violation,
             "violating_orders": list(result.violating_orders),
             "violation": result.violation,
             "edges": list(c.edges),
@@ -291,49 +336,95 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
 
 
 def _renyi_could_refute(entry: Mapping[str, Any]) -> bool:
-    return any(cap > _number(cert) for cap, cert in zip(entry["ceiling"], entry["certified"],
-                                                       strict=True))
+    return bool(entry["could_refute"])
 
 
 def _number(value: float | str) -> float:
     return math.inf if value == "inf" else float(value)
 
 
+def _epsilon_ceiling(*, n: int, name: str, delta: float, alpha_each: float, seed: int,
+                     privacy_direction: str) -> float:
+    """An upper bound on every epsilon lower bound ``name`` can give with n trials per side,
+    whatever the scores (zero observed errors on the trials it tests)."""
+    from empirical import statistics as st
+
+    if name == "pilot-threshold":
+        tested = n - _pilot_size(n)
+        return st.max_certifiable_epsilon(n_positive=max(tested, 1), n_negative=max(tested, 1),
+                                          delta=delta, alpha=alpha_each, strategy=None,
+                                          direction=privacy_direction).epsilon
+    return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta, alpha=alpha_each,
+                                      strategy=_strategy(name, seed),
+                                      direction=privacy_direction).epsilon
+
+
+# Further draws of the reference violation that a planned number of trials must refute, each.
+_NEEDED_CONFIRMATIONS = 10
+_NEEDED_MAX = 10**7
+
+
 def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
-                   alpha_each: float, seed: int, n_now: int, renyi: bool) -> int | None:
-    """Smallest number of trials per side at which some test of this design (same tests, same
-    per-test level) could show a violation of the certificate, by doubling and bisection on the
-    ceilings; None when none can within 10^7 trials."""
+                   alpha_each: float, seed: int, n_now: int, renyi: bool,
+                   direction: str) -> int | None:
+    """Smallest number of trials per side (to 5%) at which this design -- the same tests,
+    orientations, pilot fractions, bin rule and per-test level -- shows a violation on the
+    reference violation: continuous scores of the two worlds lying apart (a mechanism with no
+    privacy through the attack; the tests' outcome on such scores depends only on their ranks,
+    not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
+    until :data:`_NEEDED_CONFIRMATIONS` further draws all refute; None when no size up to
+    10^7 refutes."""
     from fractions import Fraction
 
     from bounds.calibration import least_integer
     from bounds.errors import SolverError
-    from empirical.renyi_audit import max_renyi_lower_bound
+    from empirical.renyi_audit import renyi_audit
 
-    curve = _effective_curve(certificate) if renyi else []
+    privacy_direction = _privacy_direction(certificate)
+    curve = dict(_effective_curve(certificate)) if renyi else {}
 
-    def could_refute(n: int) -> bool:
-        eps = max(_epsilon_ceiling(n_u=n, n_r=n, name=name, delta=delta, alpha_each=alpha_each,
-                                   seed=seed) for name in statistics)
-        if eps > certificate.epsilon:
-            return True
+    def could_refute(n: int, draw: int) -> bool:
+        rng = np.random.default_rng([seed, n, draw])
+        u, r = 3.0 + rng.random(n), rng.random(n)
+        for name in statistics:
+            if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
+                                privacy_direction=privacy_direction) <= certificate.epsilon:
+                continue  # not even zero errors would refute: skip the run
+            for orientation in _orientations(name, direction):
+                side = -u if orientation == "less" else u
+                try:
+                    lb = _one_lower_bound(_AttackScores("reference", side, r, None, {}),
+                                          name=name, orientation=orientation, delta=delta,
+                                          alpha_each=alpha_each, seed=seed + draw,
+                                          privacy_direction=privacy_direction)
+                except ValueError:
+                    continue
+                if lb.epsilon > certificate.epsilon:
+                    return True
         if curve and n >= _RENYI_MIN_TRIALS:
-            tested = n - int(round(RENYI_PILOT_FRACTION * n))
-            # Order by order, stopping at the first that could refute (each costs a dual solve).
-            return any(max_renyi_lower_bound(n_p=tested, n_q=tested, orders=[order],
-                                             beta=alpha_each)[0] > cert for order, cert in curve)
+            return renyi_audit(u, r, certified=curve.__getitem__,
+                               two_sided=certificate.renyi_direction == "both",
+                               orders=list(curve), beta=alpha_each,
+                               pilot_fraction=RENYI_PILOT_FRACTION,
+                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}"),
+                               stop_at_violation=True).violation
         return False
 
     n = max(n_now, 1)
-    try:  # doubling from the trials run; 5% resolution is enough to plan a run
-        return least_integer(could_refute, start=n, hint=n, first_step=n, limit=10**7,
-                             resolution=Fraction(1, 20))
+    try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
+        high = least_integer(lambda k: could_refute(k, 0), start=n, hint=n, first_step=n,
+                             limit=_NEEDED_MAX, resolution=Fraction(1, 20))
     except SolverError:
         return None
+    while not all(could_refute(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
+        high = int(math.ceil(high * 1.05))
+        if high > _NEEDED_MAX:
+            return None
+    return high
 
 
 def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta: float,
-               seed: int, notes: list[str]) -> list[dict]:
+               seed: int, notes: list[str], privacy_direction: str) -> list[dict]:
     from empirical import divergence as dv
     from empirical import statistics as st
 
@@ -343,7 +434,7 @@ def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta
         for name in estimators:
             try:
                 if name == "plugin-epsilon":
-                    est = st.epsilon_estimate(u, r, delta=delta)
+                    est = st.epsilon_estimate(u, r, delta=delta, direction=privacy_direction)
                     value, interval, method = est.epsilon, None, est.method
                     label = f"plug-in epsilon at delta {delta:.3g}"
                 elif name == "auc":
@@ -381,7 +472,8 @@ def _thin_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[list[float], list[float
     return fpr[index].tolist(), tpr[index].tolist()
 
 
-def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str]) -> dict:
+def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str],
+           privacy_direction: str) -> dict:
     from empirical import statistics as st
 
     scores, roc = {}, {}
@@ -400,7 +492,8 @@ def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str]) -> d
             u, r = attack.per_example
             values = []
             for j in range(u.shape[1]):
-                est = st.epsilon_estimate(u[:, j], r[:, j], delta=delta).epsilon
+                est = st.epsilon_estimate(u[:, j], r[:, j], delta=delta,
+                                          direction=privacy_direction).epsilon
                 values.append(est if math.isfinite(est) else None)
             if any(v is None for v in values):
                 notes.append("per-example plug-in epsilon is infinite (perfect separation) for "
@@ -479,17 +572,19 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
         needed = trials_needed
         renyi_note = ""
         if renyi:
-            renyi_note = (" and the largest Rényi lower bound it could show (all tested scores of "
-                          "the two worlds in different bins) stays below the certified curve at "
-                          "every order")
+            renyi_note = (" and its Rényi test on those scores stays at or below the certified "
+                          "curve at every order")
         explanation = (
-            f"This audit of {n_trials} trials per side cannot show a violation: the largest "
-            f"epsilon it could show is {ceiling:.4g} (perfect separation), not above the "
-            f"certified {certified:.6g}{renyi_note}. Whatever the mechanism does, the verdict "
-            "would be the same, so it says nothing about the certificate. "
-            + (f"About {needed} trials per side would give the tests the power to detect a "
-               "violation (the smallest size whose ceiling exceeds the certificate; detecting a "
-               "small violation needs more)." if needed is not None else
+            f"This audit of {n_trials} trials per side could not have shown a violation: run on "
+            "the two worlds' scores pulled apart (what a mechanism with no privacy at all "
+            "through these attacks gives, with the same split, bins and levels), its largest "
+            f"epsilon lower bound is {ceiling:.4g}, not above the certified {certified:.6g}"
+            f"{renyi_note}. Even a mechanism leaking everything would not be refuted, so the "
+            "audit says nothing about the certificate. "
+            + (f"About {needed} trials per side would let it refute such a mechanism (the "
+               "smallest size at which these tests refute the certificate on scores lying apart, "
+               "confirmed on several draws; detecting a small violation needs more)."
+               if needed is not None else
                "No audit of up to 10^7 trials per side could show a violation.")
         )
     else:
@@ -530,6 +625,7 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
     scored = _attack_scores(main, pilot, attacks)
+    privacy_direction = _privacy_direction(certificate)
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
                                   renyi=use_renyi)
@@ -538,24 +634,26 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                      "the (epsilon, delta) bounds were run")
     family = max(1, n_eps + n_renyi)
     alpha_each = (1.0 - confidence) / family
-    lower_bounds, ceiling = _lower_bounds(scored, statistics=statistics, delta=delta,
-                                          confidence=confidence, seed=seed, direction=direction,
-                                          alpha_each=alpha_each, family=family)
+    lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=delta,
+                                        confidence=confidence, seed=seed, direction=direction,
+                                        alpha_each=alpha_each, family=family,
+                                        privacy_direction=privacy_direction, notes=notes)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
                          confidence=confidence) if use_renyi else []
-    could = ceiling > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
+    could = reach > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
         full = max(1, n_eps + (len(scored) if use_renyi else 0))
         needed = _trials_needed(certificate, statistics=statistics, delta=delta,
                                 alpha_each=(1.0 - confidence) / full, seed=seed,
-                                n_now=main.n_trials, renyi=use_renyi)
-    estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes)
-    plots = _plots(scored, delta=delta, notes=notes)
+                                n_now=main.n_trials, renyi=use_renyi, direction=direction)
+    estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes,
+                           privacy_direction=privacy_direction)
+    plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
     if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
         plots["extra"] = [dict(plot) for plot in extra_plots]
-    verdict = _verdict(certificate, lower_bounds, ceiling, confidence, renyi, family=family,
+    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, family=family,
                        alpha_each=alpha_each, trials_needed=needed, n_trials=main.n_trials)
     report = {
         "schema": SCHEMA_ID,
@@ -573,7 +671,7 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
             "device": device,
             "lower_bounds": lower_bounds,
             "estimates": estimates,
-            "max_certifiable_epsilon": _finite(ceiling),
+            "max_certifiable_epsilon": _finite(reach),
             "direction": direction,
             "renyi": renyi,
         },

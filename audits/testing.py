@@ -14,9 +14,11 @@
 report summary when an empirical lower bound exceeds the certificate, and also when the audit is
 INCONCLUSIVE (too few trials to ever show a violation: a pass would be vacuous) unless
 ``allow_inconclusive=True``. A pass is absence of evidence at the given confidence, and only as
-strong as the trials allow: the returned :class:`~audits.runner.AuditResult` says how large a
-violation the audit could have shown (``report["empirical"]["max_certifiable_epsilon"]`` and the
-Rényi ceilings in ``report["empirical"]["renyi"]``). :func:`assert_violation` is the reverse,
+strong as the trials allow: the returned :class:`~audits.runner.AuditResult` says what the
+audit would have shown against a mechanism with no privacy at all through its attacks (its tests
+on the two worlds' scores pulled apart: ``report["empirical"]["max_certifiable_epsilon"]`` and
+the Rényi curves ``ceiling`` in ``report["empirical"]["renyi"]``); such a mechanism never
+passes. :func:`assert_violation` is the reverse,
 for tests that check an audit catches a deliberately broken mechanism.
 
 The bound engine's hypothesis strategies (every public name of :mod:`bounds.strategies`, e.g.

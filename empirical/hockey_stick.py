@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
-from empirical.statistics.checks import check_probability
+from empirical.statistics.checks import check_probability, paired_permutations
 from empirical.statistics.thresholds import clopper_pearson_lower as cp_lower
 from empirical.statistics.thresholds import clopper_pearson_upper as cp_upper
 
@@ -121,7 +121,8 @@ def hockey_stick_lower_bound(
     beta = _check_level(beta, "beta")
     train_fraction = _check_level(train_fraction, "train_fraction")
     rng = np.random.default_rng(seed)
-    p, q = p[rng.permutation(p.shape[0])], q[rng.permutation(q.shape[0])]
+    order_p, order_q = paired_permutations(rng, p.shape[0], q.shape[0])
+    p, q = p[order_p], q[order_q]
     n_tp = int(round(train_fraction * p.shape[0]))
     n_tq = int(round(train_fraction * q.shape[0]))
     d = p.shape[1]

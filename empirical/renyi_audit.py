@@ -36,6 +36,7 @@ tested part is independent of the edges).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from empirical.statistics.checks import as_scores, check_probability
+from empirical.statistics.checks import as_scores, check_probability, paired_permutations
 from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
 
 __all__ = [
@@ -63,10 +64,13 @@ __all__ = [
 DEFAULT_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
 
 # Pooled-pilot quantile levels of the bin edges: both tails resolved to 1%, few enough bins (9)
-# that the Bonferroni correction stays mild (chosen on Gaussian pilots, see empirical.benchmarks.power).
+# that the Bonferroni correction stays mild (chosen on Gaussian pilots, see power_bench).
 DEFAULT_TAIL_LEVELS: tuple[float, ...] = (0.01, 0.05, 0.15, 0.35, 0.65, 0.85, 0.95, 0.99)
 
 _ROUNDING_SHRINK = 1e-9
+# A dual value this far (in log) from 1 is refined at its own scale (large orders; below this the
+# unscaled dual is well conditioned).
+_RESCALE_AT = 30.0
 
 
 @dataclass(frozen=True)
@@ -157,84 +161,150 @@ def simultaneous_boxes(counts: np.ndarray, *, gamma: float) -> tuple[np.ndarray,
 # The dual bound.
 
 
-def _edge_min_q_fixed(q0: np.ndarray, p_lo, p_hi, order: float, lam: float, nu: float) -> np.ndarray:
-    """min over p in [p_lo, p_hi] of p^a q0^(1-a) + lam p + nu q0 (convex in p)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if lam < 0:
-            p_star = q0 * (-lam / order) ** (1.0 / (order - 1.0))
-        else:
-            p_star = np.zeros_like(q0)
-        p = np.clip(p_star, p_lo, p_hi)
-        power = np.where(q0 > 0, p**order * q0 ** (1.0 - order), np.where(p > 0, np.inf, 0.0))
-    return power + lam * p + nu * q0
+def _log_terms(log_p: np.ndarray, log_q: np.ndarray, order: float, scale: float) -> np.ndarray:
+    """e^{-scale} p^order q^(1-order), computed from logarithms (p = 0 gives 0; q = 0 < p gives
+    +inf; overflow gives +inf, never NaN). Callers silence floating-point warnings."""
+    out = np.exp(order * log_p + (1.0 - order) * log_q - scale)
+    out = np.where(log_p == -np.inf, 0.0, out)
+    return np.where(np.isnan(out), np.inf, out)
 
 
-def _edge_min_p_fixed(p0: np.ndarray, q_lo, q_hi, order: float, lam: float, nu: float) -> np.ndarray:
-    """min over q in [q_lo, q_hi] of p0^a q^(1-a) + lam p0 + nu q (convex in q > 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if nu > 0:
-            q_star = ((order - 1.0) * p0**order / nu) ** (1.0 / order)
-        else:
-            q_star = np.full_like(p0, np.inf)
-        q = np.clip(q_star, q_lo, q_hi)
-        power = np.where(q > 0, p0**order * q ** (1.0 - order), np.where(p0 > 0, np.inf, 0.0))
-    return power + lam * p0 + nu * q
+def _log(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(x)
 
 
-def _dual_value(lam: float, nu: float, box_p, box_q, order: float) -> float:
-    """g(lam, nu): a lower bound on min F over (box_P ∩ simplex) x (box_Q ∩ simplex)."""
-    p_lo, p_hi = box_p
-    q_lo, q_hi = box_q
-    per_bin = np.minimum.reduce([
-        _edge_min_q_fixed(q_lo, p_lo, p_hi, order, lam, nu),
-        _edge_min_q_fixed(q_hi, p_lo, p_hi, order, lam, nu),
-        _edge_min_p_fixed(p_lo, q_lo, q_hi, order, lam, nu),
-        _edge_min_p_fixed(p_hi, q_lo, q_hi, order, lam, nu),
-    ])
+def _log_quiet(x: np.ndarray) -> np.ndarray:
+    return np.log(x)  # inside the dual, under the caller's np.errstate
+
+
+@dataclass(frozen=True)
+class _Boxes:
+    """Both boxes of one dual problem and their logarithms, stacked per edge: the edges with q
+    fixed at (q_lo, q_hi) and those with p fixed at (p_lo, p_hi)."""
+
+    p_lo: np.ndarray
+    p_hi: np.ndarray
+    q_fixed: np.ndarray  # [2, B]: q_lo, q_hi
+    p_fixed: np.ndarray  # [2, B]: p_lo, p_hi
+    q_lo: np.ndarray
+    q_hi: np.ndarray
+    log_q_fixed: np.ndarray
+    log_p_fixed: np.ndarray
+
+    @classmethod
+    def of(cls, box_p, box_q) -> _Boxes:
+        p_lo, p_hi = box_p
+        q_lo, q_hi = box_q
+        q_fixed = np.stack([q_lo, q_hi])
+        p_fixed = np.stack([p_lo, p_hi])
+        return cls(p_lo, p_hi, q_fixed, p_fixed, q_lo, q_hi, _log(q_fixed), _log(p_fixed))
+
+
+def _dual_value(lam: float, nu: float, boxes: _Boxes, order: float, scale: float) -> float:
+    """g(lam, nu) for the scaled objective e^{-scale} F: a lower bound on min e^{-scale} F over
+    (box_P ∩ simplex) x (box_Q ∩ simplex) (module docstring; the scale keeps large orders in
+    range: the bound on F is e^scale times the value). Call under np.errstate(all="ignore")."""
+    # Edges with q fixed: h is convex in p with stationary point
+    # log p* = log q + (log(-lam) + scale - log(order)) / (order - 1) when lam < 0.
+    if lam < 0:  # and -lam e^scale / order > 0
+        shift = (math.log(-lam) + scale - math.log(order)) / (order - 1.0)
+        p_star = np.exp(np.minimum(boxes.log_q_fixed + shift, 700.0))
+    else:
+        p_star = np.zeros_like(boxes.q_fixed)
+    p = np.clip(p_star, boxes.p_lo, boxes.p_hi)
+    first = _log_terms(_log_quiet(p), boxes.log_q_fixed, order, scale) + lam * p + nu * boxes.q_fixed
+    # Edges with p fixed: h is convex in q > 0 with stationary point
+    # log q* = (log(order - 1) - scale + order log p - log(nu)) / order when nu > 0.
+    if nu > 0:
+        q_star = np.exp(np.minimum((math.log(order - 1.0) - scale + order * boxes.log_p_fixed
+                                    - math.log(nu)) / order, 700.0))
+    else:
+        q_star = np.full_like(boxes.p_fixed, np.inf)
+    q = np.clip(q_star, boxes.q_lo, boxes.q_hi)
+    second = _log_terms(boxes.log_p_fixed, _log_quiet(q), order, scale) + lam * boxes.p_fixed + nu * q
+    per_bin = np.minimum(first.min(axis=0), second.min(axis=0))
     return float(np.sum(per_bin) - lam - nu)
 
 
 def _renyi_from_probabilities(p: np.ndarray, q: np.ndarray, order: float) -> float:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, p**order * q ** (1.0 - order), 0.0)
-    total = float(np.sum(terms))
-    return math.log(total) / (order - 1.0) if math.isfinite(total) else math.inf
+    """D_order(p || q) of two probability vectors, from logarithms (no overflow at large
+    orders): log sum_j p_j^order q_j^(1 - order) / (order - 1)."""
+    keep = p > 0
+    if np.any(q[keep] <= 0):
+        return math.inf
+    exponents = order * np.log(p[keep]) + (1.0 - order) * np.log(q[keep])
+    top = float(exponents.max())
+    return (top + math.log(float(np.sum(np.exp(exponents - top))))) / (order - 1.0)
+
+
+def _corner_scale(boxes: _Boxes, order: float) -> float:
+    """A rough log-size of F over the boxes (each bin's smallest corner term, summed in log
+    space), to start the dual where e^{-scale} F is of order one."""
+    with np.errstate(invalid="ignore"):
+        corners = np.stack([order * lp + (1.0 - order) * lq
+                            for lp in boxes.log_p_fixed for lq in boxes.log_q_fixed])
+    smallest = np.where(np.isnan(corners), -np.inf, corners).min(axis=0)  # p = 0: a zero term
+    finite = smallest[np.isfinite(smallest)]
+    if finite.size == 0:
+        return 0.0
+    top = float(finite.max())
+    return top + math.log(float(np.sum(np.exp(finite - top))))
 
 
 def histogram_renyi_lower_bound(box_p, box_q, *, order: float) -> float:
     """Valid lower bound on min D_order(p || q) over p in box_p ∩ simplex, q in box_q ∩ simplex.
 
-    Weak duality (module docstring): the best (lam, nu) found by Nelder-Mead from the
-    multipliers of the unconstrained optimum p = q, (-order, order - 1); any iterate is valid.
-    Returns 0 when the dual gives F <= 1 (D_alpha >= 0 always holds).
+    Weak duality (module docstring), evaluated in log space: with a scale s, every (lam, nu)
+    gives min F >= e^s g_s(lam, nu), where g_s is the dual of e^{-s} F. Nelder-Mead starts from
+    the multipliers of the unconstrained optimum p = q, (-order, order - 1), at s = 0; when that
+    finds no positive value (large orders overflow there) it restarts at a scale read off the
+    boxes' corners, and a positive value far from 1 is refined at the scale it indicates (the
+    multipliers rescaled with it, so the value carries over). Every iterate of every pass is a
+    valid bound; the largest is returned, 0 when none shows F > 1 (D_alpha >= 0 always holds).
     """
     order = float(order)
     if not (math.isfinite(order) and order > 1.0):
         raise ValueError(f"the Rényi order must be finite and > 1, got {order!r}")
-    box_p = tuple(np.asarray(b, dtype=np.float64) for b in box_p)
-    box_q = tuple(np.asarray(b, dtype=np.float64) for b in box_q)
-    best = -math.inf
+    boxes = _Boxes.of(tuple(np.asarray(b, dtype=np.float64) for b in box_p),
+                      tuple(np.asarray(b, dtype=np.float64) for b in box_q))
+    best_log = -math.inf  # log of the best lower bound on min F found so far
+    best_at: tuple[float, np.ndarray] | None = None
 
-    def negative_dual(x: np.ndarray) -> float:
-        nonlocal best
-        value = _dual_value(float(x[0]), float(x[1]), box_p, box_q, order)
-        if not math.isfinite(value):
-            return 1e300
-        best = max(best, value)
-        return -value
+    def run(scale: float, start: np.ndarray) -> None:
+        nonlocal best_log, best_at
+
+        def negative_dual(x: np.ndarray) -> float:
+            nonlocal best_log, best_at
+            value = _dual_value(float(x[0]), float(x[1]), boxes, order, scale)
+            if not math.isfinite(value):
+                return 1e300
+            if value > 0 and scale + math.log(value) > best_log:
+                best_log, best_at = scale + math.log(value), (scale, np.array(x, dtype=float))
+            return -value
+
+        # Nelder-Mead on the concave, piecewise-smooth dual; tolerances far below the resolution
+        # that matters for a divergence bound. A restart from its optimum guards against an
+        # early stall.
+        with np.errstate(all="ignore"):
+            result = optimize.minimize(negative_dual, start, method="Nelder-Mead",
+                                       options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 1000})
+            optimize.minimize(negative_dual, result.x, method="Nelder-Mead",
+                              options={"xatol": 1e-8, "fatol": 1e-11, "maxiter": 400,
+                                       "initial_simplex": result.x + np.array([[0, 0], [1e-3, 0],
+                                                                               [0, 1e-3]])})
 
     start = np.array([-order, order - 1.0])
-    # Nelder-Mead on the concave, piecewise-smooth dual; tolerances far below the resolution that
-    # matters for a divergence bound. A restart from its optimum guards against an early stall.
-    result = optimize.minimize(negative_dual, start, method="Nelder-Mead",
-                               options={"xatol": 1e-7, "fatol": 1e-10, "maxiter": 1000})
-    optimize.minimize(negative_dual, result.x, method="Nelder-Mead",
-                      options={"xatol": 1e-8, "fatol": 1e-11, "maxiter": 400,
-                               "initial_simplex": result.x + np.array([[0, 0], [1e-3, 0], [0, 1e-3]])})
-    floor = best * (1.0 - _ROUNDING_SHRINK)
-    if not (floor > 1.0):
+    run(0.0, start)
+    if best_at is None:
+        run(_corner_scale(boxes, order), start)
+    if best_at is not None and abs(best_log - best_at[0]) > _RESCALE_AT:
+        scale, x = best_at
+        run(best_log, x * math.exp(scale - best_log))
+    floor = best_log + math.log1p(-_ROUNDING_SHRINK)
+    if not (floor > 0.0):
         return 0.0
-    return math.log(floor) / (order - 1.0)
+    return floor / (order - 1.0)
 
 
 def _curve(counts_p, counts_q, *, orders: Sequence[float], beta: float,
@@ -310,34 +380,56 @@ def renyi_audit(
     pilot_fraction: float = 0.1,
     levels: Sequence[float] = DEFAULT_TAIL_LEVELS,
     seed: int = 0,
+    stop_at_violation: bool = False,
 ) -> RenyiAuditResult:
     """Test a certified Rényi curve alpha -> eps(alpha) against attack scores of two worlds.
 
     ``scores_p`` / ``scores_q`` are i.i.d. scores of the two worlds (e.g. unlearned and
-    retrained). A random ``pilot_fraction`` of each (permutation drawn from ``seed``, never from
-    the scores) fixes the bins and is discarded; the rest gives the simultaneous lower-bound
+    retrained). A random ``pilot_fraction`` of each (one permutation of the trials drawn from
+    ``seed``, never from the scores, so paired trials stay on the same side of the split) fixes
+    the bins and is discarded; the rest gives the simultaneous lower-bound
     curve. ``two_sided=True`` means the certificate caps both D(P || Q) and D(Q || P) (a
     Rényi difference as in Chien et al. 2024, Def. 2.1); then both directions are tested, else
     only D(P || Q). VIOLATION: some lower bound exceeds eps(alpha); the claim is refuted with
     probability of a false alarm <= beta (data-processing inequality + simultaneous boxes).
+    ``stop_at_violation=True`` evaluates the orders one at a time and stops at the first
+    violating one (the curve then holds only the orders evaluated): the verdict is the same,
+    for callers that only need it.
     """
     p = _as_scores(scores_p, "scores_p")
     q = _as_scores(scores_q, "scores_q")
     if not (0.0 < pilot_fraction < 1.0):
         raise ValueError(f"pilot_fraction must lie in (0, 1), got {pilot_fraction!r}")
     rng = np.random.default_rng(seed)
-    p, q = p[rng.permutation(p.size)], q[rng.permutation(q.size)]
+    order_p, order_q = paired_permutations(rng, p.size, q.size)
+    p, q = p[order_p], q[order_q]
     n_pp, n_pq = int(round(pilot_fraction * p.size)), int(round(pilot_fraction * q.size))
     if min(n_pp, n_pq) < 2 or n_pp >= p.size - 1 or n_pq >= q.size - 1:
         raise ValueError("pilot_fraction leaves too few pilot or tested scores")
     edges = pilot_bin_edges(p[:n_pp], q[:n_pq], levels=levels)
-    curve = renyi_lower_bound_curve(p[n_pp:], q[n_pq:], edges=edges, orders=orders, beta=beta)
+
+    def violating_orders(curve: RenyiLowerBoundCurve) -> tuple[float, ...]:
+        return tuple(
+            a for a, fwd, bwd in zip(curve.orders, curve.forward, curve.backward, strict=True)
+            if fwd > float(certified(a)) or (two_sided and bwd > float(certified(a)))
+        )
+
+    if stop_at_violation:
+        parts: list[RenyiLowerBoundCurve] = []
+        for order in orders:
+            parts.append(renyi_lower_bound_curve(p[n_pp:], q[n_pq:], edges=edges,
+                                                 orders=[order], beta=beta))
+            if violating_orders(parts[-1]):
+                break
+        curve = dataclasses.replace(parts[0], **{
+            name: tuple(v for part in parts for v in getattr(part, name))
+            for name in ("orders", "forward", "backward", "estimate_forward",
+                         "estimate_backward")})
+    else:
+        curve = renyi_lower_bound_curve(p[n_pp:], q[n_pq:], edges=edges, orders=orders,
+                                        beta=beta)
     certified_values = tuple(float(certified(a)) for a in curve.orders)
-    violating = tuple(
-        a for a, cert, fwd, bwd in zip(curve.orders, certified_values, curve.forward,
-                                       curve.backward, strict=True)
-        if fwd > cert or (two_sided and bwd > cert)
-    )
+    violating = violating_orders(curve)
     return RenyiAuditResult(
         violation=bool(violating),
         violating_orders=violating,

@@ -91,6 +91,11 @@ PRE_M_LE_L = Precondition(sp.Le(m, L), "strong convexity at most smoothness")
 PRE_BATCH = Precondition(sp.Le(b, n), "mini-batch no larger than the dataset")
 PRE_DIVIDES = Precondition(sp.Eq(sp.Mod(n, b), 0), "n divisible by b (drop the remainder)")
 PRE_J0 = Precondition(sp.Le(j0, n / b - 1), "j0 indexes one of the n/b batches")
+# Lemma 2.6 bounds the divergence after N >= 1 noisy iterations; with T = 0 the retrained model
+# is the initial law itself (a point mass for a fixed start), at infinite divergence from any
+# law with a density, so the burn-in term pabi(2 alpha, 2R, T n/b) has no justification there.
+PRE_BURN_IN = Precondition(sp.Le(1, T), "at least one learning epoch (T >= 1): Lemma 2.6 needs "
+                           "N >= 1 noisy iterations between the stationary and the retrained law")
 
 STRONGLY_CONVEX = (
     "for every d, f(.; d) is L-smooth, M-Lipschitz (or has gradient differences <= 2M, "
@@ -168,7 +173,7 @@ THM32 = register(Bound(
         pabi(2 * alpha, Z_THM32, K * P),
     ),
     guarantee=RENYI_RU,
-    preconditions=COMMON_PRE,
+    preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING,
     # Not monotone in T: when 2 eta M/(b(1 - c^{n/b})) > 2R the printed Z_B exceeds 2R and first
     # grows with T; chien2024:thm3.2/capped is non-increasing in T.
@@ -194,7 +199,7 @@ THM32_CAPPED = register(Bound(
         pabi(2 * alpha, sp.Min(Z_THM32, 2 * R), K * P),
     ),
     guarantee=RENYI_RU,
-    preconditions=COMMON_PRE,
+    preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=THM32.assumptions,
     variant="improved",
     monotone={"sigma": "decreasing", "K": "decreasing", "T": "decreasing"},
@@ -461,7 +466,7 @@ ALG5_PRINTED = register(Bound(
         pabi(2 * alpha, 2 * eta * M / (b * (1 - c**P)), K * P) + 2 * R * c ** (T * P),
     ),
     guarantee=RENYI_RU,
-    preconditions=COMMON_PRE,
+    preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=THM32.assumptions,
     variant="literal",
     monotone={"sigma": "decreasing", "K": "decreasing"},
@@ -560,7 +565,7 @@ THM32_SHIFT = register(Bound(
     guarantee=RENYI_RU,
     preconditions=COMMON_PRE + (
         Precondition(sp.Lt(0, m), "strong convexity (c < 1)"),
-        Precondition(sp.Le(1, T), "at least one learning epoch"),
+        PRE_BURN_IN,
     ),
     assumptions=THM32.assumptions,
     variant="improved",
@@ -979,7 +984,7 @@ THM32_SEQUENCE = register(Bound(
         pabi(2 * alpha, symbols("Z")[0], K * P),
     ),
     guarantee=RENYI_RU,
-    preconditions=COMMON_PRE,
+    preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING + (
         "Z is computed by sequence_start_distance in interval arithmetic: Lemma 3.4 (burn-in "
         "from a law on C_R), Lemma 3.3 with T -> infinity per request (S records: S times the "

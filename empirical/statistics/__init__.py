@@ -17,8 +17,9 @@ Every result is a frozen dataclass whose ``kind`` says what the number is:
 
 Public API
 ----------
-``epsilon_from_error_rates(*, fpr, fnr, delta)``
-    epsilon implied by one test's error rates (Kairouz, Oh, Viswanath 2015, Thm 2.1).
+``epsilon_from_error_rates(*, fpr, fnr, delta, direction)``
+    epsilon implied by one test's error rates (Kairouz, Oh, Viswanath 2015, Thm 2.1), from both
+    inequalities of the (epsilon, delta) region or only the forward one (``PRIVACY_DIRECTIONS``).
 ``clopper_pearson(*, successes, trials, confidence, sided)``
     exact binomial interval.
 ``BonferroniPareto``, ``SampleSplit``, ``FixedThreshold``
@@ -72,6 +73,7 @@ from empirical.statistics.checks import (
     KIND_ESTIMATE,
     KIND_INTERVAL,
     KIND_LOWER_BOUND,
+    PRIVACY_DIRECTIONS,
     as_finite_array,
     epsilon_from_error_rates,
 )
@@ -130,6 +132,7 @@ __all__ = [
     "NeurIPS2023ForgetQuality",
     "NeurIPS2023Score",
     "PilotEpsilonLowerBound",
+    "PRIVACY_DIRECTIONS",
     "ProportionInterval",
     "RocCurve",
     "SampleSplit",

@@ -17,7 +17,6 @@ KIND_CEILING = "ceiling"
 
 
 def check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
-    """``value`` as a float in the unit interval, each end open or closed as asked."""
     value = float(value)
     low_ok = value > 0.0 if open_low else value >= 0.0
     high_ok = value < 1.0 if open_high else value <= 1.0
@@ -28,12 +27,10 @@ def check_probability(value: float, name: str, *, open_low: bool, open_high: boo
 
 
 def check_alpha(alpha: float) -> float:
-    """``alpha`` as a level in (0, 1)."""
     return check_probability(alpha, "alpha", open_low=True, open_high=True)
 
 
 def check_delta(delta: float) -> float:
-    """``delta`` as a float in [0, 1)."""
     return check_probability(delta, "delta", open_low=False, open_high=True)
 
 
@@ -77,8 +74,18 @@ def as_scores(scores, name: str) -> np.ndarray:
     return as_finite_array(scores, name)
 
 
+def paired_permutations(rng: np.random.Generator, n_p: int,
+                        n_q: int) -> tuple[np.ndarray, np.ndarray]:
+    """Random orders of two samples for a pilot / held-out split, drawn as ONE permutation of
+    the row indices: row i of both samples (trial i of both worlds, which may share
+    randomness) lands in the same part whenever the parts have the same size, so a pilot never
+    leaks into the other side's tested rows. Unequal sizes keep each side's rows in the order
+    of the shared permutation (such samples are not paired)."""
+    order = rng.permutation(max(n_p, n_q))
+    return order[order < n_p], order[order < n_q]
+
+
 def check_count(value, name: str, *, minimum: int = 0) -> int:
-    """``value`` as an integer >= ``minimum`` (booleans refused)."""
     if isinstance(value, bool) or not float(value).is_integer():
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -107,13 +114,33 @@ def _log_ratio_term(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarra
     return out
 
 
-def epsilon_from_error_rates(*, fpr, fnr, delta: float):
+# Which inequalities of the (epsilon, delta) region a guarantee states: "both" (P and Q may be
+# swapped, as in the unlearning definitions of the seed papers) or "forward" (only
+# P(S) <= e^eps Q(S) + delta, P the positive law: a one-directional divergence bound).
+PRIVACY_DIRECTIONS = ("both", "forward")
+
+
+def check_direction(direction: str) -> str:
+    if direction not in PRIVACY_DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(PRIVACY_DIRECTIONS)}, got "
+                         f"{direction!r}")
+    return direction
+
+
+def epsilon_from_error_rates(*, fpr, fnr, delta: float, direction: str = "both"):
     """Smallest epsilon consistent with a test of error rates (fpr, fnr) at this delta.
 
-    (epsilon, delta)-indistinguishability (both directions, as in the unlearning definitions of
-    the seed papers) forces FPR + e^eps FNR >= 1 - delta and FNR + e^eps FPR >= 1 - delta
-    (Kairouz, Oh, Viswanath 2015, Thm 2.1), hence
-    eps >= max(0, log((1 - delta - FPR) / FNR), log((1 - delta - FNR) / FPR)).
+    The test says "positive" on a set S: P(S) = 1 - FNR under the positive law P, Q(S) = FPR
+    under the negative law Q. A guarantee P(S) <= e^eps Q(S) + delta for every S (the forward
+    direction) forces 1 - FNR <= e^eps FPR + delta, i.e. eps >= log((1 - delta - FNR) / FPR);
+    the reverse guarantee Q(S') <= e^eps P(S') + delta on the complement S' gives
+    eps >= log((1 - delta - FPR) / FNR) (Kairouz, Oh, Viswanath 2015, Thm 2.1).
+    ``direction="both"`` ((epsilon, delta)-indistinguishability, as in the unlearning
+    definitions of the seed papers) uses both, ``"forward"`` only the first: a forward-only
+    certificate says nothing about the reverse inequality, so using it would refute exactly
+    right certificates. Each term is non-increasing in both rates. (The forward inequality on
+    the complement, FNR <= e^eps (1 - FPR) + delta, is the first term of the reversed rule
+    "score <= t", which the audit tests as its own orientation.)
 
     Returns a float for scalar input, an array otherwise. Never NaN: a term whose numerator is
     not positive contributes 0; a zero rate facing a positive numerator gives +inf (exact: no
@@ -121,14 +148,14 @@ def epsilon_from_error_rates(*, fpr, fnr, delta: float):
     lower bounds built on this function are always finite.
     """
     delta = check_delta(delta)
+    direction = check_direction(direction)
     fpr_a = np.asarray(fpr, dtype=np.float64)
     fnr_a = np.asarray(fnr, dtype=np.float64)
     for name, arr in (("fpr", fpr_a), ("fnr", fnr_a)):
         if not np.all((arr >= 0.0) & (arr <= 1.0)):
             raise ValueError(f"{name} must lie in [0, 1]")
-    first = _log_ratio_term(1.0 - delta - fpr_a, fnr_a)
-    second = _log_ratio_term(1.0 - delta - fnr_a, fpr_a)
-    eps = np.maximum(0.0, np.maximum(first, second))
+    forward = _log_ratio_term(1.0 - delta - fnr_a, fpr_a)
+    eps = np.maximum(0.0, forward)
+    if direction == "both":
+        eps = np.maximum(eps, _log_ratio_term(1.0 - delta - fpr_a, fnr_a))
     return float(eps) if eps.ndim == 0 else eps
-
-

@@ -9,7 +9,8 @@ give an epsilon below the true one with probability >= 1 - alpha (Nasr et al. 20
 
 Why a pilot. Searching the threshold on the same counts costs a multiple-testing correction;
 a held-out half costs half the trials. Here a small random pilot (a few percent of each side,
-drawn by a seeded permutation, never by the scores) chooses the orientation and the threshold,
+drawn by one seeded permutation of the trials, so paired trials stay together, never by the
+scores) chooses the orientation and the threshold,
 and every remaining trial goes into one Clopper-Pearson step: the test is independent of the
 counts it is evaluated on, so no correction is needed. The pilot predicts the rates from normal
 fits to its scores (tail rates of order 1/N are invisible in a pilot's raw counts); a poor fit
@@ -17,8 +18,8 @@ only costs power, never validity.
 
 The limit. :func:`single_threshold_limit` is the best such bound one could get knowing the
 truth: the threshold chosen on the exact rates and Clopper-Pearson evaluated at the expected
-counts N * rate (a typical value, not a bound). It is the yardstick of audit power (the
-"single-threshold limit"); :mod:`empirical.benchmarks.power` measures ratios against it.
+counts N * rate (a typical value, not a bound). It is the yardstick of the issue ("single-
+threshold limit"); :mod:`empirical.power_bench` measures ratios against it.
 """
 
 from __future__ import annotations
@@ -30,7 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics.checks import as_scores, check_probability, epsilon_from_error_rates
+from empirical.statistics.checks import (
+    as_scores,
+    check_probability,
+    epsilon_from_error_rates,
+    paired_permutations,
+)
 from empirical.statistics.thresholds import (
     EpsilonLowerBound,
     clopper_pearson_upper,
@@ -83,6 +89,7 @@ def _best_rule(
     n_negative: int,
     delta: float,
     alpha: float,
+    direction: str = "both",
 ) -> tuple[float, float]:
     """(threshold, predicted epsilon) maximising the Clopper-Pearson bound at expected counts.
 
@@ -93,7 +100,8 @@ def _best_rule(
     fnr = np.clip(1.0 - tail_positive(grid), 0.0, 1.0)
     fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative, alpha / 2)
     fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive, alpha / 2)
-    eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta))
+    eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
+                                              direction=direction))
     i = int(np.argmax(eps))
     return float(grid[i]), float(eps[i])
 
@@ -119,6 +127,7 @@ def pilot_epsilon_lower_bound(
     pilot_fraction: float = 0.05,
     seed: int = 0,
     both_orientations: bool = True,
+    direction: str = "both",
 ) -> PilotEpsilonLowerBound:
     """epsilon lower bound at ``delta`` from one pilot-chosen threshold (module docstring).
 
@@ -128,7 +137,8 @@ def pilot_epsilon_lower_bound(
     counts, and one Clopper-Pearson step per rate at alpha/2 (Nasr et al. 2021, Sec. 3).
     Both orientations are compared on the pilot; only the chosen one is tested.
     ``both_orientations=False`` considers only "score >= t" (higher = positive), for callers that
-    state the score's direction in advance.
+    state the score's direction in advance. ``direction`` ("both" or "forward") names the
+    inequalities of the guarantee tested (:func:`empirical.statistics.epsilon_from_error_rates`).
     """
     positive = _as_scores(scores_positive, "scores_positive")
     negative = _as_scores(scores_negative, "scores_negative")
@@ -136,8 +146,8 @@ def pilot_epsilon_lower_bound(
     alpha = _check_open_unit(alpha, "alpha")
     pilot_fraction = _check_open_unit(pilot_fraction, "pilot_fraction")
     rng = np.random.default_rng(seed)
-    positive = positive[rng.permutation(positive.size)]
-    negative = negative[rng.permutation(negative.size)]
+    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    positive, negative = positive[order_pos], negative[order_neg]
     k_pos = int(round(pilot_fraction * positive.size))
     k_neg = int(round(pilot_fraction * negative.size))
     if min(k_pos, k_neg) < 2 or k_pos > positive.size - 2 or k_neg > negative.size - 2:
@@ -153,6 +163,7 @@ def pilot_epsilon_lower_bound(
         threshold, predicted = _best_rule(
             _normal_tail(*pos_fit), _normal_tail(*neg_fit), grid,
             n_positive=test_pos.size, n_negative=test_neg.size, delta=delta, alpha=alpha,
+            direction=direction,
         )
         if best is None or predicted > best[1]:
             best = (sign * threshold, predicted, sign > 0)
@@ -167,7 +178,8 @@ def pilot_epsilon_lower_bound(
     # The threshold was fixed on the pilot only, so the tested counts give a valid bound.
     fixed = epsilon_lower_bound_from_counts(
         false_positives=false_positives, n_negative=test_neg.size,
-        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha)
+        false_negatives=false_negatives, n_positive=test_pos.size, delta=delta, alpha=alpha,
+        direction=direction)
     return PilotEpsilonLowerBound(
         epsilon=float(fixed.epsilon),
         delta=delta,

@@ -20,8 +20,10 @@ from empirical.statistics.checks import (
     check_alpha,
     check_count,
     check_delta,
+    check_direction,
     check_probability,
     epsilon_from_error_rates,
+    paired_permutations,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -117,7 +119,8 @@ class BonferroniPareto:
 
 @dataclass(frozen=True)
 class SampleSplit:
-    """Choose the threshold on a random part of each sample, certify it on the rest.
+    """Choose the threshold on a random part of each sample, certify it on the rest (one
+    permutation of the trials for both samples, so paired trials stay on the same side).
 
     ``selection_fraction`` of each sample (rounded) picks the rule; the held-out part, which
     the choice never saw, certifies it at the full level alpha. The chosen rule may depend on
@@ -298,8 +301,8 @@ def _select_split(
     rng = np.random.default_rng(strategy.seed)
     k_pos = _split_sizes(positive.size, strategy.selection_fraction, "positive")
     k_neg = _split_sizes(negative.size, strategy.selection_fraction, "negative")
-    pos = rng.permutation(positive)
-    neg = rng.permutation(negative)
+    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    pos, neg = positive[order_pos], negative[order_neg]
     pos_sel, pos_cert = pos[:k_pos], pos[k_pos:]
     neg_sel, neg_cert = neg[:k_neg], neg[k_neg:]
     # Rank candidate rules on the selection part by the bound they would get at level alpha,
@@ -388,7 +391,6 @@ class EpsilonLowerBound(ThresholdTestBound):
 
 
 def check_strategy(strategy) -> ThresholdStrategy:
-    """``strategy`` if it is one of the threshold strategies, else a clear error."""
     if not isinstance(strategy, BonferroniPareto | SampleSplit | FixedThreshold):
         raise ValueError(
             "strategy must be BonferroniPareto(), SampleSplit(...) or FixedThreshold(...), "
@@ -405,6 +407,7 @@ def epsilon_lower_bound(
     alpha: float = 0.05,
     strategy: ThresholdStrategy | None = None,
     two_sided_threshold: bool = False,
+    direction: str = "both",
 ) -> EpsilonLowerBound:
     """Clopper-Pearson epsilon lower bound from attack scores (Nasr et al. 2021, Sec. 3).
 
@@ -416,15 +419,20 @@ def epsilon_lower_bound(
     ``strategy`` defaults to :class:`BonferroniPareto`. ``two_sided_threshold=True`` also tries
     rules ``score <= t`` (for attacks whose orientation is unknown), splitting alpha between
     the two orientations except under :class:`SampleSplit`, whose selection is free.
+    ``direction`` ("both" or "forward") names the inequalities of the guarantee being tested
+    (:func:`epsilon_from_error_rates`); "forward" bounds only P(S) <= e^eps Q(S) + delta with
+    the positives' law as P.
     """
     delta = check_delta(delta)
+    direction = check_direction(direction)
     alpha = check_alpha(alpha)
     strategy = check_strategy(BonferroniPareto() if strategy is None else strategy)
     positive = as_scores(scores_positive, "scores_positive")
     negative = as_scores(scores_negative, "scores_negative")
 
     def functional(fpr_hi, fnr_hi):
-        return np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta))
+        return np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
+                                                   direction=direction))
 
     choice = select_rule(
         positive,
@@ -451,13 +459,15 @@ def epsilon_lower_bound_from_counts(
     n_positive: int,
     delta: float,
     alpha: float = 0.05,
+    direction: str = "both",
 ) -> EpsilonLowerBound:
     """epsilon lower bound from the confusion counts of one test fixed in advance.
 
     The test must not have been chosen using these counts; alpha is split evenly between the
-    FPR and FNR bounds.
+    FPR and FNR bounds. ``direction`` as in :func:`epsilon_lower_bound`.
     """
     delta = check_delta(delta)
+    direction = check_direction(direction)
     alpha = check_alpha(alpha)
     n_negative = check_count(n_negative, "n_negative", minimum=1)
     n_positive = check_count(n_positive, "n_positive", minimum=1)
@@ -470,7 +480,8 @@ def epsilon_lower_bound_from_counts(
     fpr_hi = float(clopper_pearson_upper(false_positives, n_negative, alpha / 2))
     fnr_hi = float(clopper_pearson_upper(false_negatives, n_positive, alpha / 2))
     return EpsilonLowerBound(
-        epsilon=epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta),
+        epsilon=epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
+                                         direction=direction),
         delta=delta,
         confidence=1.0 - alpha,
         threshold=None,
@@ -518,9 +529,12 @@ def epsilon_estimate(
     *,
     delta: float,
     two_sided_threshold: bool = False,
+    direction: str = "both",
 ) -> EpsilonEstimate:
-    """Plug-in epsilon estimate (no confidence; see :class:`EpsilonEstimate`)."""
+    """Plug-in epsilon estimate (no confidence; see :class:`EpsilonEstimate`); ``direction``
+    as in :func:`epsilon_lower_bound`."""
     delta = check_delta(delta)
+    direction = check_direction(direction)
     positive = as_scores(scores_positive, "scores_positive")
     negative = as_scores(scores_negative, "scores_negative")
     best = EpsilonEstimate(
@@ -541,7 +555,10 @@ def epsilon_estimate(
         if not np.any(usable):
             continue
         eps = np.where(
-            usable, np.asarray(epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)), -1.0
+            usable,
+            np.asarray(epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta,
+                                                direction=direction)),
+            -1.0,
         )
         i = int(np.argmax(eps))
         if best.threshold is None or eps[i] > best.epsilon:
@@ -578,14 +595,17 @@ def max_certifiable_epsilon(
     alpha: float = 0.05,
     strategy: ThresholdStrategy | None = None,
     two_sided_threshold: bool = False,
+    direction: str = "both",
 ) -> EpsilonCeiling:
     """The epsilon lower bound that perfectly separated scores would get.
 
     No data can do better, so an audit whose claim to refute exceeds this value is too small
     to tell. ``strategy=None`` gives the most optimistic design (one pre-registered threshold);
-    pass the strategy actually used for its own ceiling.
+    pass the strategy actually used for its own ceiling. ``direction`` as in
+    :func:`epsilon_lower_bound`.
     """
     delta = check_delta(delta)
+    direction = check_direction(direction)
     alpha = check_alpha(alpha)
     n_positive = check_count(n_positive, "n_positive", minimum=1)
     n_negative = check_count(n_negative, "n_negative", minimum=1)
@@ -609,6 +629,7 @@ def max_certifiable_epsilon(
         fpr=float(clopper_pearson_upper(0, n_negative, gamma_neg)),
         fnr=float(clopper_pearson_upper(0, n_positive, gamma_pos)),
         delta=delta,
+        direction=direction,
     )
     return EpsilonCeiling(
         epsilon=eps,

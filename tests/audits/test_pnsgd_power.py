@@ -36,3 +36,14 @@ def test_broken_noise_is_refuted_at_200_trials_on_seed_2_and_calibrated_noise_is
     honest = run_audit(_pnsgd_demo(200, seed=2))
     assert honest.status == "CONSISTENT", honest.summary()
     assert honest.report["verdict"]["could_show_violation"]
+
+
+def test_an_audit_without_burn_in_is_refused_instead_of_certified():
+    """T = 0: the retrained model is the initial law, which Theorem 3.2's burn-in term does not
+    cover; the spec is refused with the theorem's condition, not certified and then refuted."""
+    from audits.runner import prepare_audit
+
+    data = demo_spec(trials=400).to_dict()
+    data["algorithm"] = {**data["algorithm"], "learn_epochs": 0}
+    with pytest.raises(ValueError, match="at least one learning epoch"):
+        prepare_audit(AuditSpec.from_dict(data))

@@ -132,3 +132,111 @@ def test_inconclusive_needs_no_power_at_all():
     assert result.status == "INCONCLUSIVE"
     assert result.report["verdict"]["trials_needed"] is None
     assert math.isfinite(result.report["empirical"]["max_certifiable_epsilon"])
+
+
+def _forward_certificate(epsilon: float, delta: float, divergence) -> Certificate:
+    orders = (1.5, 2.0, 4.0, 8.0, 32.0)
+    return Certificate(epsilon=epsilon, delta=delta, renyi_direction="forward",
+                       renyi_curve=tuple((a, divergence(a)) for a in orders))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_an_exactly_right_forward_certificate_is_not_refuted_by_the_reverse_direction(seed):
+    """Unlearned ~ Bernoulli(a), retrained ~ Bernoulli(b): the forward curve and the forward
+    (eps, delta) are exact; only the reverse direction (not certified) is large."""
+    a, b, delta = 0.001, 0.1, 1e-5
+
+    def divergence(order: float) -> float:
+        return math.log(a**order * b ** (1 - order)
+                        + (1 - a) ** order * (1 - b) ** (1 - order)) / (order - 1)
+
+    cert = _forward_certificate(math.log((1 - a - delta) / (1 - b)), delta, divergence)
+    rng = np.random.default_rng(100 + seed)
+    result = audit_scores(unlearned={"s": (rng.random(10_000) < a).astype(float)},
+                          retrained={"s": (rng.random(10_000) < b).astype(float)},
+                          certificate=cert, seed=seed)
+    assert result.status != "VIOLATION", result.summary()
+    assert result.max_lower_bound <= cert.epsilon
+    entries = result.report["empirical"]["lower_bounds"]
+    assert {e["details"]["certificate_direction"] for e in entries} == {"forward"}
+
+
+def test_a_point_mass_only_in_the_retrained_world_does_not_refute_a_forward_certificate():
+    """Retrained = 0.99 N(0, 1) + 0.01 at 12: D_alpha(unlearned || retrained) = log(1/0.99) at
+    every order and the forward (eps, delta) is (log(1/0.99), 0); the atom only breaks the
+    reverse direction, which the certificate does not state."""
+    w, delta = 0.01, 1e-5
+    value = -math.log(1 - w)
+    cert = _forward_certificate(value, delta, lambda order: value)
+    rng = np.random.default_rng(7)
+    n = 10_000
+    retrained = np.where(rng.random(n) < w, 12.0, rng.normal(0.0, 1.0, n))
+    result = audit_scores(unlearned={"s": rng.normal(0.0, 1.0, n)}, retrained={"s": retrained},
+                          certificate=cert)
+    assert result.status != "VIOLATION", result.summary()
+    # The same scores refute the symmetric claim: the atom is visible in the reverse direction.
+    both = Certificate(epsilon=value, delta=delta,
+                       renyi_curve=tuple((a, value) for a in (1.5, 2.0, 4.0, 8.0, 32.0)))
+    assert audit_scores(unlearned={"s": rng.normal(0.0, 1.0, n)}, retrained={"s": retrained},
+                        certificate=both).status == "VIOLATION"
+
+
+_GAUSSIAN_RDP = {"delta": 1e-5, "sensitivity": 1, "sigma": 1}
+
+
+def _no_privacy(n: int, seed: int) -> dict:
+    """Unlearned N(50, 1) against retrained N(0, 1): a mechanism with no privacy at all."""
+    rng = np.random.default_rng(seed)
+    return {"unlearned": {"s": rng.normal(50.0, 1.0, n)},
+            "retrained": {"s": rng.normal(0.0, 1.0, n)}}
+
+
+@pytest.mark.parametrize(("n", "seed"), [(30, 11), (50, 12), (100, 13), (200, 14), (200, 15)])
+def test_a_mechanism_with_no_privacy_is_never_consistent(n, seed):
+    """The design's reach is its tests run on the two worlds pulled apart; scores already apart
+    are their own reference, so they are refuted or the audit is INCONCLUSIVE, at any N."""
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    result = audit_scores(**_no_privacy(n, seed), certificate=cert, seed=seed, estimators=[])
+    assert result.status in ("VIOLATION", "INCONCLUSIVE"), result.summary()
+    assert result.report["verdict"]["could_show_violation"] == (result.status == "VIOLATION")
+    if result.status == "INCONCLUSIVE":
+        assert result.report["verdict"]["trials_needed"] > n
+
+
+@pytest.mark.slow  # 12 audits of a few hundred trials with their reach: ~1 min on one core
+def test_trials_needed_suffices_to_refute_a_mechanism_with_no_privacy():
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    small = audit_scores(**_no_privacy(50, 0), certificate=cert, estimators=[])
+    assert small.status == "INCONCLUSIVE"
+    needed = small.report["verdict"]["trials_needed"]
+    statuses = [audit_scores(**_no_privacy(needed, 100 + s), certificate=cert, seed=s,
+                             estimators=[]).status for s in range(12)]
+    assert statuses == ["VIOLATION"] * 12
+
+
+@dataclass(frozen=True)
+class _NoPrivacy:
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        rng = [np.random.default_rng([seed, i]) for i in range(first_trial, first_trial + n_trials)]
+        u = np.array([g.normal(50.0, 1.0) for g in rng])
+        r = np.array([g.normal(0.0, 1.0) for g in rng])
+        return TrialBatch(ModelOutputs(scores={"s": u}), ModelOutputs(scores={"s": r}))
+
+
+def test_assert_consistent_does_not_pass_a_mechanism_with_no_privacy():
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    with pytest.raises(AssertionError, match="INCONCLUSIVE|VIOLATION"):
+        assert_consistent(_NoPrivacy(), certificate=cert, trials=50)
+
+
+@pytest.mark.parametrize("n", [4, 12, 29])
+def test_pilot_threshold_gives_a_verdict_below_thirty_trials(n):
+    """Its pilot is 5% of the trials but at least 2 per side, so small audits still run."""
+    rng = np.random.default_rng(n)
+    result = audit_scores(unlearned={"s": rng.normal(3.0, 1.0, n)},
+                          retrained={"s": rng.normal(0.0, 1.0, n)},
+                          certificate=Certificate(epsilon=1.0, delta=1e-5),
+                          statistics=["pilot-threshold"], estimators=[])
+    assert result.status in STATUSES
+    entry, = result.report["empirical"]["lower_bounds"]
+    assert entry["details"]["n_positive (unlearned)"] == n - 2

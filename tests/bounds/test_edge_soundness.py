@@ -107,7 +107,7 @@ NON_MONOTONE = {"eta": "1/L", "m": "0.011264", "L": "0.261264", "M": 1, "n": 100
 
 def test_theorem_32_rises_with_T_and_claims_no_T_monotonicity():
     thm = bounds.get("chien2024:thm3.2")
-    eps = [best_epsilon(thm, delta=1e-5, **NON_MONOTONE, T=t).epsilon for t in (0, 3, 20)]
+    eps = [best_epsilon(thm, delta=1e-5, **NON_MONOTONE, T=t).epsilon for t in (1, 3, 20)]
     assert eps[1] > eps[0] and eps[1] > eps[2]
     assert "T" not in thm.monotone
     with pytest.raises(BoundError, match="not known to be monotone in T.*thm3.2/capped"):
@@ -123,7 +123,7 @@ def test_capped_theorem_32_answer_holds_for_every_larger_T():
     assert max(later) <= 0.95
     assert all(a >= b for a, b in zip(later, later[1:], strict=False))
     # never above the printed theorem
-    for t in (0, 3, 20):
+    for t in (1, 3, 20):
         printed = bounds.get("chien2024:thm3.2").evaluate(alpha=5, T=t, **NON_MONOTONE).value
         assert capped.evaluate(alpha=5, T=t, **NON_MONOTONE).value <= printed
 
@@ -210,7 +210,7 @@ def test_corollary_j1_at_contraction_zero_is_finite(lipschitz):
 def test_alg5_without_a_feasible_sigma_says_so():
     with pytest.raises(SolverError, match="no value of sigma"):
         calibrate("chien2024:alg5/as-printed", solve="sigma", epsilon=1, delta=1e-5,
-                  **TABLE3, K=1, T=0)
+                  **TABLE3, K=1, T=1)
 
 
 @pytest.mark.parametrize(("alpha_min", "alpha_max", "message"), [

@@ -79,3 +79,12 @@ def test_validation():
         pilot_epsilon_lower_bound(np.append(x, np.nan), x, delta=1e-3)
     with pytest.raises(ValueError, match="mu"):
         single_threshold_limit(mu=0.0, delta=1e-3, n=100)
+
+
+def test_pilot_split_keeps_paired_trials_together():
+    """Identical paired samples: with one permutation the tested rows of both sides are the
+    same trials, so a rule's false positives and false negatives add up to the tested count."""
+    scores = np.random.default_rng(4).normal(size=400)
+    result = pilot_epsilon_lower_bound(scores, scores.copy(), delta=1e-5, seed=9)
+    assert result.n_positive == result.n_negative
+    assert result.false_positives + result.false_negatives == result.n_positive

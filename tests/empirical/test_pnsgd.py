@@ -462,3 +462,14 @@ def test_trials_benchmark_at_mnist_shape():
                               learn_epochs=2)
     assert (report["n"], report["dim"], report["batch_size"]) == (11264, 784, 128)
     assert report["loop_matches_batched"] is True
+
+
+def test_zero_burn_in_retrains_to_the_initial_point_mass(digits):
+    """With T = 0 and a fixed start the retrained model never moves: its law is a point mass,
+    at infinite Rényi divergence from the noisy unlearned law, so no finite certificate holds
+    (Theorem 3.2 needs T >= 1; tests/bounds/test_chien2024.py)."""
+    request = replacement_request(digits, [0], seed=0)
+    result = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0, init_std=0.0),
+                       n_trials=4, seed=0)
+    assert np.all(result.retrained.params == 0.0)
+    assert np.all(np.linalg.norm(result.unlearned.params, axis=1) > 0)

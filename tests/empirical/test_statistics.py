@@ -554,6 +554,35 @@ def test_neurips_metric_rejects_bad_input():
         )
 
 
+def test_forward_epsilon_uses_only_the_stated_inequality():
+    # Bernoulli worlds P = Bernoulli(a), Q = Bernoulli(b); the rule "score = 0" has
+    # P(S) = 1 - a and Q(S) = 1 - b: forward eps = log((1 - a - delta)/(1 - b)) exactly, while
+    # the reverse inequality on the complement would claim log((b - delta)/a).
+    a, b, delta = 0.001, 0.1, 1e-5
+    forward = S.epsilon_from_error_rates(fpr=1 - b, fnr=a, delta=delta, direction="forward")
+    assert forward == pytest.approx(math.log((1 - a - delta) / (1 - b)), rel=1e-12)
+    both = S.epsilon_from_error_rates(fpr=1 - b, fnr=a, delta=delta)
+    assert both == pytest.approx(math.log((b - delta) / a), rel=1e-12)
+    with pytest.raises(ValueError, match="direction"):
+        S.epsilon_from_error_rates(fpr=0.1, fnr=0.1, delta=0.0, direction="backward")
+
+
+@given(st.floats(0, 1), st.floats(0, 1), st.floats(0, 0.5))
+@settings(max_examples=200, deadline=None)
+def test_forward_epsilon_is_never_above_the_two_sided_one(fpr, fnr, delta):
+    forward = S.epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta, direction="forward")
+    assert 0 <= forward <= S.epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)
+    swapped = S.epsilon_from_error_rates(fpr=fnr, fnr=fpr, delta=delta, direction="forward")
+    assert max(forward, swapped) == S.epsilon_from_error_rates(fpr=fpr, fnr=fnr, delta=delta)
+
+
+def test_sample_split_keeps_paired_trials_together():
+    scores = np.random.default_rng(5).normal(size=300)
+    result = S.epsilon_lower_bound(scores, scores.copy(), delta=1e-5,
+                                   strategy=S.SampleSplit(seed=3))
+    assert result.false_positives + result.false_negatives == result.n_positive
+
+
 def test_every_threshold_test_bound_reports_its_rule_and_counts() -> None:
     from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
