@@ -17,6 +17,7 @@ KIND_CEILING = "ceiling"
 
 
 def check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
+    """``value`` as a float in the unit interval, each end open or closed as asked."""
     value = float(value)
     low_ok = value > 0.0 if open_low else value >= 0.0
     high_ok = value < 1.0 if open_high else value <= 1.0
@@ -27,10 +28,12 @@ def check_probability(value: float, name: str, *, open_low: bool, open_high: boo
 
 
 def check_alpha(alpha: float) -> float:
+    """``alpha`` as a level in (0, 1)."""
     return check_probability(alpha, "alpha", open_low=True, open_high=True)
 
 
 def check_delta(delta: float) -> float:
+    """``delta`` as a float in [0, 1)."""
     return check_probability(delta, "delta", open_low=False, open_high=True)
 
 
@@ -86,6 +89,7 @@ def paired_permutations(rng: np.random.Generator, n_p: int,
 
 
 def check_count(value, name: str, *, minimum: int = 0) -> int:
+    """``value`` as an integer >= ``minimum`` (booleans refused)."""
     if isinstance(value, bool) or not float(value).is_integer():
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -121,6 +125,7 @@ PRIVACY_DIRECTIONS = ("both", "forward")
 
 
 def check_direction(direction: str) -> str:
+    """``direction`` if it is one of ``PRIVACY_DIRECTIONS``, else a clear error."""
     if direction not in PRIVACY_DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(PRIVACY_DIRECTIONS)}, got "
                          f"{direction!r}")

@@ -391,6 +391,7 @@ class EpsilonLowerBound(ThresholdTestBound):
 
 
 def check_strategy(strategy) -> ThresholdStrategy:
+    """``strategy`` if it is one of the threshold strategies, else a clear error."""
     if not isinstance(strategy, BonferroniPareto | SampleSplit | FixedThreshold):
         raise ValueError(
             "strategy must be BonferroniPareto(), SampleSplit(...) or FixedThreshold(...), "
