@@ -470,6 +470,6 @@ def test_zero_burn_in_retrains_to_the_initial_point_mass(digits):
     (Theorem 3.2 needs T >= 1; tests/bounds/test_chien2024.py)."""
     request = replacement_request(digits, [0], seed=0)
     result = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0, init_std=0.0),
-                       n_trials=4, seed=0)
+                       options=TrialOptions(n_trials=4, seed=0))
     assert np.all(result.retrained.params == 0.0)
     assert np.all(np.linalg.norm(result.unlearned.params, axis=1) > 0)
