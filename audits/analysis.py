@@ -13,7 +13,7 @@ certificate is tested only in the direction it states (:func:`_privacy_direction
 attack parameters (the projection direction) come from pilot trials with their own seed, never
 used to certify.
 Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
-(schema in :mod:`audits.report_schema`).
+(schema in :mod:`audits.report.schema`).
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from audits.execution import code_version, toolkit_version
-from audits.protocols import Certificate, TrialBatch
-from audits.report_schema import (
+from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
+from audits.report.schema import (
     EXIT_CODES,
     KIND_ESTIMATE,
     KIND_LOWER_BOUND,
@@ -60,17 +60,18 @@ class _AttackScores:
     details: Mapping[str, Any]
 
 
-def _projection_direction(pilot: TrialBatch, statistic: str) -> np.ndarray:
-    u = pilot.unlearned.statistics[statistic]
-    r = pilot.retrained.statistics[statistic]
-    return u.mean(axis=0) - r.mean(axis=0)
-
-
 def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
-                   attacks: Sequence[str] | None) -> list[_AttackScores]:
-    """Turn a batch into 1-D scores per attack (unlearned = positive class)."""
+                   attacks: Sequence[str] | None,
+                   projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
+                   ) -> list[_AttackScores]:
+    """Turn a batch into 1-D scores per attack (unlearned = positive class).
+
+    ``projections``: statistics already projected on the pilot's direction, chunk by chunk
+    (stat -> (unlearned, retrained, direction norm)); statistics not listed there are projected
+    here, with the same direction and row-by-row product, so both give the same scores."""
+    projections = dict(projections or {})
     score_names = list(main.unlearned.scores)
-    stat_names = list(main.unlearned.statistics)
+    stat_names = list(projections) + [s for s in main.unlearned.statistics if s not in projections]
     if attacks is None:
         attacks = score_names + (["projection"] if stat_names and pilot is not None else [])
     out: list[_AttackScores] = []
@@ -91,15 +92,15 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
             if pilot is None:
                 raise ValueError("the projection attack needs pilot trials (pilot_trials > 0)")
             for stat in stat_names:
-                direction = _projection_direction(pilot, stat)
-                norm = float(np.linalg.norm(direction))
-                unit = direction / norm if norm > 0 else direction
+                if stat in projections:
+                    u, r, norm = projections[stat]
+                else:
+                    unit, norm = projection_unit(pilot, stat)
+                    u = project_rows(main.unlearned.statistics[stat], unit)
+                    r = project_rows(main.retrained.statistics[stat], unit)
                 name = "projection" if len(stat_names) == 1 else f"projection[{stat}]"
                 out.append(_AttackScores(
-                    name,
-                    main.unlearned.statistics[stat] @ unit,
-                    main.retrained.statistics[stat] @ unit,
-                    None,
+                    name, u, r, None,
                     {"statistic": stat, "direction": "mean(unlearned) - mean(retrained) over "
                      f"{pilot.n_trials} pilot trials (independent seed)",
                      "direction_norm": norm},
@@ -617,14 +618,18 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   statistics: Sequence[str], estimators: Sequence[str], confidence: float,
                   seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
                   chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
-                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both") -> dict:
+                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both",
+                  projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
+                  ) -> dict:
+    """The report dict (schema ``report.json``) of a finished audit: certificate, lower bounds,
+    estimates, verdict, utility, plots."""
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:
         raise ValueError(f"the lower bounds need a certificate delta in (0, 1), got {delta}")
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    scored = _attack_scores(main, pilot, attacks)
+    scored = _attack_scores(main, pilot, attacks, projections)
     privacy_direction = _privacy_direction(certificate)
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,

@@ -3,6 +3,13 @@
 Every chunk is a pure function of (mechanism, seed, first trial, size), so chunks can run in any
 order, on any worker, and be stored and reused: a killed audit resumes from its chunk store
 (:mod:`audits.store`) and gives a bit-identical report.
+
+The store keeps what the verdict and the report need. With the projection attack, the pilot
+chunks run first and store the exact column sums of each statistic
+(:func:`audits.protocols.exact_column_sums`, from which the direction comes); every main chunk
+then stores each statistic's projection on that direction (one number per trial and side).
+The statistics themselves (a parameter vector per trial) are stored only with
+``keep_statistics``, or when the mechanism returns no score (they are then all a side has).
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ import importlib.metadata
 import os
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,11 +28,26 @@ from typing import Any
 import numpy as np
 
 from audits.fields import SpecError
-from audits.protocols import TrialBatch, TrialMechanism
+from audits.protocols import (
+    TrialBatch,
+    TrialMechanism,
+    direction_from_sums,
+    exact_column_sums,
+    project_rows,
+)
 from audits.seeds import derived_seed
-from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError
+from audits.store import (
+    STORE_NAME,
+    ChunkStore,
+    CorruptChunkError,
+    SchemaError,
+    StoreError,
+    delete_store,
+    inspect_store,
+)
 
-__all__ = ["MAIN", "PILOT", "code_version", "resolve_device", "run_chunks", "toolkit_version"]
+__all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "run_chunks",
+           "toolkit_version"]
 
 PILOT, MAIN = "pilot", "audit"
 # Score-side files whose code decides the numbers in the chunk store.
@@ -38,6 +61,7 @@ _CODE_PACKAGES = ("empirical", "audits/adapters")
 
 
 def toolkit_version() -> str:
+    """The installed version of the toolkit (the source version in a checkout)."""
     try:
         return importlib.metadata.version("unlearn-verify")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
@@ -70,8 +94,17 @@ def code_version() -> str:
 # Progress (tqdm when installed, else one line on stderr; never required).
 
 
+def printable(text: str, limit: int = 80) -> str:
+    """``text`` as one printable line of at most ``limit`` characters (control characters
+    escaped), for progress lines and summaries that show names taken from a spec."""
+    flat = "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii")
+                   for ch in str(text))
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
 class _Progress:
     def __init__(self, total: int, *, enabled: bool, label: str) -> None:
+        label = printable(label)
         self.total, self.done, self.enabled, self.label = total, 0, enabled, label
         self._bar = None
         self._start = time.perf_counter()
@@ -144,7 +177,7 @@ class _MemorySink:
         return set(self._chunks)
 
     def put(self, *, phase, chunk, arrays, **_: Any) -> None:
-        self._chunks[(phase, chunk)] = dict(arrays)
+        self._chunks[(phase, chunk)] = dict(arrays)  # the same arrays the store would keep
 
     def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
         return self._chunks[(phase, chunk)]
@@ -157,24 +190,72 @@ class _StoreSink:
     def finished(self) -> set[tuple[str, int]]:
         return self.store.finished()
 
-    def put(self, *, phase, chunk, first_trial, n_trials, seed, arrays, seconds, worker) -> None:
+    def put(self, *, phase, chunk, first_trial, n_trials, seed, arrays, seconds, worker,
+            per_chunk=()) -> None:
         self.store.put(phase=phase, chunk=chunk, first_trial=first_trial, n_trials=n_trials,
-                       seed=seed, arrays=arrays, seconds=seconds, worker=worker)
+                       seed=seed, arrays=arrays, seconds=seconds, worker=worker,
+                       per_chunk=per_chunk)
 
     def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
         return dict(self.store.get(phase, chunk).arrays)
 
 
-def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str) -> None:
+_PROJECTION = "projection"  # side.projection.STAT: a statistic's projected scores, per trial
+_SUMS = "column_sums"  # side.column_sums.STAT: its exact column sums over the chunk (hex text)
+
+
+def _encode_sums(sums: list[int]) -> np.ndarray:
+    return np.array([format(v, "x") for v in sums], dtype="S")
+
+
+def _decode_sums(array: np.ndarray) -> list[int]:
+    return [int(v.decode("ascii"), 16) for v in np.asarray(array).tolist()]
+
+
+@dataclass(frozen=True)
+class _Keep:
+    """How chunks are stored with the projection attack: pilot statistics as exact column sums,
+    main statistics projected on ``units`` (stat -> unit vector; None for pilot chunks), the
+    statistics themselves too when ``statistics``."""
+
+    units: dict[str, np.ndarray] | None
+    statistics: bool
+
+
+def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, np.ndarray]:
+    """A chunk's arrays as stored (see :class:`_Keep`)."""
+    if keep is None:
+        return arrays
+    has_scores = any(".scores." in key for key in arrays)
+    out: dict[str, np.ndarray] = {}
+    for key, array in arrays.items():
+        side, _, rest = key.partition(".")
+        kind, _, name = rest.partition(".")
+        if kind != "statistics" or (keep.units is not None and name not in keep.units):
+            out[key] = array
+            continue
+        if keep.units is None:
+            out[f"{side}.{_SUMS}.{name}"] = _encode_sums(exact_column_sums(array))
+        else:
+            out[f"{side}.{_PROJECTION}.{name}"] = project_rows(array, keep.units[name])
+        if keep.statistics or not has_scores:
+            out[key] = array
+    return out
+
+
+def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str,
+                  keep: _Keep | None = None) -> None:
+    arrays = _light(arrays, keep)
     sink.put(phase=plan.phase, chunk=plan.chunk, first_trial=plan.first_trial,
              n_trials=plan.n_trials, seed=plan.seed, arrays=arrays, seconds=seconds,
-             worker=worker)
+             worker=worker, per_chunk=[k for k in arrays if f".{_SUMS}." in k])
 
 
-def _run_local(mechanism, plans: list[_Plan], sink, progress: _Progress) -> None:
+def _run_local(mechanism, plans: list[_Plan], sink, progress: _Progress,
+               keep: _Keep | None) -> None:
     for plan in plans:
         arrays, seconds = _compute_chunk(mechanism, plan)
-        _store_result(sink, plan, arrays, seconds, f"local pid {os.getpid()}")
+        _store_result(sink, plan, arrays, seconds, f"local pid {os.getpid()}", keep)
         progress.update(f"{plan.phase} {plan.chunk}")
 
 
@@ -187,7 +268,7 @@ def _ray_chunk(mechanism, plan: _Plan):
 
 
 def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
-             address: str | None) -> str:
+             address: str | None, keep: _Keep | None = None) -> str:
     try:
         import ray
     except ImportError:
@@ -223,7 +304,7 @@ def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
             for ref in ready:
                 plan = pending.pop(ref)
                 arrays, seconds, worker = ray.get(ref)
-                _store_result(sink, plan, arrays, seconds, worker)
+                _store_result(sink, plan, arrays, seconds, worker, keep)
                 progress.update(f"{plan.phase} {plan.chunk}")
         gpus = f", {int(resources.get('GPU', 0))} GPU" if resources.get("GPU") else ""
         return f"ray cluster ({int(resources.get('CPU', 0))} CPU{gpus})"
@@ -233,26 +314,43 @@ def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
 
 
 def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: bool,
-             label: str, ray_address: str | None) -> tuple[int, str | None]:
-    """Compute every plan not yet in ``sink``; returns (chunks resumed, Ray description)."""
+             label: str, ray_address: str | None,
+             keep: Callable[[str], _Keep | None] = lambda phase: None) -> tuple[int, str | None]:
+    """Compute every plan not yet in ``sink``, pilot chunks first (``keep(phase)`` says how a
+    phase's chunks are stored; for the main phase it is called once the pilot chunks are all
+    stored); returns (chunks resumed, Ray description)."""
+    if backend not in ("local", "ray"):
+        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     done = sink.finished()
     todo = [p for p in plans if (p.phase, p.chunk) not in done]
     bar = _Progress(len(todo), enabled=progress, label=label)
     cluster = None
-    if backend not in ("local", "ray"):
-        raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     try:
-        if todo and backend == "local":
-            _run_local(mechanism, todo, sink, bar)
-        elif todo:
-            cluster = _run_ray(mechanism, todo, sink, bar, address=ray_address)
+        for phase in (PILOT, MAIN):
+            stage = [p for p in todo if p.phase == phase]
+            how = keep(phase) if stage else None
+            if stage and backend == "local":
+                _run_local(mechanism, stage, sink, bar, how)
+            elif stage:
+                cluster = _run_ray(mechanism, stage, sink, bar, address=ray_address, keep=how)
     finally:
         bar.close()
     return len(plans) - len(todo), cluster
 
 
-def _collect(sink, plans: list[_Plan], phase: str) -> TrialBatch | None:
-    parts = []
+@dataclass(frozen=True)
+class _Phase:
+    """A phase's stored chunks read back: the batch (what the analysis reads per trial), the
+    projected statistics (stat -> (unlearned, retrained) scores) and the exact column sums
+    (stat -> (unlearned, retrained) sums), each over all chunks."""
+
+    batch: TrialBatch | None
+    projected: dict[str, tuple[np.ndarray, np.ndarray]]
+    sums: dict[str, tuple[list[int], list[int]]]
+
+
+def _collect(sink, plans: list[_Plan], phase: str) -> _Phase:
+    parts, extras = [], []
     for plan in plans:
         if plan.phase != phase:
             continue
@@ -260,9 +358,34 @@ def _collect(sink, plans: list[_Plan], phase: str) -> TrialBatch | None:
         expected = np.arange(plan.first_trial, plan.first_trial + plan.n_trials)
         if not np.array_equal(arrays.get("trial_index"), expected):
             raise ValueError(f"stored chunk {phase}/{plan.chunk} holds other trials than planned")
-        parts.append(TrialBatch.from_arrays(arrays))
-    return TrialBatch.concatenate(parts) if parts else None
-
+        extra = {k: v for k, v in arrays.items() if k.split(".")[1:2] in ([_PROJECTION], [_SUMS])}
+        rest = {k: v for k, v in arrays.items() if k not in extra}
+        if any(".scores." in k for k in rest):
+            # statistics kept beside their projection or sums (keep_statistics) are not read
+            # back, so chunks stored with and without them make one batch
+            names = {k.split(".", 2)[2] for k in extra}
+            rest = {k: v for k, v in rest.items()
+                    if not (".statistics." in k and k.split(".", 2)[2] in names)}
+        extras.append(extra)
+        parts.append(TrialBatch.from_arrays(rest))
+    if not parts:
+        return _Phase(None, {}, {})
+    if any(set(e) != set(extras[0]) for e in extras):
+        raise ValueError(f"stored chunks of phase {phase} disagree on their projected statistics")
+    projected: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    sums: dict[str, tuple[list[int], list[int]]] = {}
+    for key in extras[0]:
+        side, kind, name = key.split(".", 2)
+        if side != "unlearned":
+            continue
+        pair = [[e[f"{s}.{kind}.{name}"] for e in extras] for s in ("unlearned", "retrained")]
+        if kind == _PROJECTION:
+            projected[name] = (np.concatenate(pair[0]), np.concatenate(pair[1]))
+        else:
+            sums[name] = tuple([sum(col) for col in zip(*map(_decode_sums, side_parts),
+                                                      strict=True)]
+                               for side_parts in pair)
+    return _Phase(TrialBatch.concatenate(parts), projected, sums)
 
 
 def resolve_device(device: str, backend: str) -> str:
@@ -295,60 +418,111 @@ def resolve_device(device: str, backend: str) -> str:
     return device
 
 
-def _check_store(store: ChunkStore, *, replace: bool, resume: bool,
-                 notes: list[str] | None) -> None:
-    """Refuse a folder of another spec (unless ``replace``) and tampered chunks (unless
-    ``resume``, which drops them so that they are recomputed)."""
-    if store.other_specs():
+def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
+                 resume: bool) -> set[tuple[str, int]]:
+    """Before anything is written: refuse a folder of another spec (unless ``replace``) and
+    damaged chunks (unless ``resume``). Returns the damaged chunks to drop and recompute."""
+    try:
+        state = inspect_store(path, audit_key=audit_key, spec_json=spec_json)
+    except SchemaError:
         if not replace:
-            raise StoreError(f"{store.path.parent} holds the audit of a different spec; use "
-                             "another --out folder, or --replace to delete it and start afresh")
-        store.drop_other_audits()
-    bad = store.verify()
-    if bad and not resume:
-        raise CorruptChunkError(store.path, bad)
-    if bad:
-        chunks = {(phase, chunk) for phase, chunk, _ in bad}
-        store.drop(chunks)
-        named = ", ".join(f"{phase}/{chunk}" for phase, chunk in sorted(chunks))
-        message = (f"chunks {named} failed their SHA-256 checksum in {store.path} and were "
-                   "recomputed (--resume)")
-        print(f"warning: {message}", file=sys.stderr)
-        if notes is not None:
-            notes.append(message)
+            raise
+        delete_store(path)  # written by other code: its keys could never match this code's
+        return set()
+    if state is None:
+        return set()
+    if state.other_specs and not replace:
+        raise StoreError(f"{path.parent} holds the audit of a different spec; use another --out "
+                         "folder, or --replace to delete it and start afresh")
+    if state.bad and not resume:
+        raise CorruptChunkError(path, list(state.bad))
+    return {(phase, chunk) for phase, chunk, _ in state.bad}
+
+
+@dataclass(frozen=True)
+class ChunkResults:
+    """What :func:`run_chunks` returns: the main and pilot batches, the main chunks' projected
+    statistics (stat -> (unlearned, retrained) scores, direction norm), chunk counts, the pilot
+    seed, and where the chunks ran (None: locally)."""
+
+    main: TrialBatch
+    pilot: TrialBatch | None
+    projections: dict[str, tuple[np.ndarray, np.ndarray, float]]
+    chunks: int
+    resumed: int
+    pilot_seed: int
+    cluster: str | None
 
 
 def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chunk_size: int,
                seed: int, out_dir: str | Path | None, audit_key: str, spec_json: str,
                backend: str, progress: bool, label: str, ray_address: str | None,
-               replace: bool = False, resume: bool = False, notes: list[str] | None = None):
+               replace: bool = False, resume: bool = False, notes: list[str] | None = None,
+               project: bool = False, keep_statistics: bool = False) -> ChunkResults:
     """Pilot and main trials of an audit, computed or read back from the chunk store.
 
     A store holding another spec's audit is refused unless ``replace`` (which deletes it).
     Stored chunks failing their checksum are refused, or with ``resume`` dropped and
     recomputed; either way they are named, and with ``notes`` the recomputation is recorded.
+    Nothing is written to ``out_dir`` before these checks pass. ``project``: main chunks store
+    their statistics projected on the pilot's direction (the projection attack), the statistics
+    themselves only with ``keep_statistics``.
     """
     pilot_seed = derived_seed(seed, "pilot")
     plans = _plan(PILOT, pilot_trials, chunk_size, pilot_seed) if pilot_trials else []
     plans += _plan(MAIN, trials, chunk_size, seed)
     store = None
     if out_dir is not None:
-        store = ChunkStore(Path(out_dir) / STORE_NAME, audit_key=audit_key, spec_json=spec_json,
+        path = Path(out_dir) / STORE_NAME
+        bad = _check_store(path, audit_key=audit_key, spec_json=spec_json, replace=replace,
+                           resume=resume)
+        store = ChunkStore(path, audit_key=audit_key, spec_json=spec_json,
                            code_version=code_version())
         try:
-            _check_store(store, replace=replace, resume=resume, notes=notes)
+            if replace and store.other_specs():
+                store.drop_other_audits()
+            if bad:
+                store.drop(bad)
+                named = ", ".join(f"{phase}/{chunk}" for phase, chunk in sorted(bad))
+                message = (f"chunks {named} failed their SHA-256 checksum in {store.path} and "
+                           "were recomputed (--resume)")
+                print(f"warning: {message}", file=sys.stderr)
+                if notes is not None:
+                    notes.append(message)
         except BaseException:
             store.close()
             raise
         sink: Any = _StoreSink(store)
     else:
         sink = _MemorySink()
+
+    directions: dict[str, tuple[np.ndarray, float]] = {}
+
+    def keep(phase: str) -> _Keep | None:
+        if not (project and pilot_trials):
+            return None
+        if phase == PILOT:
+            return _Keep(None, keep_statistics)
+        directions.update(_directions(_collect(sink, plans, PILOT)))
+        return _Keep({name: unit for name, (unit, _) in directions.items()}, keep_statistics)
+
     try:
         resumed, cluster = _execute(mechanism, plans, sink, backend=backend, progress=progress,
-                                    label=label, ray_address=ray_address)
-        pilot = _collect(sink, plans, PILOT) if pilot_trials else None
+                                    label=label, ray_address=ray_address, keep=keep)
+        pilot = _collect(sink, plans, PILOT) if pilot_trials else _Phase(None, {}, {})
         main = _collect(sink, plans, MAIN)
     finally:
         if store is not None:
             store.close()
-    return main, pilot, len(plans), resumed, pilot_seed, cluster
+    norms = {name: norm for name, (_, norm) in _directions(pilot).items()}
+    projections = {name: (u, r, norms[name]) for name, (u, r) in main.projected.items()}
+    return ChunkResults(main.batch, pilot.batch, projections, len(plans), resumed, pilot_seed,
+                        cluster)
+
+
+def _directions(pilot: _Phase) -> dict[str, tuple[np.ndarray, float]]:
+    """Each statistic's projection direction (unit vector, norm) from the pilot's exact sums."""
+    if pilot.batch is None:
+        return {}
+    n = pilot.batch.n_trials
+    return {name: direction_from_sums(u, n, r, n) for name, (u, r) in pilot.sums.items()}

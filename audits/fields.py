@@ -33,10 +33,12 @@ class SpecError(ValueError):
 
 
 def fail(path: str, message: str) -> SpecError:
+    """A SpecError naming the spec field ``path``."""
     return SpecError(f"{path}: {message}")
 
 
 def integer(value: Any, path: str, *, minimum: int | None = None, what: str = "") -> int:
+    """``value`` as an int (bools refused), at least ``minimum`` when given; SpecError naming ``path``."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise fail(path, f"must be {what or 'an integer'}, got {value!r}")
     if minimum is not None and value < minimum:
@@ -45,6 +47,7 @@ def integer(value: Any, path: str, *, minimum: int | None = None, what: str = ""
 
 
 def positive_int(value: Any, path: str) -> int:
+    """``value`` as an int >= 1; SpecError naming ``path``."""
     return integer(value, path, minimum=1, what="a positive integer")
 
 
@@ -58,6 +61,7 @@ def number(
     open_high: bool = False,
     what: str = "",
 ) -> float:
+    """``value`` as a finite float within the given bounds; SpecError naming ``path``."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise fail(path, f"must be {what or 'a number'}, got {value!r}")
     number = float(value)
@@ -77,12 +81,15 @@ def number(
 
 
 def choice(value: Any, path: str, choices: Sequence[str]) -> str:
+    """``value`` if it is one of ``choices``; SpecError naming ``path`` otherwise."""
     if not isinstance(value, str) or value not in choices:
         raise fail(path, f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}")
     return value
 
 
 def names(value: Any, path: str, known: Mapping[str, str], *, allow_empty: bool = False):
+    """A list of known names as a tuple (no repeats; empty only if allowed); SpecError naming
+    ``path`` otherwise."""
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise fail(path, f"must be a list of names, got {value!r}")
     items = tuple(value)
@@ -96,6 +103,7 @@ def names(value: Any, path: str, known: Mapping[str, str], *, allow_empty: bool 
 
 
 def check_keys(data: Mapping[str, Any], path: str, known: Sequence[str]) -> None:
+    """Refuse keys of ``data`` outside ``known`` (a typo must not be ignored)."""
     if not isinstance(data, Mapping):
         raise fail(path, f"must be a table of fields, got {type(data).__name__}")
     for key in data:
@@ -104,6 +112,7 @@ def check_keys(data: Mapping[str, Any], path: str, known: Sequence[str]) -> None
 
 
 def from_fields(cls: type, data: Mapping[str, Any], path: str, **fixed: Any) -> Any:
+    """The frozen dataclass ``cls`` from a spec table (unknown keys refused, errors naming ``path``)."""
     names = [f.name for f in dataclasses.fields(cls) if f.name not in fixed]
     check_keys(data, path, names)
     try:
@@ -113,6 +122,7 @@ def from_fields(cls: type, data: Mapping[str, Any], path: str, **fixed: Any) -> 
 
 
 def plain(value: Any) -> Any:
+    """``value`` as JSON-ready plain data (tuples, nested ones too, as lists)."""
     if isinstance(value, tuple):
         return [plain(v) for v in value]
     return value

@@ -26,8 +26,9 @@ are grouped into calls; that is what makes resumed and distributed audits reprod
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -40,6 +41,10 @@ __all__ = [
     "TrialBatch",
     "TrialMechanism",
     "certified_renyi_curve",
+    "direction_from_sums",
+    "exact_column_sums",
+    "project_rows",
+    "projection_unit",
 ]
 
 
@@ -91,6 +96,7 @@ class ModelOutputs:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials (rows) in these outputs."""
         first = next(iter([*self.scores.values(), *self.statistics.values()]))
         return int(first.shape[0])
 
@@ -123,6 +129,7 @@ class TrialBatch:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials in the batch."""
         return self.unlearned.n_trials
 
     def to_arrays(self) -> dict[str, np.ndarray]:
@@ -140,6 +147,7 @@ class TrialBatch:
 
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> TrialBatch:
+        """The batch stored as flat arrays (:meth:`to_arrays`), read back."""
         sides: dict[str, dict[str, Any]] = {
             side: {"scores": {}, "statistics": {}, "accuracy": None}
             for side in ("unlearned", "retrained")
@@ -157,6 +165,7 @@ class TrialBatch:
 
     @classmethod
     def concatenate(cls, batches: list[TrialBatch]) -> TrialBatch:
+        """Batches of consecutive trials as one batch, in order."""
         if not batches:
             raise ValueError("nothing to concatenate")
         parts = [b.to_arrays() for b in batches]
@@ -165,6 +174,52 @@ class TrialBatch:
             if set(part) != keys:
                 raise ValueError("chunks disagree on their outputs")
         return cls.from_arrays({k: np.concatenate([p[k] for p in parts]) for k in sorted(keys)})
+
+
+def exact_column_sums(rows: np.ndarray) -> list[int]:
+    """Column sums of a float64 ``[n, k]`` array, exactly: integers in units of 2^-1074 (every
+    finite float64 is an integer multiple of 2^-1074). Sums of chunks add up to the sum of all
+    rows whatever the chunking, which no float summation guarantees."""
+    rows = np.asarray(rows, dtype=np.float64)
+    if rows.ndim != 2 or not np.all(np.isfinite(rows)):
+        raise ValueError("exact column sums need a finite [n, k] array")
+    fraction, exponent = np.frexp(rows)  # rows = fraction * 2**exponent, |fraction| in [0.5, 1)
+    mantissa = (fraction * 2.0**53).astype(np.int64)  # exact: 53 significant bits
+    # value = mantissa * 2**(exponent - 53) = (mantissa << shift) units of 2**-1074; a subnormal
+    # has a negative shift and as many trailing zero bits in its mantissa, so >> is exact too
+    shift = exponent.astype(np.int64) - 53 + 1074
+    return [sum(m << s if s >= 0 else m >> -s
+                for m, s in zip(mantissa[:, j].tolist(), shift[:, j].tolist(), strict=True))
+            for j in range(rows.shape[1])]
+
+
+def direction_from_sums(unlearned: Sequence[int], n_unlearned: int, retrained: Sequence[int],
+                        n_retrained: int) -> tuple[np.ndarray, float]:
+    """The projection attack's direction, mean(unlearned) - mean(retrained) of a statistic over
+    the pilot trials, from exact column sums (:func:`exact_column_sums`): the difference of the
+    means is formed exactly and rounded once. Returns it as a unit vector (itself when zero) and
+    its norm."""
+    scale = 2**1074
+    direction = np.array([float(Fraction(u, scale * n_unlearned) - Fraction(r, scale * n_retrained))
+                          for u, r in zip(unlearned, retrained, strict=True)])
+    norm = float(np.linalg.norm(direction))
+    return (direction / norm if norm > 0 else direction), norm
+
+
+def projection_unit(pilot: TrialBatch, statistic: str) -> tuple[np.ndarray, float]:
+    """The projection attack's direction from the pilot trials' statistic (see
+    :func:`direction_from_sums`), as a unit vector, and its norm."""
+    u = pilot.unlearned.statistics[statistic]
+    r = pilot.retrained.statistics[statistic]
+    return direction_from_sums(exact_column_sums(u), u.shape[0], exact_column_sums(r), r.shape[0])
+
+
+def project_rows(statistics: np.ndarray, unit: np.ndarray) -> np.ndarray:
+    """Each row's dot product with ``unit``, computed row by row (a row's value never depends
+    on which other rows are in the array, unlike a BLAS matrix-vector product), so that scores
+    projected chunk by chunk equal those of the whole array bit for bit."""
+    rows = np.ascontiguousarray(statistics, dtype=np.float64)
+    return np.add.reduce(rows * np.asarray(unit, dtype=np.float64), axis=1)
 
 
 @runtime_checkable
@@ -178,7 +233,9 @@ class TrialMechanism(Protocol):
     read when present.
     """
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch: ...
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` of both worlds, reproducible from
+        ``seed``."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A dict plus :func:`register_adapter`, as in opacus's accountant registry. Imports run one way:
 adapter modules import this module to register themselves; this module imports no adapter.
-The built-in adapters are listed in one place, the package :mod:`audits.adapters`, which
+The built-in adapters are listed in one place, :mod:`audits.adapters.builtin`, which
 :func:`get_adapter` loads (by module name, once) before the first look-up.
 """
 
@@ -14,23 +14,23 @@ from typing import TYPE_CHECKING
 from audits.fields import SpecError
 
 if TYPE_CHECKING:
-    from audits.adapter import AlgorithmAdapter
+    from audits.adapters.protocol import AlgorithmAdapter
 
 __all__ = ["adapter_names", "adapters", "default_adapter", "get_adapter", "register_adapter"]
 
 _ADAPTERS: dict[str, AlgorithmAdapter] = {}
 _DEFAULT: list[str] = []  # the adapter used when a spec's [algorithm] table has no name
-_BUILTINS = "audits.adapters"
+_BUILTINS = "audits.adapters.builtin"
 _loaded = False
 
 
 def register_adapter(adapter: AlgorithmAdapter, *, default: bool = False,
                      replace: bool = False) -> AlgorithmAdapter:
     """Make ``adapter`` known under ``adapter.name``; returns it (usable as a decorator)."""
-    from audits.adapter import AlgorithmAdapter
+    from audits.adapters.protocol import AlgorithmAdapter
 
     if not isinstance(adapter, AlgorithmAdapter):
-        raise TypeError(f"{adapter!r} does not implement audits.adapter.AlgorithmAdapter")
+        raise TypeError(f"{adapter!r} does not implement audits.adapters.protocol.AlgorithmAdapter")
     name = adapter.name
     if not isinstance(name, str) or not name:
         raise ValueError("an adapter needs a non-empty name")
@@ -57,6 +57,7 @@ def adapters() -> dict[str, AlgorithmAdapter]:
 
 
 def adapter_names() -> tuple[str, ...]:
+    """Names of every registered adapter, in registration order."""
     return tuple(adapters())
 
 

@@ -14,25 +14,33 @@ Entry points:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from audits.adapter import PreparedAudit
+from audits.adapters.protocol import PreparedAudit
 from audits.analysis import build_report
-from audits.execution import code_version, resolve_device, run_chunks
+from audits.execution import code_version, printable, resolve_device, run_chunks
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
-from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
-from audits.spec import ESTIMATORS, STATISTICS, AuditSpec, load_spec
-from audits.store import STORE_NAME
+from audits.spec import (
+    ESTIMATORS,
+    MAX_SEED,
+    STATISTICS,
+    AuditSpec,
+    check_confidence,
+    load_spec,
+)
+from audits.store import STORE_NAME, FolderLock, check_folder
 
 __all__ = [
     "SCHEMA_ID",
@@ -45,7 +53,6 @@ __all__ = [
     "comparable",
     "derived_seed",
     "prepare_audit",
-    "register_algorithm_runner",
     "run_audit",
 ]
 
@@ -59,27 +66,32 @@ class AuditResult:
     """A finished audit: the report dict and, when written, its files."""
 
     report: dict[str, Any]
-    paths: Any = None  # audits.report.ReportPaths when an output directory was given
+    paths: Any = None  # audits.report.schema.ReportPaths when an output directory was given
 
     @property
     def status(self) -> str:
+        """The verdict: CONSISTENT, VIOLATION or INCONCLUSIVE."""
         return self.report["verdict"]["status"]
 
     @property
     def certified_epsilon(self) -> float:
+        """The certificate's epsilon."""
         return float(self.report["certificate"]["epsilon"])
 
     @property
     def max_lower_bound(self) -> float:
+        """The largest empirical lower bound on epsilon."""
         return float(self.report["verdict"]["max_lower_bound"])
 
     @property
     def tightness(self) -> float:
+        """Largest lower bound over the certified epsilon (inf for a zero certificate)."""
         value = self.report["verdict"]["tightness"]
         return math.inf if value == "inf" else float(value)
 
     def summary(self) -> str:
-        from audits.report import summary_text
+        """The terminal summary of the report."""
+        from audits.report.text import summary_text
 
         return summary_text(self.report)
 
@@ -93,12 +105,29 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
-    from audits.report import validate_report, write_report
+    from audits.report.schema import validate_report
+    from audits.report.write import write_report
 
     if out_dir is None:
         return AuditResult(validate_report(report), None)
     paths = write_report(report, out_dir)
     return AuditResult(validate_report(report), paths)
+
+
+@contextlib.contextmanager
+def _writer(out_dir: str | Path | None, *, check: Callable[[], None]) -> Iterator[None]:
+    """Hold ``out_dir`` for one audit: its files must not be symbolic links, no other audit may
+    write it meanwhile (:class:`~audits.store.FolderLock`), and ``check`` (refusals that read
+    the folder) runs again under the lock."""
+    from audits.report.schema import HTML_NAME, JSON_NAME
+
+    if out_dir is None:
+        yield
+        return
+    with FolderLock(out_dir):
+        check_folder(out_dir, names=(JSON_NAME, HTML_NAME))
+        check()
+        yield
 
 
 def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: str,
@@ -108,7 +137,7 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
-    from audits.report_schema import JSON_NAME
+    from audits.report.schema import JSON_NAME
 
     if out_dir is None or replace:
         return
@@ -124,12 +153,6 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     if not same:
         raise ValueError(f"{existing} holds the report of another audit; choose another folder "
                          "or pass replace=True (--replace) to overwrite it")
-
-
-def register_algorithm_runner(name: str, prepare: Callable[..., PreparedAudit]) -> None:
-    """Removed: register an :class:`~audits.adapter.AlgorithmAdapter` instead."""
-    raise TypeError(f"register_algorithm_runner({name!r}, ...) is gone: implement "
-                    "audits.adapter.AlgorithmAdapter and call audits.registry.register_adapter")
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
@@ -152,12 +175,16 @@ def run_audit(
     ray_address: str | None = None,
     replace: bool = False,
     resume: bool = False,
+    keep_statistics: bool = False,
 ) -> AuditResult:
     """Run a spec-driven audit; with ``out_dir``, store chunks there and write the report.
 
     An ``out_dir`` holding another spec's audit is refused unless ``replace``; stored chunks
     failing their checksum are refused unless ``resume`` (they are then recomputed and the
-    report says so).
+    report says so). One audit at a time writes a folder: another one running there is
+    refused, and so are symbolic links among the folder's files; nothing is written before
+    these checks pass. The store keeps what the report needs (main trials' statistics only as
+    their projection scores); ``keep_statistics`` stores the statistics of every trial too.
 
     Rerunning with the same spec and ``out_dir`` resumes: finished chunks are read back, not
     recomputed, and the report is identical (apart from its creation time and timing).
@@ -165,37 +192,48 @@ def run_audit(
     """
     start = time.perf_counter()
     spec = load_spec(spec)
-    if out_dir is not None and not (Path(out_dir) / STORE_NAME).exists():
-        # with a store, the store itself refuses another spec (and says which); without one,
-        # a report.json left by another kind of audit must not be overwritten either
-        _refuse_foreign_report(out_dir, replace=replace, field="spec", value=spec.to_dict())
+
+    def refusals() -> None:
+        from audits.report.schema import HTML_NAME, JSON_NAME
+
+        if out_dir is None:
+            return
+        check_folder(out_dir, names=(JSON_NAME, HTML_NAME))
+        if not (Path(out_dir) / STORE_NAME).exists():
+            # with a store, the store itself refuses another spec (and says which); without
+            # one, a report.json left by another kind of audit must not be overwritten either
+            _refuse_foreign_report(out_dir, replace=replace, field="spec", value=spec.to_dict())
+
+    refusals()  # before the certificate is computed: a refused folder costs nothing
     prepared = prepare_audit(spec, backend=backend)
     spec_json = spec.canonical_json()
     audit_key = hashlib.sha256(
         f"{spec.digest(code_version())}|{prepared.fingerprint}".encode()).hexdigest()
     store_notes: list[str] = []
-    main, pilot, chunks, resumed, pilot_seed, cluster = run_chunks(
-        prepared.mechanism, trials=spec.trials, pilot_trials=spec.pilot_trials,
-        chunk_size=spec.chunk_size, seed=spec.seed, out_dir=out_dir, audit_key=audit_key,
-        spec_json=spec_json, backend=backend, progress=progress, label=f"audit {spec.name}",
-        ray_address=ray_address, replace=replace, resume=resume, notes=store_notes)
-    del cluster  # where chunks ran does not change the numbers, so it stays out of the report
-    report = build_report(
-        spec_dict=spec.to_dict(), spec_hash=audit_key, certificate=prepared.certificate,
-        main=main, pilot=pilot, attacks=spec.attacks, statistics=spec.statistics,
-        estimators=spec.estimators, confidence=spec.confidence, seed=spec.seed,
-        seeds={"pilot_seed": pilot_seed, **prepared.seeds,
-               "per_trial": "torch generators seeded with BLAKE2b(seed | trial | stream) "
-                            "(empirical.trials.trial_seed)"},
-        device=prepared.device, wall_seconds=time.perf_counter() - start, chunks=chunks,
-        chunks_resumed=resumed, notes=[*prepared.notes, *store_notes], extra_plots=_extra_plots(spec))
-    return _finish(report, out_dir)
+    with _writer(out_dir, check=refusals):
+        results = run_chunks(
+            prepared.mechanism, trials=spec.trials, pilot_trials=spec.pilot_trials,
+            chunk_size=spec.chunk_size, seed=spec.seed, out_dir=out_dir, audit_key=audit_key,
+            spec_json=spec_json, backend=backend, progress=progress,
+            label=f"audit {printable(spec.name, 60)}", ray_address=ray_address,
+            replace=replace, resume=resume, notes=store_notes,
+            project="projection" in spec.attacks, keep_statistics=keep_statistics)
+        # where chunks ran does not change the numbers, so it stays out of the report
+        report = build_report(
+            spec_dict=spec.to_dict(), spec_hash=audit_key, certificate=prepared.certificate,
+            main=results.main, pilot=results.pilot, attacks=spec.attacks,
+            statistics=spec.statistics, estimators=spec.estimators,
+            confidence=spec.confidence, seed=spec.seed,
+            seeds={"pilot_seed": results.pilot_seed, **prepared.seeds,
+                   "per_trial": "torch generators seeded with BLAKE2b(seed | trial | stream) "
+                                "(empirical.trials.trial_seed)"},
+            device=prepared.device, wall_seconds=time.perf_counter() - start,
+            chunks=results.chunks, chunks_resumed=results.resumed,
+            notes=[*prepared.notes, *store_notes], extra_plots=spec.adapter.extra_plots(spec),
+            projections=results.projections)
+        return _finish(report, out_dir)
 
 
-def _extra_plots(spec: AuditSpec) -> list[Mapping[str, Any]]:
-    """The adapter's optional ``extra_plots(spec)``: line plots the report draws generically."""
-    extra = getattr(spec.adapter, "extra_plots", None)
-    return [] if extra is None else list(extra(spec))
 
 
 def audit_mechanism(
@@ -242,20 +280,28 @@ def audit_mechanism(
     settings_json = json.dumps(settings, sort_keys=True)
     audit_key = hashlib.sha256(
         f"{settings_json}|{code_version()}|{cache_key}".encode()).hexdigest()
-    _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=audit_key)
+    def refusals() -> None:
+        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=audit_key)
+
+    refusals()
     store_dir = out_dir if cache_key is not None else None
-    main, pilot, chunks, resumed, pilot_seed, _ = run_chunks(
-        mechanism, trials=trials, pilot_trials=pilot_trials, chunk_size=chunk_size, seed=seed,
-        out_dir=store_dir, audit_key=audit_key, spec_json=settings_json, backend=backend,
-        progress=progress, label=f"audit {name}", ray_address=ray_address, replace=replace)
-    report = build_report(
-        spec_dict=settings, spec_hash=audit_key, certificate=certificate, main=main,
-        pilot=pilot, attacks=attacks, statistics=settings["statistics"],
-        estimators=settings["estimators"], confidence=confidence, seed=seed,
-        seeds={"pilot_seed": pilot_seed}, device=str(getattr(mechanism, "device", "cpu")),
-        wall_seconds=time.perf_counter() - start, chunks=chunks, chunks_resumed=resumed,
-        direction=direction)
-    return _finish(report, out_dir)
+    with _writer(out_dir, check=refusals):
+        results = run_chunks(
+            mechanism, trials=trials, pilot_trials=pilot_trials, chunk_size=chunk_size,
+            seed=seed, out_dir=store_dir, audit_key=audit_key, spec_json=settings_json,
+            backend=backend, progress=progress, label=f"audit {printable(name, 60)}",
+            ray_address=ray_address, replace=replace,
+            project=attacks is None or "projection" in attacks)
+        report = build_report(
+            spec_dict=settings, spec_hash=audit_key, certificate=certificate, main=results.main,
+            pilot=results.pilot, attacks=attacks, statistics=settings["statistics"],
+            estimators=settings["estimators"], confidence=confidence, seed=seed,
+            seeds={"pilot_seed": results.pilot_seed},
+            device=str(getattr(mechanism, "device", "cpu")),
+            wall_seconds=time.perf_counter() - start, chunks=results.chunks,
+            chunks_resumed=results.resumed, direction=direction,
+            projections=results.projections)
+        return _finish(report, out_dir)
 
 
 def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statistics,
@@ -266,8 +312,8 @@ def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statist
         raise ValueError(f"pilot_trials must be a non-negative integer, got {pilot_trials!r}")
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
         raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer, got {seed!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
     _check_confidence(confidence)
     if direction not in ("both", "greater", "less"):
         raise ValueError(f"direction must be 'both', 'greater' or 'less', got {direction!r}")
@@ -288,9 +334,7 @@ def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statist
 
 
 def _check_confidence(confidence: float) -> None:
-    if isinstance(confidence, bool) or not isinstance(confidence, int | float) \
-            or not 0 < confidence < 1:
-        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
+    check_confidence(confidence, "confidence")
 
 
 def audit_scores(
@@ -330,11 +374,16 @@ def audit_scores(
     for key, array in sorted(batch.to_arrays().items()):
         digest.update(key.encode())
         digest.update(np.ascontiguousarray(array).tobytes())
-    _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=digest.hexdigest())
+    def refusals() -> None:
+        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash",
+                               value=digest.hexdigest())
+
+    refusals()
     report = build_report(
         spec_dict=settings, spec_hash=digest.hexdigest(), certificate=certificate, main=batch,
         pilot=None, attacks=None, statistics=statistics, estimators=estimators,
         confidence=confidence, seed=seed, seeds={}, device="precomputed",
         wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0,
         direction=direction)
-    return _finish(report, out_dir)
+    with _writer(out_dir, check=refusals):
+        return _finish(report, out_dir)

@@ -9,7 +9,7 @@ Every field is validated on construction; a bad value raises :class:`SpecError` 
 The canonical form (:meth:`AuditSpec.to_dict`, every field present, ``None`` for "not given")
 is what the report records and what :meth:`AuditSpec.digest` hashes to key the chunk store.
 
-Algorithms plug in as adapters (:mod:`audits.adapter`, registered in :mod:`audits.registry`):
+Algorithms plug in as adapters (:mod:`audits.adapters.protocol`, registered in :mod:`audits.registry`):
 the ``[algorithm]`` table's ``name`` picks the adapter, which parses the rest of the table, says
 which models and calibrated parameters it supports and checks its fields against the rest of
 the spec. This module names no algorithm.
@@ -20,6 +20,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +86,25 @@ DATASETS: dict[str, str] = {
     "mnist": "MNIST class pair from a user-supplied path",
     "cifar10": "CIFAR-10 class pair from a user-supplied path",
 }
+# Limits checked when a spec is read, before any work: what no audit can finish is refused
+# there, naming the field, instead of running out of memory or time after the trials started.
+MAX_TRIALS = 10_000_000  # also the CLI's --trials cap
+MAX_SEED = 2**63 - 1  # seeds are stored as SQLite INTEGERs (signed 64-bit)
+# The audit splits 1 - confidence over its tests (Bonferroni); each test's confidence must
+# stay a float below 1, which 1 - 1e-16 / k is not.
+MAX_CONFIDENCE = 1 - 1e-9
+# e^epsilon must be a finite float (the (epsilon, delta) test region and the ROC plot use it);
+# 700 < log(float max) = 709.78. A larger epsilon certifies nothing anyway.
+MAX_EPSILON = 700.0
+# Multiply-adds of all trials (records x features x passes over the data x models): about a
+# day of one GPU, months of one CPU core.
+MAX_WORK = 1e16
+# (records, features) of the built-in and file datasets, for the estimates (file sizes vary:
+# these are the usual class pairs).
+_DATA_SHAPES = {"digits": (357, 64), "breast-cancer": (569, 30),
+                "synthetic-mnist-shape": (13248, 784), "mnist": (14000, 784),
+                "cifar10": (12000, 3072)}
+_STEP_SUFFIXES = ("_epochs", "_iterations", "_steps")
 _DATASET_ALIASES = {"digits-3-vs-8": "digits", "synthetic": "synthetic-gaussian"}
 _PATH_DATASETS = ("mnist", "cifar10")
 DEVICES = ("cpu", "cuda", "auto")
@@ -150,7 +171,18 @@ class DatasetSpec:
             if self.n_test is not None:
                 integer(self.n_test, f"{p}.n_test", minimum=0, what="a non-negative integer")
             if self.seed is not None:
-                integer(self.seed, f"{p}.seed", minimum=0, what="a non-negative integer")
+                _seed(self.seed, f"{p}.seed")
+            _check_memory(self)
+
+    def shape(self) -> tuple[int, int]:
+        """(records, features) for the work estimate: exact for synthetic-gaussian, the usual
+        size for the other datasets."""
+        if self.name == "synthetic-gaussian":
+            return int(self.n) + int(self.n_test or 0), int(self.d)
+        records, features = _DATA_SHAPES[self.name]
+        if self.n_train is not None:
+            records = self.n_train
+        return records, features
 
     def loader_options(self) -> dict[str, Any]:
         """Keyword arguments for :func:`empirical.data.load_dataset`."""
@@ -169,6 +201,7 @@ class DatasetSpec:
         return {}
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[dataset]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -183,6 +216,7 @@ class ModelSpec:
             raise fail("spec.model.name", f"must be a model name, got {self.name!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[model]`` table as plain data."""
         return {"name": self.name}
 
 
@@ -211,7 +245,7 @@ class RequestSpec:
         choice(self.replacement, f"{p}.replacement", ("flip", "random"))
         positive_int(self.size, f"{p}.size")
         positive_int(self.requests, f"{p}.requests")
-        integer(self.seed, f"{p}.seed", minimum=0, what="a non-negative integer")
+        _seed(self.seed, f"{p}.seed")
         if self.indices is not None:
             if isinstance(self.indices, str) or not isinstance(self.indices, Sequence):
                 raise fail(f"{p}.indices", f"must be a list of row indices, got {self.indices!r}")
@@ -226,9 +260,11 @@ class RequestSpec:
 
     @property
     def total_records(self) -> int:
+        """Records changed over all requests (size times requests)."""
         return self.size * self.requests
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[request]`` table as plain data."""
         return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
@@ -252,7 +288,11 @@ class CertificateSpec:
         p = "spec.certificate"
         if self.target_epsilon is not None:
             number(self.target_epsilon, f"{p}.target_epsilon", low=0, open_low=True,
-                    what="a positive number")
+                   what="a positive number")
+            if self.target_epsilon > MAX_EPSILON:
+                raise fail(f"{p}.target_epsilon", f"must be at most {MAX_EPSILON:g} (e^epsilon "
+                           "must be a finite float; a larger epsilon certifies nothing), got "
+                           f"{self.target_epsilon!r}")
         if isinstance(self.delta, str):
             if self.delta != "1/n":
                 raise fail(f"{p}.delta", f"must be a number in (0, 1) or '1/n', got "
@@ -268,9 +308,11 @@ class CertificateSpec:
                         f"{self.bound!r}")
 
     def resolve_delta(self, n: int) -> float:
+        """delta as a number: 1/n for ``"1/n"``, else the given value."""
         return 1.0 / n if self.delta == "1/n" else float(self.delta)
 
     def to_dict(self) -> dict[str, Any]:
+        """The ``[certificate]`` table as plain data."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
 
 
@@ -319,6 +361,8 @@ class AuditSpec:
         positive_int(self.trials, f"{p}.trials")
         if self.trials < 2:
             raise fail(f"{p}.trials", f"must be at least 2, got {self.trials}")
+        if self.trials > MAX_TRIALS:
+            raise fail(f"{p}.trials", f"must be at most {MAX_TRIALS}, got {self.trials}")
         object.__setattr__(self, "attacks", names(self.attacks, f"{p}.attacks", ATTACKS))
         object.__setattr__(self, "statistics",
                            names(self.statistics, f"{p}.statistics", STATISTICS))
@@ -326,15 +370,17 @@ class AuditSpec:
                            names(self.estimators, f"{p}.estimators", ESTIMATORS,
                                   allow_empty=True))
         integer(self.pilot_trials, f"{p}.pilot_trials", minimum=0,
-                 what="a non-negative integer")
+                what="a non-negative integer")
+        if self.pilot_trials > MAX_TRIALS:
+            raise fail(f"{p}.pilot_trials", f"must be at most {MAX_TRIALS}, got "
+                       f"{self.pilot_trials}")
         if "projection" in self.attacks and self.pilot_trials < 2:
             raise fail(f"{p}.pilot_trials", "must be at least 2 for the projection attack "
                         f"(its direction comes from pilot trials), got {self.pilot_trials}")
         if "sample-split" in self.statistics and self.trials < 4:
             raise fail(f"{p}.trials", "must be at least 4 for the sample-split statistic")
-        number(self.confidence, f"{p}.confidence", low=0, high=1, open_low=True,
-                open_high=True, what="a number in (0, 1), e.g. 0.95")
-        integer(self.seed, f"{p}.seed", minimum=0, what="a non-negative integer")
+        check_confidence(self.confidence, f"{p}.confidence")
+        _seed(self.seed, f"{p}.seed")
         if not isinstance(self.device, str) or not (
             self.device in DEVICES or self.device.startswith("cuda:")
         ):
@@ -348,10 +394,11 @@ class AuditSpec:
         choice(self.model.name, f"{p}.model.name", adapter.models)
         choice(self.certificate.calibrate, f"{p}.certificate.calibrate", adapter.calibratable)
         adapter.check_spec(self)
+        _check_work(self)
 
     @property
     def adapter(self) -> Any:
-        """The :class:`~audits.adapter.AlgorithmAdapter` of this spec's algorithm."""
+        """The :class:`~audits.adapters.protocol.AlgorithmAdapter` of this spec's algorithm."""
         return get_adapter(self.algorithm.name)
 
     # -- construction ------------------------------------------------------------------------
@@ -381,6 +428,9 @@ class AuditSpec:
             raise SpecError(f"spec: no spec file at {path}")
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as error:
+            raise SpecError(f"spec: {path} is not UTF-8 text (byte {error.start} cannot be "
+                            "decoded); save it as UTF-8") from None
         except tomllib.TOMLDecodeError as error:
             raise SpecError(f"spec: {path} is not valid TOML ({error})") from None
         return cls.from_dict(data)
@@ -400,6 +450,7 @@ class AuditSpec:
         return out
 
     def canonical_json(self) -> str:
+        """The spec as canonical JSON (sorted keys): what hashes and caches key on."""
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"),
                           allow_nan=False)
 
@@ -408,6 +459,80 @@ class AuditSpec:
         text = json.dumps({"spec": self.to_dict(), "code_version": code_version},
                           sort_keys=True, separators=(",", ":"), allow_nan=False)
         return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _seed(value: Any, path: str) -> int:
+    integer(value, path, minimum=0, what="a non-negative integer")
+    if value > MAX_SEED:
+        raise fail(path, f"must be at most 2**63 - 1 (stored as a signed 64-bit integer), got "
+                   f"{value}")
+    return value
+
+
+def check_confidence(value: Any, path: str) -> float:
+    """A joint confidence in (0, 1 - 1e-9]: see :data:`MAX_CONFIDENCE`."""
+    number(value, path, low=0, high=1, open_low=True, open_high=True,
+           what="a number in (0, 1), e.g. 0.95")
+    if value > MAX_CONFIDENCE:
+        raise fail(path, f"must be at most 1 - 1e-9 (it is split over the audit's tests, and "
+                   f"each test's confidence must stay below 1 as a float), got {value!r}")
+    return float(value)
+
+
+def _memory_bytes() -> float:
+    """Physical memory of this machine (inf when the platform does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - non-POSIX
+        return math.inf
+
+
+def _check_memory(dataset: DatasetSpec) -> None:
+    """A synthetic dataset must fit in memory (float64 features, train and test rows)."""
+    if dataset.name != "synthetic-gaussian":
+        return
+    records, features = dataset.shape()
+    need = 8.0 * records * features
+    have = _memory_bytes()
+    if need > have:
+        field_name = "d" if dataset.d >= dataset.n else "n"
+        raise fail(f"spec.dataset.{field_name}", f"synthetic-gaussian with {records} records of "
+                   f"{features} features needs at least {need:.3g} bytes of memory, more than "
+                   f"this machine's {have:.3g}; lower n or d")
+
+
+def _step_fields(params: Any) -> list[tuple[str, int]]:
+    """The algorithm's passes over the data per model: its ``*_epochs``, ``*_iterations`` and
+    ``*_steps`` fields (a list counts its sum; a field left to calibration counts 1)."""
+    out = []
+    for f in dataclasses.fields(params):
+        if not f.name.endswith(_STEP_SUFFIXES):
+            continue
+        value = getattr(params, f.name)
+        if isinstance(value, tuple | list):
+            value = sum(v for v in value if isinstance(v, int))
+        if isinstance(value, int) and not isinstance(value, bool):
+            out.append((f.name, max(1, value)))
+    return out
+
+
+def _check_work(spec: AuditSpec) -> None:
+    """Refuse an audit whose work (multiply-adds: trials x models x passes x records x features)
+    is beyond :data:`MAX_WORK`, naming the field that makes it so."""
+    records, features = spec.dataset.shape()
+    steps = _step_fields(spec.algorithm)
+    passes = sum(v for _, v in steps) * spec.request.requests if steps else 1
+    trials = spec.trials + spec.pilot_trials
+    work = 2.0 * trials * passes * records * features  # two models per trial
+    if work <= MAX_WORK:
+        return
+    # the factor furthest above its usual size is named
+    usual = [("spec.trials", trials / 1e4), ("spec.dataset", records * features / 1e6)]
+    usual += [(f"spec.algorithm.{name}", value / 1e2) for name, value in steps]
+    blamed = max(usual, key=lambda item: item[1])[0]
+    raise fail(blamed, f"the audit would take about {work:.2g} multiply-adds ({trials} trials x 2 "
+               f"models x {passes} passes over {records} records x {features} features), more "
+               f"than the {MAX_WORK:g} an audit may ask for; lower it")
 
 
 def _algorithm_from_dict(data: Any) -> Any:

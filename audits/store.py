@@ -1,14 +1,23 @@
 """Embedded chunk store of an audit (one SQLite file, stdlib ``sqlite3``).
 
 Every finished chunk of trials is written in one transaction: its arrays (scores, statistics,
-accuracies, trial indices; NumPy ``np.save`` bytes, no pickle), its trial range and seed, and a
+accuracies, trial indices; NumPy ``np.save`` bytes, no pickle, zlib-compressed when smaller), its
+trial range and seed, and a
 line in the compute log. A killed audit therefore leaves only whole chunks, and a rerun reads
-them back instead of recomputing them. Every array blob is stored with its SHA-256 and checked on
-every read (:class:`CorruptChunkError` names a chunk whose bytes changed; :meth:`ChunkStore.verify`
-lists them and :meth:`ChunkStore.drop` removes them so that they are recomputed, never used).
-Rows are keyed by the audit key (a hash of the
-canonical spec and the code version, :meth:`audits.spec.AuditSpec.digest`), so results of a
-different spec or different code in the same file are never mixed in.
+them back instead of recomputing them. Every array blob is stored with a SHA-256 bound to its
+audit key, phase, chunk, trial range and seed (so a blob copied from another chunk or another
+audit fails too), and every chunk with the list of its arrays and a SHA-256 of that binding (so
+a deleted array row or a changed trial range is caught); both are checked on every read
+(:class:`CorruptChunkError` names the chunk; :meth:`ChunkStore.verify` lists them and
+:meth:`ChunkStore.drop` removes them so that they are recomputed, never used). Rows are keyed by
+the audit key (a hash of the canonical spec and the code version,
+:meth:`audits.spec.AuditSpec.digest`), so results of a different spec or different code in the
+same file are never mixed in.
+
+Before anything is written, :func:`inspect_store` reads an existing file read-only (no row, no
+``-wal``/``-shm`` file) so that a refused run leaves the folder as it was; :func:`check_folder`
+refuses symbolic links where the audit's files go, and :class:`FolderLock` lets one writer at a
+time use a folder.
 
 The compute log (:meth:`ChunkStore.compute_counts`) records each time a chunk was computed
 and stored; resumption tests use it to show that nothing finished was recomputed.
@@ -18,10 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import os
 import sqlite3
+import stat
 import time
-from collections.abc import Iterator, Mapping
+import urllib.parse
+import zlib
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,16 +43,25 @@ import numpy as np
 __all__ = [
     "STORE_NAME",
     "ChunkRecord",
+    "SchemaError",
     "ChunkStore",
     "CorruptChunkError",
+    "FolderLock",
     "StoreError",
+    "StoreState",
     "array_from_bytes",
     "array_to_bytes",
+    "check_folder",
     "count_stored_chunks",
+    "delete_store",
+    "inspect_store",
 ]
 
 STORE_NAME = "audit.sqlite"
-_SCHEMA_VERSION = 2  # 2: a SHA-256 per array blob
+# 3: checksums bound to the audit key, phase, chunk, trial range and seed; a chunk lists its
+# arrays. Files of older schemas are refused (their audit keys belong to older code anyway).
+_SCHEMA_VERSION = 3
+_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -60,6 +82,8 @@ CREATE TABLE IF NOT EXISTS chunks (
     n_trials INTEGER NOT NULL,
     seed INTEGER NOT NULL,
     finished REAL NOT NULL,
+    arrays TEXT NOT NULL,
+    sha256 TEXT NOT NULL,
     PRIMARY KEY (audit_key, phase, chunk)
 );
 CREATE TABLE IF NOT EXISTS arrays (
@@ -87,20 +111,68 @@ class StoreError(ValueError):
     """The chunk store cannot be used: unreadable, not a database, locked, another schema."""
 
 
+class SchemaError(StoreError):
+    """The file is a chunk store of another schema version (written by other code)."""
+
+
 class CorruptChunkError(StoreError):
-    """A stored chunk's bytes no longer match the checksum written with them."""
+    """A stored chunk no longer matches the checksums written with it.
+
+    ``bad`` lists ``(phase, chunk, problem)``: ``"array 'NAME'"`` (its bytes, or the chunk they
+    are bound to, changed), ``"array 'NAME' missing"``, ``"array 'NAME' not listed"`` or
+    ``"chunk record"`` (its trial range, seed or list of arrays changed).
+    """
 
     def __init__(self, path: Path, bad: list[tuple[str, int, str]]) -> None:
         self.bad = bad
-        names = ", ".join(f"{phase}/{chunk} (array {name!r})" for phase, chunk, name in bad[:5])
+        names = ", ".join(f"{phase}/{chunk} ({problem})" for phase, chunk, problem in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
         super().__init__(f"{path}: stored chunk {names}{more} fails its SHA-256 checksum (the file "
                          "was changed after it was written); rerun with --resume to recompute "
                          "the bad chunks, or --replace to start the folder afresh")
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+def _binding(audit_key: str, phase: str, chunk: int, first_trial: int, n_trials: int,
+             seed: int) -> bytes:
+    """What every checksum of a chunk is bound to: a blob is valid only in its own place."""
+    return json.dumps([audit_key, phase, int(chunk), int(first_trial), int(n_trials), int(seed)],
+                      separators=(",", ":")).encode() + b"\0"
+
+
+def _blob_digest(binding: bytes, name: str, data: bytes) -> str:
+    return hashlib.sha256(binding + name.encode() + b"\0" + data).hexdigest()
+
+
+def _chunk_digest(binding: bytes, names_json: str) -> str:
+    return hashlib.sha256(binding + names_json.encode()).hexdigest()
+
+
+def _problems(audit_key: str, row: tuple, blobs: Iterable[tuple[str, bytes, str]]
+              ) -> list[str]:
+    """What is wrong with one stored chunk (empty when it is intact).
+
+    ``row``: (phase, chunk, first_trial, n_trials, seed, arrays json, sha256) of ``chunks``;
+    ``blobs``: (name, data, sha256) rows of ``arrays``.
+    """
+    phase, chunk, first, n, seed, names_json, digest = row
+    binding = _binding(audit_key, phase, chunk, first, n, seed)
+    problems = []
+    try:
+        listed = json.loads(names_json)
+        ok = isinstance(listed, list) and all(isinstance(x, str) for x in listed)
+    except ValueError:
+        ok = False
+    if not ok or _chunk_digest(binding, names_json) != digest:
+        return ["chunk record"]
+    found = set()
+    for name, data, blob_digest in blobs:
+        found.add(name)
+        if name not in listed:
+            problems.append(f"array {name!r} not listed")
+        elif _blob_digest(binding, name, data) != blob_digest:
+            problems.append(f"array {name!r}")
+    problems += [f"array {name!r} missing" for name in listed if name not in found]
+    return problems
 
 
 def array_to_bytes(array: np.ndarray) -> bytes:
@@ -111,7 +183,23 @@ def array_to_bytes(array: np.ndarray) -> bytes:
 
 
 def array_from_bytes(data: bytes) -> np.ndarray:
+    """An array stored by the chunk store, read back from its bytes."""
     return np.load(io.BytesIO(data), allow_pickle=False)
+
+
+_NPY_MAGIC = b"\x93NUMPY"
+
+
+def _pack(array: np.ndarray) -> bytes:
+    """A blob as stored: the ``np.save`` bytes, zlib-compressed when that is smaller (lossless:
+    accuracies, trial indices and scores shrink, the values read back are the same bits)."""
+    raw = array_to_bytes(array)
+    packed = zlib.compress(raw, 6)
+    return packed if len(packed) < len(raw) else raw
+
+
+def _unpack(data: bytes) -> np.ndarray:
+    return array_from_bytes(data if data.startswith(_NPY_MAGIC) else zlib.decompress(data))
 
 
 @dataclass(frozen=True)
@@ -136,6 +224,7 @@ class ChunkStore:
     def __init__(self, path: str | Path, *, audit_key: str, spec_json: str,
                  code_version: str, timeout: float = 60.0) -> None:
         self.path = Path(path)
+        check_folder(self.path.parent, names=())
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as error:
@@ -192,6 +281,7 @@ class ChunkStore:
         return _Tx()
 
     def close(self) -> None:
+        """Close the store's database connection."""
         self._conn.close()
 
     def __enter__(self) -> ChunkStore:
@@ -204,25 +294,36 @@ class ChunkStore:
 
     def put(self, *, phase: str, chunk: int, first_trial: int, n_trials: int, seed: int,
             arrays: Mapping[str, np.ndarray], seconds: float = 0.0,
-            worker: str | None = None) -> None:
-        """Store one finished chunk and log its computation (one transaction)."""
+            worker: str | None = None, per_chunk: Iterable[str] = ()) -> None:
+        """Store one finished chunk and log its computation (one transaction).
+
+        Every array has one row per trial, except those named in ``per_chunk`` (summaries of
+        the chunk, such as exact column sums)."""
+        per_chunk = set(per_chunk)
         for name, array in arrays.items():
-            if np.asarray(array).shape[:1] != (n_trials,):
+            if name not in per_chunk and np.asarray(array).shape[:1] != (n_trials,):
                 raise ValueError(f"array {name!r} of chunk {phase}/{chunk} has leading size "
                                  f"{np.asarray(array).shape[:1]}, expected ({n_trials},)")
         now = time.time()
         worker = worker or f"pid {os.getpid()}"
+        binding = _binding(self.audit_key, phase, chunk, first_trial, n_trials, seed)
+        blobs = [(name, _pack(array)) for name, array in sorted(arrays.items())]
+        names_json = json.dumps([name for name, _ in blobs], separators=(",", ":"))
         with self._transaction():
             if self._has(phase, chunk):
                 raise ValueError(f"chunk {phase}/{chunk} is already stored")
+            # array rows left without their chunk row (a damaged file) must not block the chunk
+            self._conn.execute("DELETE FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ?",
+                               (self.audit_key, phase, chunk))
             self._conn.execute(
-                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (self.audit_key, phase, chunk, first_trial, n_trials, seed, now),
+                "INSERT INTO chunks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (self.audit_key, phase, chunk, first_trial, n_trials, seed, now, names_json,
+                 _chunk_digest(binding, names_json)),
             )
-            blobs = [(name, array_to_bytes(array)) for name, array in sorted(arrays.items())]
             self._conn.executemany(
                 "INSERT INTO arrays VALUES (?, ?, ?, ?, ?, ?)",
-                [(self.audit_key, phase, chunk, name, data, _sha256(data)) for name, data in blobs],
+                [(self.audit_key, phase, chunk, name, data, _blob_digest(binding, name, data))
+                 for name, data in blobs],
             )
             self._conn.execute(
                 "INSERT INTO compute_log (audit_key, phase, chunk, seconds, worker, finished) "
@@ -249,8 +350,9 @@ class ChunkStore:
         return {(p, int(c)) for p, c in self._conn.execute(query, args)}
 
     def get(self, phase: str, chunk: int) -> ChunkRecord:
+        """The stored chunk (checksums verified first); KeyError when it is not stored."""
         row = self._conn.execute(
-            "SELECT first_trial, n_trials, seed FROM chunks "
+            "SELECT phase, chunk, first_trial, n_trials, seed, arrays, sha256 FROM chunks "
             "WHERE audit_key = ? AND phase = ? AND chunk = ?",
             (self.audit_key, phase, chunk),
         ).fetchone()
@@ -261,12 +363,12 @@ class ChunkStore:
             "ORDER BY name",
             (self.audit_key, phase, chunk),
         ).fetchall()
-        # Checked before any byte is parsed: a changed blob is never used.
-        bad = [(phase, chunk, name) for name, data, digest in rows if _sha256(data) != digest]
-        if bad:
-            raise CorruptChunkError(self.path, bad)
-        arrays = {name: array_from_bytes(data) for name, data, _ in rows}
-        return ChunkRecord(phase, chunk, int(row[0]), int(row[1]), int(row[2]), arrays)
+        # Checked before any byte is parsed: a changed, moved or missing blob is never used.
+        problems = _problems(self.audit_key, row, rows)
+        if problems:
+            raise CorruptChunkError(self.path, [(phase, chunk, p) for p in problems])
+        arrays = {name: _unpack(data) for name, data, _ in rows}
+        return ChunkRecord(phase, chunk, int(row[2]), int(row[3]), int(row[4]), arrays)
 
     def records(self, phase: str) -> Iterator[ChunkRecord]:
         """Stored chunks of a phase in chunk order."""
@@ -275,13 +377,9 @@ class ChunkStore:
             yield self.get(phase, chunk)
 
     def verify(self) -> list[tuple[str, int, str]]:
-        """(phase, chunk, array name) of every stored blob of this audit whose SHA-256 differs."""
-        rows = self._conn.execute(
-            "SELECT phase, chunk, name, data, sha256 FROM arrays WHERE audit_key = ? "
-            "ORDER BY phase, chunk, name",
-            (self.audit_key,),
-        )
-        return [(p, int(c), n) for p, c, n, data, digest in rows if _sha256(data) != digest]
+        """(phase, chunk, problem) of every stored chunk of this audit that fails its checksums
+        (see :class:`CorruptChunkError`)."""
+        return _verify(self._conn, self.audit_key)
 
     def drop(self, chunks: set[tuple[str, int]]) -> None:
         """Remove chunks (e.g. those failing :meth:`verify`) so that they are computed again."""
@@ -319,7 +417,146 @@ class ChunkStore:
         return {(p, int(c)): int(n) for p, c, n in rows}
 
     def audit_keys(self) -> list[str]:
+        """The audit keys recorded in this store, oldest first."""
         return [k for (k,) in self._conn.execute("SELECT audit_key FROM audits ORDER BY created")]
+
+
+def _verify(conn: sqlite3.Connection, audit_key: str) -> list[tuple[str, int, str]]:
+    rows = conn.execute(
+        "SELECT phase, chunk, first_trial, n_trials, seed, arrays, sha256 FROM chunks "
+        "WHERE audit_key = ? ORDER BY phase, chunk", (audit_key,)).fetchall()
+    bad = []
+    for row in rows:
+        blobs = conn.execute(
+            "SELECT name, data, sha256 FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ? "
+            "ORDER BY name", (audit_key, row[0], row[1]))
+        bad += [(row[0], int(row[1]), problem) for problem in _problems(audit_key, row, blobs)]
+    return bad
+
+
+@dataclass(frozen=True)
+class StoreState:
+    """What :func:`inspect_store` found: audits of other specs that computed something, and
+    damaged chunks of this audit (as in :class:`CorruptChunkError`)."""
+
+    other_specs: tuple[str, ...]
+    bad: tuple[tuple[str, int, str], ...]
+
+
+def inspect_store(path: str | Path, *, audit_key: str, spec_json: str) -> StoreState | None:
+    """Look at an existing chunk store without writing anything; None when there is none.
+
+    A file closed cleanly (no ``-wal`` beside it) is opened immutable, so SQLite creates no
+    ``-wal``/``-shm`` file; one left by a killed run is read as it is. Raises
+    :class:`StoreError` for a file that is not a chunk store of this schema.
+    """
+    path = Path(path)
+    if not os.path.lexists(path):
+        return None
+    immutable = not os.path.lexists(f"{path}-wal")
+    uri = f"file:{urllib.parse.quote(str(path.absolute()))}?mode=ro" + (
+        "&immutable=1" if immutable else "")
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=10.0)
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot open the chunk store {path}: {error}") from None
+    try:
+        tables = {name for (name,) in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not tables:
+            return StoreState((), ())  # an empty file: nothing stored, nothing to lose
+        if "meta" not in tables:
+            raise StoreError(f"{path} is not a chunk store (use another --out folder)")
+        found = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        if found is None or found[0] != str(_SCHEMA_VERSION):
+            version = "no version" if found is None else f"schema {found[0]}"
+            raise SchemaError(f"{path} has chunk-store {version}; this code reads version "
+                              f"{_SCHEMA_VERSION} (use another output folder, or --replace to "
+                              "delete it)")
+        other = conn.execute(
+            "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? "
+            "AND audit_key IN (SELECT audit_key FROM compute_log) ORDER BY created",
+            (audit_key, spec_json)).fetchall()
+        return StoreState(tuple(k for (k,) in other), tuple(_verify(conn, audit_key)))
+    except sqlite3.Error as error:
+        raise StoreError(f"cannot read the chunk store {path}: {error} (a corrupted file, or not "
+                         "a chunk store; use another --out folder or --replace)") from None
+    finally:
+        conn.close()
+
+
+def delete_store(path: str | Path) -> None:
+    """Delete a chunk store and its SQLite side files (``--replace`` of a store of another
+    schema); :func:`check_folder` has refused links, so only the folder's own files go."""
+    path = Path(path)
+    check_folder(path.parent, names=())
+    for name in (path, *(Path(f"{path}{side}") for side in _SIDE_FILES)):
+        name.unlink(missing_ok=True)
+
+
+def check_folder(folder: str | Path, *, names: Iterable[str]) -> None:
+    """Refuse an output folder where the audit's files (the store, its SQLite side files and
+    ``names``) would be symbolic links (dangling or not) or anything but regular files: the
+    audit would write, or ``--replace`` delete, somewhere else."""
+    folder = Path(folder)
+    if os.path.lexists(folder) and not folder.is_dir():
+        raise StoreError(f"the output folder {folder} exists and is not a folder")
+    for name in (STORE_NAME, *(STORE_NAME + side for side in _SIDE_FILES), *names):
+        path = folder / name
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise StoreError(f"cannot inspect {path}: {error.strerror or error}") from None
+        if stat.S_ISLNK(mode):
+            raise StoreError(f"{path} is a symbolic link; an audit folder's files must be its "
+                             "own (remove the link or choose another --out folder)")
+        if not stat.S_ISREG(mode):
+            raise StoreError(f"{path} is not a regular file (remove it or choose another "
+                             "--out folder)")
+
+
+class FolderLock:
+    """One writer per output folder: an exclusive, non-blocking ``flock`` on the folder itself
+    (nothing is written for it), held until :meth:`release` or the end of the ``with`` block.
+    A second audit of the same folder, in this process or another, is refused at once."""
+
+    def __init__(self, folder: str | Path) -> None:
+        self.folder = Path(folder)
+        self._fd: int | None = None
+
+    def acquire(self) -> FolderLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - no flock on this platform: no lock to take
+            return self
+        check_folder(self.folder, names=())
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except OSError as error:
+            raise StoreError(f"cannot use the output folder {self.folder}: "
+                             f"{error.strerror or error}") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreError(f"{self.folder} is in use by another audit running now; wait for "
+                             "it to finish or choose another --out folder") from None
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the descriptor releases the flock
+            self._fd = None
+
+    def __enter__(self) -> FolderLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
 
 
 def count_stored_chunks(path: str | Path) -> int:

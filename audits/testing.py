@@ -20,11 +20,6 @@ on the two worlds' scores pulled apart: ``report["empirical"]["max_certifiable_e
 the Rényi curves ``ceiling`` in ``report["empirical"]["renyi"]``); such a mechanism never
 passes. :func:`assert_violation` is the reverse,
 for tests that check an audit catches a deliberately broken mechanism.
-
-The bound engine's hypothesis strategies (every public name of :mod:`bounds.strategies`, e.g.
-``strategy_for``, ``is_valid``, ``as_floats``, ``bound_ids`` and the per-setting strategies)
-are re-exported here on first use, so that property tests of accountants and audits import
-from one place; hypothesis itself is only needed when a strategy is built.
 """
 
 from __future__ import annotations
@@ -43,21 +38,6 @@ __all__ = [
     "assert_violation",
     "run_reduced_audit",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    """The bound engine's strategies (bounds/strategies.py), looked up on first use."""
-    if name.startswith("_"):
-        raise AttributeError(name)
-    try:
-        from bounds import strategies
-    except ImportError:  # pragma: no cover - stripped installs without the strategies
-        raise AttributeError(f"audits.testing has no {name!r} (bounds.strategies is absent)") \
-            from None
-    if name not in getattr(strategies, "__all__", ()) and not hasattr(strategies, name):
-        raise AttributeError(f"module 'audits.testing' has no attribute {name!r}")
-    return getattr(strategies, name)
-
 
 # Trials of a reduced audit when the caller gives none: a few seconds for the default demo
 # settings on one CPU core, and enough to refute a certificate a few times too small.

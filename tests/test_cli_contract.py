@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from audits.cli import build_parser, main
-from audits.cli_common import MESSAGE_CHARS
+from audits.cli.common import MESSAGE_CHARS
 
 CANARY = Path(os.environ.get("TMPDIR", "/tmp")) / "unlearn-cli-contract-canary"
 
@@ -246,7 +246,7 @@ def test_ray_failing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) -> No
 
 
 def test_demo_of_each_algorithm_and_each_example_have_their_own_folder() -> None:
-    from audits.audit_cli import default_out_dir
+    from audits.cli.audit import default_out_dir
     from audits.registry import adapters, default_adapter
 
     examples = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.toml"))

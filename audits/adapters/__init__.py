@@ -1,18 +1,9 @@
-"""The built-in algorithm adapters: importing this package registers each of them.
+"""Algorithm adapters: one module per algorithm family, plus the kit they share.
 
-This is the one place that lists them (:mod:`audits.registry` imports it by name before its
-first look-up). Adding a family: write ``audits/adapters/<name>.py`` that calls
-:func:`audits.registry.register_adapter`, and import it below; see docs/adding-an-algorithm.md.
+The kit: :mod:`~audits.adapters.protocol` is the seam (what the generic audit asks of an
+algorithm), :mod:`~audits.adapters.base` the base class with every default,
+:mod:`~audits.adapters.params`, :mod:`~audits.adapters.data`,
+:mod:`~audits.adapters.certificates` and :mod:`~audits.adapters.mechanism` the plumbing by
+concern, and :mod:`~audits.adapters.builtin` the list of built-in adapters that
+:mod:`audits.registry` loads.
 """
-
-from __future__ import annotations
-
-from audits.adapters import (  # noqa: F401  (each import registers its adapter)
-    chien2024_fig3,  # the empirical Figure 3 reproductions of seed 000
-    d2d,  # "d2d", Delete-to-Descent
-    guo2020_newton,  # "guo2020-newton", Guo et al. 2020 certified removal
-    koloskova,  # "koloskova-gradient-clipping", "koloskova-model-clipping", "output-perturbation"
-    langevin,  # "langevin", Langevin unlearning
-    noisy_gd,  # "noisy-gd", Chourasia and Shah 2023
-    pnsgd,  # "pnsgd", the default algorithm
-)

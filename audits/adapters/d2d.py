@@ -24,20 +24,24 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import float_at_least, mark_broken
+from audits.adapters.data import require_unit_features
+from audits.adapters.mechanism import SpecMechanism, run_request_trials
+from audits.adapters.params import AlgorithmParams, noise_scale, positive
+from audits.adapters.protocol import PreparedAudit
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, RequestSpec
 
-__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan", "demo_spec"]
+__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan"]
 
 VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2021:thm28"}
 
 
 @dataclass(frozen=True)
-class D2DParams(support.AlgorithmParams):
+class D2DParams(AlgorithmParams):
     """Hyper-parameters of D2D (seed 000 App. N.3 Algorithms 2-3, Theorems O.1/O.2).
 
     ``variant``: ``"internal-state"`` (Theorem O.1: fine-tune the clean parameters) or
@@ -66,18 +70,18 @@ class D2DParams(support.AlgorithmParams):
         p = "spec.algorithm"
         choice(self.variant, f"{p}.variant", tuple(VARIANT_BOUNDS))
         if self.noise_std is not None:
-            support.positive(self.noise_std, "noise_std",
+            positive(self.noise_std, "noise_std",
                              "a positive number (or left out to take the theorem's sigma)")
         if self.unlearn_iterations is not None:
             positive_int(self.unlearn_iterations, f"{p}.unlearn_iterations")
         if self.learn_iterations is not None:
             integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
                     what="a non-negative integer")
-        support.positive(self.l2, "l2", "a positive number (lambda = m; the theorems need m > 0)")
-        support.positive(self.clip, "clip", "a positive number (M)")
-        support.positive(self.radius, "radius", "a positive number (R)")
+        positive(self.l2, "l2", "a positive number (lambda = m; the theorems need m > 0)")
+        positive(self.clip, "clip", "a positive number (M)")
+        positive(self.radius, "radius", "a positive number (R)")
         choice(self.adjacency, f"{p}.adjacency", ("theorem", "paper"))
-        support.noise_scale(self.noise_multiplier_scale)
+        noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -91,11 +95,6 @@ _PARAMETER_HELP = {
     "adjacency": "'theorem' (removals) or 'paper' (replacements as seed 000 runs them)",
     "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
 }
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and requests of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
 
 
 def _upper(bound_id: str, **params: Any) -> Fraction:
@@ -158,7 +157,7 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
     if variant == "no-internal-state":
         inputs["d"] = d
     sigma_upper = _upper(bound_id, **inputs)
-    sigma_needed = support.float_at_least(sigma_upper)
+    sigma_needed = float_at_least(sigma_upper)
     sigma = sigma_needed if noise_std is None else float(noise_std)
     if sigma < sigma_needed:
         raise SpecError(f"spec.algorithm.noise_std: {bound_id} needs sigma >= {sigma_needed!r} "
@@ -203,7 +202,7 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
 
 
 @dataclass(frozen=True)
-class D2DMechanism(support.SpecMechanism):
+class D2DMechanism(SpecMechanism):
     """D2D learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record; statistics: the
@@ -215,6 +214,7 @@ class D2DMechanism(support.SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"D2D (Neel et al. 2021; seed 000 App. O), internal_state={c.internal_state}: "
                 f"sigma={c.noise_std!r}, eta={c.step_size!r}, T={c.learn_iterations}, "
@@ -222,38 +222,32 @@ class D2DMechanism(support.SpecMechanism):
                 f"noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.neel2021 import run_d2d
 
-        return support.run_request_trials(run_d2d, self, spec_data(self.spec_json), seed=seed,
+        return run_request_trials(run_d2d, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """D2D with internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
-
-    lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
-    M = 0.05 keeps every per-example gradient at the Lipschitz bound.
-    """
-    return support.demo_audit_spec(
-        algorithm=D2DParams(),
-        request=RequestSpec(kind="remove", indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n", calibrate="sigma"),
-        name="d2d-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
-class D2DAdapter(support.AdapterBase):
+class D2DAdapter(AdapterBase):
     """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
 
     description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
                    "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
     params_type = D2DParams
     parameter_help = _PARAMETER_HELP
+    # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
+    # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
+    # M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    demo = DemoSettings(params=D2DParams(), trials=20000, name="d2d-demo",
+                                request=RequestSpec(kind="remove", indices=(0,)),
+                                certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                                            calibrate="sigma"))
     bench_bound = "neel2021:thm9"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals
+        unless adjacency = 'paper'."""
         params, cert = spec.algorithm, spec.certificate
         if cert.target_epsilon is None:
             raise fail("spec.certificate.target_epsilon", "is required: D2D's theorems give "
@@ -270,16 +264,15 @@ class D2DAdapter(support.AdapterBase):
                        "'remove', or set spec.algorithm.adjacency = 'paper' to run seed 000's "
                        "uncertified replacement reading")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and mechanism of a validated spec."""
         from empirical.mechanisms.neel2021 import D2DConfig
 
         params: D2DParams = spec.algorithm
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
-        support.require_unit_features(data, "for L = 1/4 + lambda")
+        data = D2DMechanism.load_data(spec_json)
+        require_unit_features(data, "for L = 1/4 + lambda")
         extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
         if spec.request.kind == "replace":
             extra = ("NOT CERTIFIED: replacement adjacency (adjacency = 'paper'); the theorems "
@@ -290,7 +283,7 @@ class D2DAdapter(support.AdapterBase):
                         requests=spec.request.requests, noise_std=params.noise_std,
                         unlearn_iterations=params.unlearn_iterations,
                         learn_iterations=params.learn_iterations, extra_assumptions=extra)
-        certificate = support.mark_broken(plan.certificate, params.noise_multiplier_scale)
+        certificate = mark_broken(plan.certificate, params.noise_multiplier_scale)
         config = D2DConfig(
             step_size=plan.step_size, noise_std=plan.noise_std,
             learn_iterations=plan.learn_iterations, unlearn_iterations=plan.unlearn_iterations,
@@ -298,7 +291,7 @@ class D2DAdapter(support.AdapterBase):
             radius=params.radius, init_std=0.0,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = D2DMechanism(spec_json, config, device, spec.dtype)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)
 
 

@@ -24,21 +24,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import broken_note, delta_label, float_at_most
+from audits.adapters.data import SpecData
+from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
+from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, number, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
 
-__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams", "demo_spec"]
+__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
 
 BOUND = "guo2020:thm3ii"
 
 
 @dataclass(frozen=True)
-class GuoParams(support.AlgorithmParams):
+class GuoParams(AlgorithmParams):
     """Hyper-parameters of Guo et al.'s Algorithms 1 and 2 (paper's symbols).
 
     ``lam`` is lambda; ``sigma`` the standard deviation of each coordinate of b (None:
@@ -66,17 +70,17 @@ class GuoParams(support.AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        support.positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
-        support.optional_sigma(self.sigma)
+        positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
+        optional_sigma(self.sigma)
         choice(self.gamma, f"{p}.gamma", ("paper", "tight"))
         if self.removals is not None:
             positive_int(self.removals, f"{p}.removals")
-        support.positive(self.residual_per_removal, "residual_per_removal",
+        positive(self.residual_per_removal, "residual_per_removal",
                          "a positive number (eps' per removal batch)")
         number(self.tolerance, f"{p}.tolerance", low=0, high=1e-3, open_low=True,
                what="a number in (0, 1e-3]")
-        support.noise_scale(self.noise_multiplier_scale)
-        support.flag(self.report_figures, "report_figures")
+        noise_scale(self.noise_multiplier_scale)
+        flag(self.report_figures, "report_figures")
 
 
 _PARAMETER_HELP = {
@@ -92,22 +96,10 @@ _PARAMETER_HELP = {
 
 
 # ----------------------------------------------------------------------------------------------
-# Data and requests of a spec.
-
-
-GuoData = support.SpecData  # requests: the removal batches, one Newton step each
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and removal requests of a spec (cached); at least one record must remain."""
-    return support.spec_data(spec_json, keep_a_record=True)
-
-
-# ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float, float]:
+def guo_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float, float]:
     """Certificate (Theorem 3 (ii) at eps' = the budget), sigma and the budget the mechanism uses."""
     import bounds
     from bounds.errors import BoundError
@@ -120,7 +112,7 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    budget = support.float_at_most(removals * Fraction(params.residual_per_removal))
+    budget = float_at_most(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
@@ -163,8 +155,8 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
         derivation=[f"eps' = removals * residual_per_removal = {removals} * "
                     f"{params.residual_per_removal!r}; {spec.request.requests} request(s) of "
                     f"m = {spec.request.size} removal(s), one Newton step each"],
-        delta_label=support.delta_label(cert_spec),
-        extra_provenance=support.broken_note(params.noise_multiplier_scale, "b"),
+        delta_label=delta_label(cert_spec),
+        extra_provenance=broken_note(params.noise_multiplier_scale, "b"),
         calibration=calibration)
     certificate = run.certificate
     target = cert_spec.target_epsilon
@@ -179,141 +171,55 @@ def guo_certificate(spec: AuditSpec, data: GuoData) -> tuple[Certificate, float,
 
 
 @dataclass(frozen=True)
-class GuoMechanism(support.SpecMechanism):
+class GuoMechanism(SpecMechanism):
     """Algorithm 1 + Algorithm 2 removals and retraining as a TrialMechanism.
 
     Scores: ``loss`` = minus the logistic loss of each removed record; statistics: ``params``
     = the final parameters; accuracy on the test split.
     """
 
+    data_options: ClassVar[dict[str, Any]] = {"keep_a_record": True}
+
     # config is an empirical.mechanisms.guo2020.GuoConfig
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Guo et al. 2020 Newton removal (Algorithms 1-2): lambda={c.lam!r}, "
                 f"sigma={c.sigma!r}, budget eps'={c.budget!r}, gamma={c.gamma_value:.6g}, "
                 f"tol={c.tol!r}, noise x{c.noise_multiplier_scale}")
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
+        """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
         import torch
 
         from empirical.mechanisms.common import TrialOptions
         from empirical.mechanisms.guo2020 import run_guo
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         # Small per-trial matrices: on a shared 2-core machine, 2500 trials took 14.0 s with
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
-        with support.torch_threads(self.device):
+        with torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
                            options=TrialOptions(n_trials=n_trials, seed=seed, device=self.device,
                                                 dtype=getattr(torch, self.dtype), mode=mode,
                                                 first_trial=first_trial, retain_scores=1))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        return support.trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
+        return trial_batch(self.run(seed=seed, first_trial=first_trial, n_trials=n_trials))
 
 
 # ----------------------------------------------------------------------------------------------
-# The paper's figures: residuals over many removals (Figure 2), removals before retraining
-# against lambda and sigma (Figure 1).
-
-FIGURE_REMOVALS = 120  # the paper's Figure 2 runs 100+ removals
-FIGURE_TRIALS = 4
-FIGURE_LAMBDAS = (1e-3, 1e-2, 1e-1)
-FIGURE_SIGMAS = (0.1, 1.0, 10.0)
-
-
-def _removal_rows(n: int, count: int, seed: int) -> list[int]:
-    if count >= n:
-        raise SpecError(f"spec.request: {count} removals need more than the {n} training records")
-    return [int(i) for i in np.random.default_rng(seed).choice(n, count, replace=False)]
-
-
-def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = FIGURE_REMOVALS,
-                    trials: int = FIGURE_TRIALS, gamma: str = "paper", delta: float = 1e-4,
-                    seed: int = 0) -> dict[str, Any]:
-    """Figure 2's three curves over ``removals`` single removals (no retraining), trial means.
-
-    * true: ||grad L_b(w^-; D')|| of the model after k removals (the residual itself);
-    * data-dependent: beta after k removals (optimiser residual + sum of Corollary 2, ||X||_2
-      exact);
-    * worst case: the sum over the k removals of Theorem 1 as printed (b = 0) and of the
-      erratum-corrected Theorem 1 with ||b|| <= sigma (sqrt d + sqrt(2 log 1/tau)), tau = delta
-      (``guo2020:thm1`` and ``guo2020:thm1/corrected-whp``), C = 1 (|l'| <= 1, ||x|| <= 1).
-    """
-    import torch
-
-    import bounds
-    from empirical.data import removal_request
-    from empirical.mechanisms.common import TrialOptions
-    from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
-
-    gamma_value = gamma_of("logistic", tight=gamma == "tight")
-    rows = _removal_rows(dataset.n, removals, seed)
-    config = GuoConfig(lam=lam, sigma=sigma, budget=None, gamma=gamma_value)
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        result = run_guo(dataset, [removal_request([r]) for r in rows], config=config,
-                         options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
-    finally:
-        torch.set_num_threads(previous)
-    n_before = dataset.n - np.arange(removals)  # n before the k-th removal
-    exact_gamma = "1/4" if gamma == "paper" else gamma_value
-    printed = bounds.get("guo2020:thm1").evaluate(
-        precision="float", gamma=exact_gamma, C=1, lam=lam, n=n_before).value
-    corrected = bounds.get("guo2020:thm1/corrected-whp").evaluate(
-        precision="float", gamma=exact_gamma, C=1, lam=lam, n=n_before, sigma=sigma,
-        d=dataset.dim, tau=delta).value
-    return {
-        "removals": np.arange(1, removals + 1),
-        "true": result.residual_history.mean(axis=0),
-        "data_dependent": result.beta_history.mean(axis=0),
-        "worst_case_printed": np.cumsum(np.asarray(printed, dtype=float)),
-        "worst_case_corrected": np.cumsum(np.asarray(corrected, dtype=float)),
-        "true_max_over_trials": result.residual_history.max(axis=0),
-        "data_dependent_min_over_trials": result.beta_history.min(axis=0),
-        "lam": lam, "sigma": sigma, "trials": trials, "rows": rows,
-    }
-
-
-def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGURE_SIGMAS,
-                               epsilon: float = 1.0, delta: float = 1e-4,
-                               removals: int = FIGURE_REMOVALS, trials: int = FIGURE_TRIALS,
-                               gamma: str = "paper", seed: int = 0) -> dict[str, Any]:
-    """Figure 1's shape: mean number of single removals Algorithm 2 serves before its first
-    retrain, for each (lambda, sigma), with budget sigma epsilon / c (lower end of the
-    interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
-
-    import bounds
-    from empirical.data import removal_request
-    from empirical.mechanisms.common import TrialOptions
-    from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
-
-    budget_bound = bounds.get("guo2020:alg2/budget")
-    rows = _removal_rows(dataset.n, removals, seed)
-    requests = [removal_request([r]) for r in rows]
-    counts = np.zeros((len(lams), len(sigmas)))
-    with support.torch_threads("cpu"):
-        for i, lam in enumerate(lams):
-            for j, sigma in enumerate(sigmas):
-                budget = budget_bound.evaluate(precision="interval", sigma=sigma,
-                                               epsilon=epsilon, delta=delta).lower
-                config = GuoConfig(lam=lam, sigma=sigma, budget=float(budget),
-                                   gamma=gamma_of("logistic", tight=gamma == "tight"))
-                result = run_guo(dataset, requests, config=config,
-                                 options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
-                first = [int(np.argmax(r)) if r.any() else removals
-                         for r in result.retrained_at.astype(bool)]
-                counts[i, j] = float(np.mean(first))
-    return {"lams": list(lams), "sigmas": list(sigmas), "counts": counts,
-            "removals": removals, "trials": trials, "epsilon": epsilon, "delta": delta}
+# The report's figures (computed by the Figure 1 and 2 reproduction of audits.reproductions.guo2020).
 
 
 def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
     """The report's Figure 1 and Figure 2 shapes at the spec's lambda and (calibrated) sigma."""
-    data = spec_data(spec.canonical_json())
+    from audits.reproductions.guo2020 import removals_before_retraining, residual_curves
+
+    data = GuoMechanism.load_data(spec.canonical_json())
     params: GuoParams = spec.algorithm
     certificate, sigma, _ = guo_certificate(spec, data)
     delta = certificate.delta
@@ -359,94 +265,32 @@ def figure_plots(spec: AuditSpec) -> list[dict[str, Any]]:
     return [fig1, fig2]
 
 
-FIG2_CHECKPOINTS = (1, 10, 25, 50, 100, 120)
-
-
-def reproduce_fig2(*, dataset: str = "digits", path: str | None = None, lam: float = 1e-3,
-                   sigma: float = 1.0, removals: int = FIGURE_REMOVALS) -> dict[str, Any]:
-    """``unlearn reproduce guo2020:fig2``: Figure 2's comparison on digits 3-vs-8 (or MNIST
-    3-vs-8 from ``path``), lambda = 1e-3 as the paper. The paper prints no numbers for this
-    figure; what it shows, and what each row checks, is the ordering true residual <=
-    data-dependent bound <= worst-case bound (the corrected worst case, since b != 0)."""
-    from empirical.data import load_dataset as load
-
-    if dataset == "mnist":
-        if path is None:
-            raise SpecError("guo2020:fig2 --dataset mnist needs --path (nothing is downloaded)")
-        data = load("mnist", path=path, classes=(3, 8))
-    else:
-        if path is not None:
-            raise SpecError(f"dataset {dataset!r} is built in and takes no --path")
-        data = load(dataset)
-    curves = residual_curves(data, lam=lam, sigma=sigma, removals=removals)
-    rows = []
-    for k in FIG2_CHECKPOINTS:
-        if k > removals:
-            continue
-        i = k - 1
-        true_max = float(curves["true_max_over_trials"][i])
-        data_min = float(curves["data_dependent_min_over_trials"][i])
-        worst = float(curves["worst_case_corrected"][i])
-        rows.append({
-            "removals": k, "true": float(curves["true"][i]),
-            "data_dependent": float(curves["data_dependent"][i]),
-            "worst_case_corrected": worst,
-            "worst_case_printed": float(curves["worst_case_printed"][i]),
-            "published": "true <= data-dependent <= worst case",
-            "computed": f"{true_max:.3g} <= {data_min:.3g} <= {worst:.3g}",
-            "match": bool(true_max <= data_min <= worst),
-        })
-    return {"rows": rows, "matches": sum(r["match"] for r in rows), "total": len(rows),
-            "dataset": data.provenance, "lam": lam, "sigma": sigma,
-            "trials": curves["trials"]}
-
-
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """Guo et al.'s Newton removal of one record of digits 3-vs-8 (the embedded stand-in for
-    the paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by
-    Theorem 3 (ii) with a budget of one removal of residual 0.01 (sigma calibrated)."""
-    return support.demo_audit_spec(
-        algorithm=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
-        request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
-        certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4, calibrate="sigma"),
-        name="demo-guo2020", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
-class GuoAdapter(support.AdapterBase):
+class GuoAdapter(AdapterBase):
     """Guo et al. 2020 Newton removal certified by Theorem 3 (ii) through Algorithm 2's budget."""
 
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
     parameter_help = _PARAMETER_HELP
+    # The demo: Newton removal of one record of digits 3-vs-8 (the embedded stand-in for the
+    # paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by Theorem 3 (ii)
+    # with a budget of one removal of residual 0.01 (sigma calibrated).
+    demo = DemoSettings(params=GuoParams(lam=0.01, gamma="paper", residual_per_removal=0.01),
+                                trials=20000, name="demo-guo2020",
+                                request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
+                                certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
+                                                            calibrate="sigma"))
     bench_bound = BOUND
-    # ``unlearn reproduce ID``: reproductions that need the mechanism (not only the bounds).
-    reproductions: ClassVar[dict[str, str]] = {
-        "guo2020:fig2": "Guo et al. 2020 Figure 2: worst-case vs data-dependent vs true "
-                        "gradient residual over 100+ removals (digits, or MNIST from --path)",
-    }
-
-    def reproduce(self, reproduction_id: str, *, dataset: str | None = None,
-                  path: str | None = None) -> dict[str, Any]:
-        if reproduction_id != "guo2020:fig2":
-            raise SpecError(f"{self.name} has no reproduction {reproduction_id!r}")
-        return {"title": self.reproductions[reproduction_id],
-                "citation": "Guo et al. 2020, Figure 2 (Section 4.1)",
-                "rule": "each checkpoint: max over trials of the true residual <= min over trials "
-                        "of the data-dependent bound <= the corrected worst case",
-                **reproduce_fig2(dataset=dataset or "digits", path=path)}
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""
         return figure_plots(spec) if spec.algorithm.report_figures else []
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between the removal budget, sigma, the request and the certificate."""
         params, cert = spec.algorithm, spec.certificate
         if spec.request.kind != "remove":
             raise fail("spec.request.kind", "must be 'remove': Guo et al.'s Newton step removes "
@@ -465,8 +309,6 @@ class GuoAdapter(support.AdapterBase):
             raise fail("spec.dtype", "must be 'float64': the training tolerance and the checked "
                        "Hessian solves are set for double precision")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
@@ -477,12 +319,12 @@ class GuoAdapter(support.AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = demo_spec(trials=max(2, n_trials), device=device)
+        spec = self.demo_spec(trials=max(2, n_trials), device=device)
         if dataset != "digits":
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism
         # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
-        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
+        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
                                                warmup_trials=2)
         loop_trials = timing.loop_trials
         difference = float(np.abs(timing.batched.unlearned.params[:loop_trials]
@@ -495,10 +337,11 @@ class GuoAdapter(support.AdapterBase):
                         "after the same shared per-dataset precomputation"}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 3 (ii) through Algorithm 2's budget) and mechanism of a validated spec."""
         from empirical.mechanisms.guo2020 import GuoConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = GuoMechanism.load_data(spec_json)
         certificate, sigma, budget = guo_certificate(spec, data)
         params: GuoParams = spec.algorithm
         config = GuoConfig(lam=params.lam, sigma=sigma, loss="logistic", budget=budget,
@@ -506,7 +349,7 @@ class GuoAdapter(support.AdapterBase):
                            tol=params.tolerance,
                            noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
 
 

@@ -25,168 +25,36 @@ set is the spec's removal request (a random 10% of the rows in the demos).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
-
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import mark_broken
+from audits.adapters.koloskova_mechanism import KoloskovaMechanism, benchmark
+from audits.adapters.koloskova_params import (
+    HELP,
+    NETWORK_MODELS,
+    GradientClippingParams,
+    ModelClippingParams,
+    OutputPerturbationParams,
+)
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
-from audits.fields import SpecError, choice, fail, integer, number
-from audits.protocols import Certificate, TrialBatch
+from audits.fields import SpecError, fail
+from audits.protocols import Certificate
 from audits.registry import register_adapter
-from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec
+from audits.spec import AuditSpec, CertificateSpec, ModelSpec, RequestSpec
 
 __all__ = [
     "GRADIENT_CLIPPING",
     "MODEL_CLIPPING",
     "OUTPUT_PERTURBATION",
     "GradientClippingParams",
-    "KoloskovaMechanism",
     "ModelClippingParams",
     "OutputPerturbationParams",
     "prepare_koloskova",
 ]
-
-PARAMS_STATISTICS_LIMIT = 5000  # parameters handed to the projection attack up to this size
-NETWORK_MODELS = ("mlp", "cnn", "head")
-
-
-@dataclass(frozen=True)
-class _Common(support.AlgorithmParams):
-    """Fields shared by the three methods (Theorems 4.1, 4.2 and eq. 1 names)."""
-
-    sigma: float | None = None
-    C0: float = 2.0
-    learn_steps: int = 300
-    learn_step_size: float = 0.5
-    finetune_steps: int = 20
-    finetune_step_size: float = 0.5
-    noise_multiplier_scale: float = 1.0
-    report_figures: bool = False
-
-    def _check_common(self) -> None:
-        p = "spec.algorithm"
-        support.optional_sigma(self.sigma)
-        support.positive(self.C0, "C0", "a positive number (C0)")
-        integer(self.learn_steps, f"{p}.learn_steps", minimum=0, what="an integer >= 0")
-        support.positive(self.learn_step_size, "learn_step_size")
-        integer(self.finetune_steps, f"{p}.finetune_steps", minimum=0, what="an integer >= 0")
-        support.positive(self.finetune_step_size, "finetune_step_size")
-        support.noise_scale(self.noise_multiplier_scale)
-        support.flag(self.report_figures, "report_figures")
-
-
-@dataclass(frozen=True)
-class GradientClippingParams(_Common):
-    """Gradient clipping, eq. (3): gamma = ``step_size``, lambda = ``l2``, C1 = ``clip``,
-    T = ``unlearn_steps`` (None: T* = ceil(C0 / (gamma C1)), eq. 12's choice).
-    ``noise``: ``"correct"`` (sigma calibrated by Theorem A.9 + conversion) or
-    ``"paper-table"`` (the tables' sigma, which sets the zCDP slope to epsilon: erratum K1)."""
-
-    name: ClassVar[str] = "koloskova-gradient-clipping"
-
-    step_size: float = 0.05
-    l2: float = 0.0
-    clip: float = 1.0
-    unlearn_steps: int | None = None
-    noise: str = "correct"
-
-    def __post_init__(self) -> None:
-        self._check_common()
-        p = "spec.algorithm"
-        support.positive(self.step_size, "step_size")
-        number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        support.positive(self.clip, "clip", "a positive number (C1)")
-        if self.unlearn_steps is not None:
-            integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
-        choice(self.noise, f"{p}.noise", ("correct", "paper-table"))
-        if self.l2 * self.step_size >= 1:
-            raise fail(f"{p}.l2", "gamma * lambda must be < 1 (Theorem A.9)")
-
-
-@dataclass(frozen=True)
-class ModelClippingParams(_Common):
-    """Model clipping, eq. (4): gamma = ``step_size``, lambda = ``l2``, C2 = ``clip``,
-    sigma0 = ``sigma0``; T = ``unlearn_steps`` (None: the least T of the accountant).
-    ``accountant``: ``"adaptive"`` (koloskova2025:thm4.2/adaptive) or ``"thm4.2"``."""
-
-    name: ClassVar[str] = "koloskova-model-clipping"
-
-    step_size: float = 0.05
-    l2: float = 0.0
-    clip: float = 2.0
-    sigma0: float = 0.0
-    unlearn_steps: int | None = None
-    accountant: str = "adaptive"
-
-    def __post_init__(self) -> None:
-        self._check_common()
-        p = "spec.algorithm"
-        support.positive(self.step_size, "step_size")
-        number(self.l2, f"{p}.l2", low=0, what="a number >= 0")
-        support.positive(self.clip, "clip", "a positive number (C2)")
-        number(self.sigma0, f"{p}.sigma0", low=0, what="a number >= 0")
-        if self.unlearn_steps is not None:
-            integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=1, what="an integer >= 1")
-        choice(self.accountant, f"{p}.accountant", ("adaptive", "thm4.2"))
-
-
-@dataclass(frozen=True)
-class OutputPerturbationParams(_Common):
-    """Output perturbation, eq. (1): Pi_C0(A(D)) + N(0, sigma^2 I), then fine-tuning.
-    ``noise``: ``"analytic"`` (exact Gaussian mechanism) or ``"eq1"`` (as printed, eps < 1)."""
-
-    name: ClassVar[str] = "output-perturbation"
-
-    noise: str = "analytic"
-
-    def __post_init__(self) -> None:
-        self._check_common()
-        choice(self.noise, "spec.algorithm.noise", ("analytic", "eq1"))
-
-
-_HELP = {
-    "sigma": "per-step noise std (output noise for output perturbation); left out: calibrated",
-    "C0": "radius of the initial model clipping Pi_C0",
-    "learn_steps": "full-batch gradient steps of A(D) and A(D_r) from the shared initialisation",
-    "learn_step_size": "step size of that training (and of retraining from scratch)",
-    "finetune_steps": "noiseless gradient steps after the noisy part (post-processing)",
-    "finetune_step_size": "step size of fine-tuning",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-    "report_figures": "draw accuracy against compute budget vs retraining in the report",
-    "step_size": "gamma, the unlearning step size",
-    "l2": "lambda, the regularisation of the unlearning steps",
-    "clip": "C1 (gradient clipping) or C2 (model clipping)",
-    "unlearn_steps": "T noisy steps; left out: T* (gradient clipping) or calibrated (model clipping)",
-    "noise": "'correct' / 'paper-table' (gradient clipping); 'analytic' / 'eq1' (output pert.)",
-    "sigma0": "initial noise of model clipping (0 as in the experiments)",
-    "accountant": "'adaptive' (tighter, proved) or 'thm4.2' (the paper's recursion)",
-}
-
-
-# ----------------------------------------------------------------------------------------------
-# Data.
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and forget set (``indices``) of a spec (cached)."""
-    return support.spec_data(spec_json)
-
-
-@functools.lru_cache(maxsize=8)
-def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
-    import torch
-
-    from empirical.mechanisms.koloskova2025 import build_task
-
-    return build_task(spec_data(spec_json).dataset, model=model, device=device,
-                      dtype=getattr(torch, dtype))
-
 
 # ----------------------------------------------------------------------------------------------
 # Certificates.
@@ -212,6 +80,7 @@ def _tables_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float,
 
 
 def gradient_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
+    """Certificate, sigma and T of eq. (3) by Theorem A.9 (or the tables' noise, erratum K1)."""
     import bounds
 
     params: GradientClippingParams = spec.algorithm
@@ -274,6 +143,7 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
 
 
 def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
+    """Certificate, sigma and T of eq. (4) by Theorem 4.2 (adaptive accountant or the paper's recursion)."""
     import mpmath
 
     from bounds.papers.koloskova2025 import (
@@ -329,6 +199,7 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
 
 
 def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float]:
+    """Certificate and sigma of eq. (1): the exact Gaussian mechanism or eq. (1) as printed."""
     import mpmath
 
     import bounds
@@ -366,60 +237,12 @@ def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Cert
     return cert, sigma
 
 
-# ----------------------------------------------------------------------------------------------
-# Mechanism.
-
-
-@dataclass(frozen=True)
-class KoloskovaMechanism:
-    """Unlearned U(A(D), D_r) vs certifying U(A(D_r), D_r) trials as a TrialMechanism.
-
-    Scores: ``loss`` = minus the cross-entropy of each forgotten record; statistics: the final
-    parameters (networks up to 5,000 parameters); accuracy on the test split.
-    """
-
-    spec_json: str
-    config: Any  # empirical.mechanisms.koloskova2025.KoloskovaConfig
-    model: str
-    forget: tuple[int, ...]
-    device: str
-    dtype: str
-
-    @property
-    def description(self) -> str:
-        c = self.config
-        return (f"Koloskova et al. 2025 {c.method} on {self.model}: sigma={c.sigma!r}, "
-                f"T={c.unlearn_steps}, gamma={c.step_size}, lambda={c.l2}, C0={c.C0}, "
-                f"C1={c.C1}, C2={c.C2}, fine-tuning {c.finetune_steps} steps, forget "
-                f"{len(self.forget)} rows, noise x{c.noise_multiplier_scale}")
-
-    def fingerprint(self) -> str:
-        return repr((dataclasses.astuple(self.config), self.model, self.forget, self.device,
-                     self.dtype))
-
-    def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
-        from empirical.mechanisms.koloskova2025 import run_koloskova
-
-        task = _task(self.spec_json, self.model, self.device, self.dtype)
-        return run_koloskova(task, forget=self.forget, config=self.config, n_trials=n_trials,
-                             seed=seed, first_trial=first_trial, mode=mode)
-
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
-        small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
-        return TrialBatch(
-            support.model_outputs(result.unlearned_forget_losses, result.unlearned_params,
-                                  result.unlearned_accuracy, keep_params=small),
-            support.model_outputs(result.reference_forget_losses, result.reference_params,
-                                  result.reference_accuracy, keep_params=small))
-
-
 def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, KoloskovaMechanism]:
     """Certificate and mechanism of a validated spec of one of the three adapters."""
     from empirical.mechanisms.koloskova2025 import KoloskovaConfig
 
     spec_json = spec.canonical_json()
-    data = spec_data(spec_json)
+    data = KoloskovaMechanism.load_data(spec_json)
     delta = spec.certificate.resolve_delta(data.dataset.n)
     params = spec.algorithm
     common = {"C0": params.C0, "learn_steps": params.learn_steps,
@@ -439,76 +262,32 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     else:
         certificate, sigma = output_perturbation_certificate(spec, delta)
         config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
-    certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
-    mechanism = KoloskovaMechanism(spec_json, config, spec.model.name, data.indices, device,
-                                   spec.dtype)
+    certificate = mark_broken(certificate, params.noise_multiplier_scale)
+    mechanism = KoloskovaMechanism(spec_json=spec_json, config=config, device=device,
+                                   dtype=spec.dtype, model=spec.model.name, forget=data.indices)
     return certificate, mechanism
-
-
-# ----------------------------------------------------------------------------------------------
-# Accuracy against compute budget (the shape of Figure 1 and Table 2).
-
-FIGURE_BUDGETS = (25, 50, 100, 200)
-FIGURE_TRIALS = 8
-
-
-def accuracy_budget_plot(spec: AuditSpec, *, budgets: tuple[int, ...] = FIGURE_BUDGETS,
-                         trials: int = FIGURE_TRIALS) -> dict[str, Any]:
-    """Mean test accuracy of the spec's method with a total of B gradient steps (T noisy steps +
-    B - T fine-tuning) against retraining from scratch with B steps."""
-    from empirical.mechanisms.koloskova2025 import run_koloskova, run_retrain_budget
-
-    _, mechanism = prepare_koloskova(spec, device=spec.device if spec.device != "auto" else "cpu")
-    task = _task(mechanism.spec_json, mechanism.model, mechanism.device, mechanism.dtype)
-    config = mechanism.config
-    noisy = config.unlearn_steps if config.method != "output-perturbation" else 0
-    method_x, method_y, retrain_y = [], [], []
-    for budget in budgets:
-        retrain_y.append(run_retrain_budget(task, forget=mechanism.forget, steps=budget,
-                                            step_size=config.learn_step_size))
-        if budget < noisy:
-            continue
-        run = run_koloskova(task, forget=mechanism.forget, n_trials=trials, seed=spec.seed,
-                            config=dataclasses.replace(config, finetune_steps=budget - noisy))
-        method_x.append(budget)
-        method_y.append(float(np.mean(run.unlearned_accuracy)))
-    return {
-        "id": f"{spec.algorithm.name}-accuracy-budget",
-        "title": "Accuracy against compute budget (Koloskova et al. Fig. 1 / Table 2 shape)",
-        "caption": (f"{config.method} (T = {noisy} noisy steps, sigma = {config.sigma:.4g}, then "
-                    f"fine-tuning to the budget; mean of {trials} trials) against retraining "
-                    f"from scratch on the retain set with the same number of full-batch "
-                    f"gradient steps; model {mechanism.model}."),
-        "x_label": "compute budget (gradient steps)", "y_label": "test accuracy",
-        "log_x": True, "log_y": False,
-        "series": [{"label": config.method, "x": method_x, "y": method_y},
-                   {"label": "retrain from scratch", "x": list(budgets), "y": retrain_y}],
-    }
 
 
 # ----------------------------------------------------------------------------------------------
 # The adapters.
 
-DEMO_TRIALS = 2000
-DEMO_FORGET = 25  # 10% of the 256 digits training rows
+# The demos: an MLP on digits 3-vs-8 forgets 25 rows (10% of the 256 training rows), certified
+# (epsilon, delta) = (1, 1e-5) through Balle et al.'s conversion; 2000 trials.
 
 
-def _demo(params: Any, *, trials: int | None, device: str | None, name: str,
-          calibrate: str = "sigma") -> AuditSpec:
-    return support.demo_audit_spec(
-        algorithm=params,
-        model=ModelSpec(name="mlp"),
-        request=RequestSpec(kind="remove", size=DEMO_FORGET, requests=1, seed=0),
+def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> DemoSettings:
+    return DemoSettings(
+        params=params, trials=2000, name=name, model=ModelSpec(name="mlp"),
+        request=RequestSpec(kind="remove", size=25, requests=1, seed=0),
         certificate=CertificateSpec(target_epsilon=1.0, delta=1e-5, calibrate=calibrate,
                                     conversion="balle2020"),
-        name=name, trials=trials, default_trials=DEMO_TRIALS, device=device, chunk_size=1000)
+        chunk_size=1000)
 
 
-class _KoloskovaAdapter(support.AdapterBase):
+class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
     params_type: type
-    parameter_help = _HELP
-    demo_params: Any
+    parameter_help = HELP
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -524,12 +303,16 @@ class _KoloskovaAdapter(support.AdapterBase):
             raise fail("spec.algorithm", "calibrate = 'T' needs sigma given and unlearn_steps "
                        "left out")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return _demo(self.demo_params, trials=trials, device=device, name=f"demo-{self.name}",
-                     calibrate=self.calibratable[-1] if self.demo_params.sigma else "sigma")
-
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
-        return [accuracy_budget_plot(spec)] if spec.algorithm.report_figures else []
+        """The accuracy-against-budget figure, when the spec asks for report figures."""
+        if not spec.algorithm.report_figures:
+            return []
+        from audits.reproductions.koloskova2025 import accuracy_budget_plot
+
+        _, mechanism = prepare_koloskova(spec, device=spec.device if spec.device != "auto" else "cpu")
+        return [accuracy_budget_plot(mechanism.task(), config=mechanism.config, forget=mechanism.forget,
+                                     model=mechanism.model, seed=spec.seed,
+                                     name=spec.algorithm.name)]
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
                          model: str = "mlp", loop_trials: int | None = None) -> dict[str, Any]:
@@ -539,9 +322,9 @@ class _KoloskovaAdapter(support.AdapterBase):
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
-        task = _task(mechanism.spec_json, mechanism.model, device, spec.dtype)
-        data = spec_data(mechanism.spec_json)
-        return support.prepared_audit(
+        task = mechanism.task()
+        data = KoloskovaMechanism.load_data(mechanism.spec_json)
+        return prepared_audit(
             spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
             rows_key="forget_rows",
             notes=(f"dataset: {data.dataset.provenance}", f"model: {task.description}",
@@ -549,66 +332,30 @@ class _KoloskovaAdapter(support.AdapterBase):
 
 
 class GradientClippingAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (3), gradient clipping, certified by Theorem A.9."""
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
-    demo_params = GradientClippingParams(report_figures=True)
+    demo = _demo(GradientClippingParams(report_figures=True),
+                 name="demo-koloskova-gradient-clipping")
 
 
 class ModelClippingAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (4), model clipping, certified by Theorem 4.2."""
     description = ("Koloskova et al. 2025 model clipping (eq. 4) noisy fine-tuning of a "
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
     calibratable = ("sigma", "T")
-    demo_params = ModelClippingParams(sigma=2.0, report_figures=True)
+    demo = _demo(ModelClippingParams(sigma=2.0, report_figures=True),
+                 name="demo-koloskova-model-clipping", calibrate="T")
 
 
 class OutputPerturbationAdapter(_KoloskovaAdapter):
+    """Koloskova et al. 2025 eq. (1), output perturbation: the exact Gaussian mechanism."""
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
-    demo_params = OutputPerturbationParams(report_figures=True)
-
-
-def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
-              loop_trials: int | None) -> dict[str, Any]:
-    import torch
-
-    if n_trials < 1:
-        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
-    spec = spec.replace(model=ModelSpec(name=model))
-    if dataset != "digits":
-        spec = spec.replace(dataset=DatasetSpec(name=dataset))
-    _, mechanism = prepare_koloskova(spec, device=device)
-    # the warm-up trial builds A(D) and A(D_r)
-    with support.torch_threads(device):
-        timing = support.time_batched_and_loop(mechanism.run, n_trials=n_trials,
-                                               loop_trials=loop_trials or 16)
-    batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
-    batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds
-    # A(D) and A(D_r) are trained once per call in both modes; the rates count models (two per
-    # trial: unlearned and certifying).
-    batched_rate = 2 * n_trials / batched_seconds
-    loop_rate = 2 * looped_n / loop_seconds
-    params = mechanism.config
-    bytes_per_model = batched.unlearned_params.shape[1] * batched.unlearned_params.itemsize
-    return {
-        "model": model, "dataset": spec.dataset.name, "device": device,
-        "num_params": int(batched.unlearned_params.shape[1]),
-        "torch_threads": 1 if device == "cpu" else torch.get_num_threads(),
-        "n_trials": n_trials, "batched_seconds": batched_seconds,
-        "batched_models_per_s": batched_rate, "loop_trials_timed": looped_n,
-        "loop_seconds": loop_seconds, "loop_models_per_s": loop_rate,
-        "speedup": batched_rate / loop_rate,
-        "loop_matches_batched": bool(np.array_equal(batched.unlearned_params[:looped_n],
-                                                    looped.unlearned_params)),
-        "peak_rss_growth_mib_per_model": timing.peak_rss_growth_kib / 1024 / (2 * n_trials),
-        "param_bytes_per_model": bytes_per_model,
-        "steps_per_model": params.unlearn_steps + params.finetune_steps,
-        "note": "per model: T noisy steps + fine-tuning (full-batch retain gradients) and the "
-                "evaluation; ru_maxrss growth during the batched call divided by the models",
-    }
+    demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")
 
 
 GRADIENT_CLIPPING = register_adapter(GradientClippingAdapter())

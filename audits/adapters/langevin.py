@@ -18,20 +18,24 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import delta_label, float_at_most, mark_broken
+from audits.adapters.data import require_unit_features
+from audits.adapters.mechanism import SpecMechanism, run_request_trials
+from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, fail, integer
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 
-__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams", "demo_spec",
+__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams",
            "langevin_certificate"]
 
 
 @dataclass(frozen=True)
-class LangevinParams(support.AlgorithmParams):
+class LangevinParams(AlgorithmParams):
     """Hyper-parameters of Langevin unlearning (seed 000 App. P, Theorems P.1/P.2).
 
     ``sigma`` None: calibrated. ``unlearn_iterations`` K (one, or one per request; None: 1, or
@@ -51,14 +55,14 @@ class LangevinParams(support.AlgorithmParams):
     noise_multiplier_scale: float = 1.0
 
     def __post_init__(self) -> None:
-        support.optional_sigma(self.sigma)
-        support.counts(self, "unlearn_iterations", empty="must list at least one K")
+        optional_sigma(self.sigma)
+        counts(self, "unlearn_iterations", empty="must list at least one K")
         integer(self.learn_iterations, "spec.algorithm.learn_iterations", minimum=0,
                 what="a non-negative integer")
-        support.positive(self.l2, "l2", "a positive number (lambda = m)")
-        support.positive(self.clip, "clip", "a positive number (M)")
-        support.positive(self.radius, "radius", "a positive number (R)")
-        support.noise_scale(self.noise_multiplier_scale)
+        positive(self.l2, "l2", "a positive number (lambda = m)")
+        positive(self.clip, "clip", "a positive number (M)")
+        positive(self.radius, "radius", "a positive number (R)")
+        noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -73,11 +77,6 @@ _PARAMETER_HELP = {
 }
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and requests of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
-
-
 def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
                          delta: float, target_epsilon: float | None, calibrate: str,
                          sigma: float | None, iterations: int | tuple[int, ...] | None,
@@ -89,7 +88,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
     from empirical.models import logistic_constants
 
     m, L, max_step = logistic_constants(Fraction(l2))
-    eta = support.float_at_most(max_step)
+    eta = float_at_most(max_step)
     M = Fraction(clip)
     contraction = (1 - float(m) * eta) ** learn_iterations
     assumptions = [
@@ -150,7 +149,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
 
 
 @dataclass(frozen=True)
-class LangevinMechanism(support.SpecMechanism):
+class LangevinMechanism(SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
     fingerprint_tag = "langevin"
@@ -158,39 +157,34 @@ class LangevinMechanism(support.SpecMechanism):
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Langevin unlearning (PNGD, seed 000 App. P): sigma={c.sigma!r}, "
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.chien2024lu import run_langevin
 
-        return support.run_request_trials(run_langevin, self, spec_data(self.spec_json), seed=seed,
+        return run_request_trials(run_langevin, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
-DEMO_TRIALS = 20000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """LU on digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1."""
-    return support.demo_audit_spec(
-        algorithm=LangevinParams(),
-        name="langevin-demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
-class LangevinAdapter(support.AdapterBase):
+class LangevinAdapter(AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
                    "certified by seed 000 eq. (98); sequences by a derived chain")
     params_type = LangevinParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1.
+    demo = DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")
     bench_bound = "chien2024lu:eq98"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between sigma, K per request, the target and the bound (picked here)."""
         params, cert = spec.algorithm, spec.certificate
         p = "spec.algorithm"
         its = params.unlearn_iterations
@@ -208,16 +202,15 @@ class LangevinAdapter(support.AdapterBase):
         if cert.calibrate == "K" and params.sigma is None:
             raise fail(f"{p}.sigma", "is required when K is calibrated")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (eq. (98) or the derived sequence chain) and mechanism of a validated spec."""
         from empirical.mechanisms.chien2024lu import LangevinConfig
 
         params: LangevinParams = spec.algorithm
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
-        support.require_unit_features(data, "for L = 1/4 + lambda")
+        data = LangevinMechanism.load_data(spec_json)
+        require_unit_features(data, "for L = 1/4 + lambda")
         cert_spec = spec.certificate
         certificate, sigma, epochs = langevin_certificate(
             n=data.dataset.n, size=spec.request.size, requests=spec.request.requests,
@@ -225,15 +218,15 @@ class LangevinAdapter(support.AdapterBase):
             target_epsilon=cert_spec.target_epsilon, calibrate=cert_spec.calibrate,
             sigma=params.sigma, iterations=params.unlearn_iterations,
             conversion=cert_spec.conversion, learn_iterations=params.learn_iterations,
-            delta_label=support.delta_label(cert_spec))
-        certificate = support.mark_broken(certificate, params.noise_multiplier_scale)
+            delta_label=delta_label(cert_spec))
+        certificate = mark_broken(certificate, params.noise_multiplier_scale)
         config = LangevinConfig(
             step_size=float(certificate.inputs["eta"]), sigma=sigma,
             learn_iterations=params.learn_iterations, unlearn_iterations=epochs,
             l2=params.l2, clip=params.clip, radius=params.radius,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)
 
 

@@ -17,15 +17,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.data import SpecData, require_unit_features
+from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
+from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, DatasetSpec, ModelSpec
 
-__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams", "demo_spec"]
+__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams"]
 
 BOUND = "chourasia2023:thm5.1/deletion-renyi"
 ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
@@ -41,7 +45,7 @@ def model_smoothness(model: str) -> Fraction:
 
 
 @dataclass(frozen=True)
-class NoisyGDParams(support.AlgorithmParams):
+class NoisyGDParams(AlgorithmParams):
     """Hyper-parameters of Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1).
 
     ``sigma`` is Algorithm 2's sigma (each step adds sqrt(2 eta) sigma N(0, I_d); sigma^2 is the
@@ -72,19 +76,19 @@ class NoisyGDParams(support.AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        support.optional_sigma(self.sigma)
+        optional_sigma(self.sigma)
         if self.unlearn_steps is not None:
             integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=0,
                     what="a non-negative integer (K_Abar)")
         integer(self.learn_steps, f"{p}.learn_steps", minimum=0,
                 what="a non-negative integer (K_A)")
-        support.positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
-        support.positive(self.clip, "clip", "a positive number (L)")
+        positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
+        positive(self.clip, "clip", "a positive number (L)")
         if self.beta is not None:
-            support.positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
+            positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
         integer(self.adaptive_requests, f"{p}.adaptive_requests", minimum=0,
                 what="a non-negative integer (p)")
-        support.noise_scale(self.noise_multiplier_scale)
+        noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -104,12 +108,6 @@ _PARAMETER_HELP = {
 # Data and request of a spec.
 
 
-NoisyGDData = support.SpecData
-
-
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec (cached on the fields they depend on)."""
-    return support.spec_data(spec_json)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -118,10 +116,10 @@ def spec_data(spec_json: str) -> support.SpecData:
 
 def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     """eta = 1/(2(lam + beta)) of Theorem 5.1, rounded down to a float (never above it)."""
-    return support.float_at_most(1 / (2 * (Fraction(lam) + beta)))
+    return float_at_most(1 / (2 * (Fraction(lam) + beta)))
 
 
-def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float, int, float]:
+def noisy_gd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Any, float, int, float]:
     """Certificate and the (sigma, K_Abar, beta) the mechanism runs with (Theorem 5.1)."""
     import bounds
 
@@ -129,7 +127,7 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
     cert_spec = spec.certificate
     model_beta = model_smoothness(spec.model.name)
     if spec.model.name == "logistic-regression":
-        support.require_unit_features(data, "for the logistic loss to be 1/4-smooth")
+        require_unit_features(data, "for the logistic loss to be 1/4-smooth")
     beta = model_beta if params.beta is None else Fraction(params.beta)
     if beta <= 0:
         raise SpecError("spec.algorithm.beta: the linear loss is beta-smooth for every beta > 0; "
@@ -190,8 +188,8 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
                     f"kappa = (lam + beta)/lam; n = {n}"]
         + ([f"Theorem 4.3: epsilon_dd(q) + p epsilon_dp(q) with p = {p} releases seen by the "
             "requester"] if p else []),
-        delta_label=support.delta_label(cert_spec),
-        extra_provenance=support.broken_note(params.noise_multiplier_scale))
+        delta_label=delta_label(cert_spec),
+        extra_provenance=broken_note(params.noise_multiplier_scale))
     return run.certificate, float(run.values["sigma"]), int(run.values["K_Abar"]), eta
 
 
@@ -200,23 +198,21 @@ def noisy_gd_certificate(spec: AuditSpec, data: NoisyGDData) -> tuple[Any, float
 
 
 @dataclass(frozen=True)
-class NoisyGDMechanism:
+class NoisyGDMechanism(SpecMechanism):
     """Noisy-GD learn -> delete and the reference run as a
     :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the loss of the replaced record (original record); statistics:
-    ``params`` = the final parameters; accuracy on the test split.
+    ``params`` = the final parameters; accuracy on the test split. ``config`` is an
+    empirical.mechanisms.chourasia2023.NoisyGDConfig.
     """
 
-    spec_json: str
-    config: Any  # empirical.mechanisms.chourasia2023.NoisyGDConfig
     model: str
-    device: str
-    dtype: str
     adaptive_requests: int = 0
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"Noisy-GD (Chourasia & Shah 2023, Algorithm 2 / Definition 5.1) on {self.model}: "
                 f"sigma={c.sigma!r}, eta={c.step_size!r}, K_A={c.learn_steps}, "
@@ -224,6 +220,7 @@ class NoisyGDMechanism:
                 f"adaptive requests={self.adaptive_requests}, noise x{c.noise_multiplier_scale}")
 
     def fingerprint(self) -> str:
+        """Key of the chunk store (config, model, device, dtype, adaptive requests)."""
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
                      self.adaptive_requests))
 
@@ -231,7 +228,9 @@ class NoisyGDMechanism:
                    mode: str = "batched") -> TrialBatch:
         # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
         # cores than several spin-waiting ones.
-        with support.torch_threads(self.device):
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (one torch thread on
+        CPU)."""
+        with torch_threads(self.device):
             return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
                                     mode=mode)
 
@@ -243,14 +242,14 @@ class NoisyGDMechanism:
             run_noisy_gd,
         )
 
-        data = spec_data(self.spec_json)
+        data = self.data()
         model = LinearLoss(data.dataset.dim) if self.model == "linear" else None
         requester = None
         if self.adaptive_requests:
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        return support.run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
+        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
                                           n_trials=n_trials, model=model, requester=requester,
                                           adaptive_requests=self.adaptive_requests, mode=mode)
 
@@ -258,30 +257,20 @@ class NoisyGDMechanism:
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 10000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """Noisy-GD on digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
-
-    Clipping at L = 0.05 is active on every record and the flip replacement reverses the
-    record's gradient, so the two databases' gradients differ by the full 2L/n the theorem
-    allows; one deletion step (K_Abar = 1) keeps the deletion visible. ``trials`` N (default
-    10000) and one pilot trial per ten set the power.
-    """
-    return support.demo_audit_spec(
-        algorithm=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
-        model=ModelSpec(name="logistic-regression"),
-        name="demo-noisy-gd", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
-class NoisyGDAdapter(support.AdapterBase):
+class NoisyGDAdapter(AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
+    # Clipping at L = 0.05 is active on every record and the flip replacement reverses the record's
+    # gradient, so the two databases' gradients differ by the full 2L/n the theorem allows; one
+    # deletion step (K_Abar = 1) keeps the deletion visible.
+    demo = DemoSettings(params=NoisyGDParams(unlearn_steps=1, learn_steps=12, l2=1.0, clip=0.05),
+                                trials=10000, name="demo-noisy-gd",
+                                model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
@@ -291,18 +280,18 @@ class NoisyGDAdapter(support.AdapterBase):
     bench_reproduction = "chourasia2023:footnote5"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules: one request replacing one record, and the usual sigma / K_Abar calibration
+        rules."""
         request = spec.request
         if request.requests != 1 or request.size != 1:
             raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
                        "record (r = 1): the audit's reference for several edits is not the "
                        "one Theorem 5.1 describes")
-        support.check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
+        check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
         if spec.certificate.target_epsilon is None:
             return
         choice(spec.model.name, "spec.model.name", self.models)
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
                          loop_trials: int = 64) -> dict[str, Any]:
@@ -316,11 +305,11 @@ class NoisyGDAdapter(support.AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = demo_spec(trials=max(n_trials, 2), device=device)
+        spec = self.demo_spec(trials=max(n_trials, 2), device=device)
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
-        with support.torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
-            timing = support.time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
+        with torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
+            timing = time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,
                                                    loop_trials=loop_trials)
             threads = torch.get_num_threads()
         identical = all(
@@ -332,138 +321,22 @@ class NoisyGDAdapter(support.AdapterBase):
                 "loop_matches_batched": identical}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 5.1, or 4.3 + 5.1 for an adaptive requester) and mechanism of a validated
+        spec."""
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = NoisyGDMechanism.load_data(spec_json)
         certificate, sigma, steps, eta = noisy_gd_certificate(spec, data)
         params: NoisyGDParams = spec.algorithm
         config = NoisyGDConfig(step_size=eta, sigma=sigma, learn_steps=params.learn_steps,
                                unlearn_steps=steps, l2=params.l2, clip=params.clip,
                                noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = NoisyGDMechanism(spec_json, config, spec.model.name, device, spec.dtype,
+        mechanism = NoisyGDMechanism(spec_json=spec_json, config=config, device=device,
+                                     dtype=spec.dtype, model=spec.model.name,
                                      adaptive_requests=params.adaptive_requests)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)
 
 
 ADAPTER = register_adapter(NoisyGDAdapter())
-
-
-# ----------------------------------------------------------------------------------------------
-# Section 3's adaptive attacks as executable reproductions: claimed against measured success.
-# ``unlearn reproduce chourasia2023:thm3.1`` (etc.) finds them through the adapter's
-# ``reproductions`` (they need the trial engine, so they cannot live in the bound engine).
-
-ATTACK_SEED = 1
-
-
-def _attack_citation(label: str) -> Any:
-    from bounds.papers.chourasia2023 import cite
-
-    return cite(label, "Section 3 and Appendix C")
-
-
-def reproduce_theorem31(*, trials: int = 4000, seed: int = ATTACK_SEED) -> dict[str, Any]:
-    """Theorem 3.1: the median curator is (0, 0)-adaptive-unlearning, yet the 1-adaptive
-    requester lets the adversary name the deleted median. Each row: the paper's claimed lower
-    bound on the success, the measured success (estimate, 99% Clopper-Pearson interval), the
-    exact probability 1 - C((n+1)/2, i-1)/C(n, i-1) (erratum C8)."""
-    from empirical.adaptive_attacks import median_attack
-
-    rows = []
-    for n, i in ((11, 4), (11, 6), (21, 5), (51, 8)):
-        result = median_attack(n=n, i=i, trials=trials, seed=seed)
-        claimed = result["paper_bounds"]["combinatorial"]
-        low, high = result["success_interval"]
-        rows.append({
-            "n": n, "i": i, "published": claimed, "computed": result["success_estimate"],
-            "interval": f"[{low:.4f}, {high:.4f}]", "exact": round(result["success_exact"], 6),
-            "release_equals_retraining": result["unlearning_exact"],
-            "match": bool(high >= claimed and low <= result["success_exact"] <= high
-                          and result["unlearning_exact"]),
-        })
-    return {"rows": rows, "matches": sum(r["match"] for r in rows), "total": len(rows),
-            "trials": trials, "seed": seed, "kind": "estimate"}
-
-
-def reproduce_theorem32(*, trials: int = 2000, seed: int = ATTACK_SEED,
-                        epsilon: float = 1.0) -> dict[str, Any]:
-    """Theorem 3.2: every release is (epsilon, 0)-close to retraining, and the paper says the
-    deleted bit can be "correctly inferred" from the later releases. Rows per number of observed
-    releases: the claim (success -> 1) against the measured success of the optimal adversary,
-    and the ceiling 1/2 + TV/2 that the finite total KL divergence implies (erratum C7)."""
-    from empirical.adaptive_attacks import secret_state_attack
-
-    result = secret_state_attack(epsilon=epsilon, first=1, checkpoints=(1, 10, 100, 1000),
-                                 trials=trials, seed=seed)
-    rows = []
-    for row in result["rows"]:
-        low, high = row["success_interval"]
-        common = {"releases": row["releases"], "interval": f"[{low:.4f}, {high:.4f}]"}
-        rows.append({**common, "claim": "correct inference", "published": 1.0,
-                     "computed": row["success_estimate"], "match": bool(high >= 1.0)})
-        rows.append({**common, "claim": "ceiling 1/2 + TV/2 (C7)",
-                     "published": round(row["success_ceiling"], 6),
-                     "computed": row["success_estimate"], "match": bool(low <= row["success_ceiling"])})
-    return {"rows": rows, "matches": sum(r["match"] for r in rows), "total": len(rows),
-            "trials": trials, "seed": seed, "epsilon": epsilon, "kind": "estimate",
-            "finding": result["finding"]}
-
-
-def reproduce_sum_example() -> dict[str, Any]:
-    """The {-2, -1, 1, 2} sum example (eqs. 7-8): both offline definitions hold with
-    epsilon = delta = 0, and the model-dependent request identifies the record with
-    probability 1 (claimed and measured by exhaustive enumeration)."""
-    from empirical.adaptive_attacks import sum_example
-
-    result = sum_example()
-    rows = [
-        {"claim": "Guo et al. (0, 0)-certified removal holds", "published": 1.0,
-         "computed": float(result["guo_certified_removal_0_0"]),
-         "match": result["guo_certified_removal_0_0"]},
-        {"claim": "Sekhari et al. (0, 0)-unlearning holds", "published": 1.0,
-         "computed": float(result["sekhari_unlearning_0_0"]),
-         "match": result["sekhari_unlearning_0_0"]},
-        {"claim": "adversary identifies the record", "published": 1.0,
-         "computed": result["success_probability"],
-         "match": result["success_probability"] == 1.0},
-    ]
-    return {"rows": rows, "matches": sum(bool(r["match"]) for r in rows), "total": len(rows),
-            "records_deleted_per_request": result["requests_delete"], "kind": "exact"}
-
-
-def _attack_reproductions() -> tuple[Any, ...]:
-    from bounds.registry import Reproduction
-
-    return (
-        Reproduction(
-            id="chourasia2023:thm3.1",
-            title="Theorem 3.1: the median curator is (0,0)-adaptive-unlearning, yet a "
-                  "1-adaptive requester reveals the deleted median (simulated)",
-            citation=_attack_citation("Theorem 3.1"),
-            rule="the measured success (99% Clopper-Pearson, 4000 trials, seed 1) reaches the "
-                 "paper's bound, contains the exact probability, and the release equals "
-                 "retraining in every trial",
-            run=reproduce_theorem31),
-        Reproduction(
-            id="chourasia2023:thm3.2",
-            title="Theorem 3.2: secret states with Laplace releases; claimed 'correct "
-                  "inference' against the measured success (simulated)",
-            citation=_attack_citation("Theorem 3.2"),
-            rule="a claim row matches when the 99% interval of the measured success (2000 "
-                 "trials, seed 1) reaches it; the claim of identification does not reproduce, "
-                 "the KL ceiling does (erratum C7)",
-            run=reproduce_theorem32),
-        Reproduction(
-            id="chourasia2023:sum-example",
-            title="The {-2,-1,1,2} sum example (eqs. 7-8) against Guo's and Sekhari's "
-                  "definitions",
-            citation=_attack_citation("Equations (7)-(8)"),
-            rule="exhaustive over the universe: both definitions hold with epsilon = delta = 0 "
-                 "and the adversary's success is 1",
-            run=reproduce_sum_example),
-    )
-
-
-NoisyGDAdapter.reproductions = _attack_reproductions()

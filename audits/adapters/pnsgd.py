@@ -14,22 +14,26 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits import adapter_support as support
-from audits.adapter import PreparedAudit
+from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.data import SpecData, require_unit_features
+from audits.adapters.mechanism import SpecMechanism, run_request_trials
+from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
+from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 
-__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams", "demo_spec"]
+__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
 
 THM32_PARAMETERS = frozenset({"alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T", "K", "R"})
 SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
 
 
 @dataclass(frozen=True)
-class PNSGDParams(support.AlgorithmParams):
+class PNSGDParams(AlgorithmParams):
     """Hyper-parameters of PNSGD (Chien et al. 2024, Algorithm 1) on a linear model.
 
     ``sigma`` None: calibrated from the certificate's target. ``unlearn_epochs`` (K) is one
@@ -58,8 +62,8 @@ class PNSGDParams(support.AlgorithmParams):
 
     def __post_init__(self) -> None:
         p = "spec.algorithm"
-        support.optional_sigma(self.sigma)
-        support.counts(self, "unlearn_epochs", empty="must list at least one K")
+        optional_sigma(self.sigma)
+        counts(self, "unlearn_epochs", empty="must list at least one K")
         integer(self.learn_epochs, f"{p}.learn_epochs", minimum=0,
                 what="a non-negative integer")
         if self.batch_size != "full":
@@ -69,15 +73,15 @@ class PNSGDParams(support.AlgorithmParams):
                 raise fail(f"{p}.step_size", f"must be a positive number or '1/L', got "
                            f"{self.step_size!r}")
         else:
-            support.positive(self.step_size, "step_size", "a positive number or '1/L'")
-        support.positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
-        support.positive(self.clip, "clip", "a positive number (M)")
-        support.positive(self.radius, "radius", "a positive number (R)")
+            positive(self.step_size, "step_size", "a positive number or '1/L'")
+        positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
+        positive(self.clip, "clip", "a positive number (M)")
+        positive(self.radius, "radius", "a positive number (R)")
         choice(self.partition, f"{p}.partition", ("per_trial", "fixed"))
         if self.init != "zero":
             raise fail(f"{p}.init", "must be 'zero': Theorem 3.2 needs the learning "
                        f"initialisation supported on C_R, got {self.init!r}")
-        support.noise_scale(self.noise_multiplier_scale)
+        noise_scale(self.noise_multiplier_scale)
 
 
 _PARAMETER_HELP = {
@@ -99,16 +103,13 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-def spec_data(spec_json: str) -> support.SpecData:
-    """Dataset and request of a spec, the tail dropped to a multiple of b = batch_size (cached)."""
-    return support.spec_data(spec_json, batch_size_field="batch_size")
 
 
 # ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-def pnsgd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certificate, float, Any]:
+def pnsgd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float, Any]:
     """Certificate and the (sigma, K) the mechanism runs with (Theorem 3.2 / its sequence form)."""
     import bounds
     from bounds.papers.chien2024 import sequence_start_distance
@@ -117,10 +118,10 @@ def pnsgd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certific
     params: PNSGDParams = spec.algorithm
     cert_spec = spec.certificate
     n, b = data.dataset.n, data.batch_size
-    support.require_unit_features(data, "for L = 1/4 + lambda")
+    require_unit_features(data, "for L = 1/4 + lambda")
     lam, L, max_step = logistic_constants(Fraction(params.l2))
     if params.step_size == "1/L":
-        eta = support.float_at_most(max_step)
+        eta = float_at_most(max_step)
     else:
         eta = float(params.step_size)
         if Fraction(eta) > max_step:
@@ -184,8 +185,8 @@ def pnsgd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certific
         delta=delta, target_epsilon=cert_spec.target_epsilon, solve=solve,
         conversion=cert_spec.conversion, cast=int if solve == "K" else float,
         assumptions=assumptions, derivation=derivation,
-        delta_label=support.delta_label(cert_spec),
-        extra_provenance=support.broken_note(params.noise_multiplier_scale))
+        delta_label=delta_label(cert_spec),
+        extra_provenance=broken_note(params.noise_multiplier_scale))
     sigma = float(run.values["sigma"])
     if solve == "K":
         epoch_list = [int(run.values["K"])]
@@ -198,58 +199,52 @@ def pnsgd_certificate(spec: AuditSpec, data: support.SpecData) -> tuple[Certific
 
 
 @dataclass(frozen=True)
-class PNSGDMechanism(support.SpecMechanism):
+class PNSGDMechanism(SpecMechanism):
     """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
     statistics: ``params`` = the final parameters; accuracy on the test split.
     """
 
+    data_options: ClassVar[dict[str, Any]] = {"batch_size_field": "batch_size"}
+
     # config is an empirical.mechanisms.chien2024.PNSGDConfig
 
     @property
     def description(self) -> str:
+        """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
         return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
                 f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
                 f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
         from empirical.mechanisms.chien2024 import run_pnsgd
 
-        return support.run_request_trials(run_pnsgd, self, spec_data(self.spec_json), seed=seed,
+        return run_request_trials(run_pnsgd, self, self.data(), seed=seed,
                                           first_trial=first_trial, n_trials=n_trials)
 
 
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
-DEMO_TRIALS = 50000
-
-
-def demo_spec(*, trials: int | None = None, device: str | None = None) -> AuditSpec:
-    """PNSGD on digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
-
-    Full batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on
-    every record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the
-    flip replacement makes the two datasets' gradients differ by exactly 2M, so the audit's
-    lower bound can approach the certificate. ``trials`` N (default 50000) and one pilot trial
-    per ten set the power; the full demo takes under a minute to a few minutes on two
-    CPU cores.
-    """
-    return support.demo_audit_spec(
-        algorithm=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05,
-                              radius=100.0),
-        name="demo", trials=trials, default_trials=DEMO_TRIALS, device=device)
-
-
-class PNSGDAdapter(support.AdapterBase):
+class PNSGDAdapter(AdapterBase):
     """PNSGD (Chien et al. 2024, Algorithm 1) certified by Theorem 3.2 (and 3.11 for sequences)."""
 
     description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
     parameter_help = _PARAMETER_HELP
+    # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n). Full
+    # batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on every
+    # record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the flip
+    # replacement makes the two datasets' gradients differ by exactly 2M, so the audit's lower
+    # bound can approach the certificate. N = 50000 trials and one pilot trial per ten set the
+    # power: under a minute to a few minutes on two CPU cores.
+    demo = DemoSettings(
+        params=PNSGDParams(batch_size="full", learn_epochs=12, l2=1.0, clip=0.05, radius=100.0),
+        trials=50000, name="demo")
     calibratable = ("sigma", "K")
     # ``unlearn bench bounds``: Theorem 3.2 at Table 3's MNIST setting, and Table 3 itself.
     bench_bound = "chien2024:thm3.2"
@@ -260,18 +255,17 @@ class PNSGDAdapter(support.AdapterBase):
     bench_reproduction = "chien2024:table3"
 
     def check_spec(self, spec: AuditSpec) -> None:
+        """Cross-field rules between K per request, sigma, the target and the calibrated parameter."""
         epochs = spec.algorithm.unlearn_epochs
         if isinstance(epochs, tuple) and len(epochs) != spec.request.requests:
             raise fail("spec.algorithm.unlearn_epochs", f"lists {len(epochs)} values of K for "
                        f"{spec.request.requests} requests (spec.request.requests)")
-        support.check_sigma_calibration(spec, steps=("K", "unlearn_epochs"))
+        check_sigma_calibration(spec, steps=("K", "unlearn_epochs"))
         if (spec.certificate.target_epsilon is not None and spec.certificate.calibrate == "K"
                 and spec.request.requests > 1):
             raise fail("spec.certificate.calibrate", "K calibration is not supported for "
                        "a sequence of requests; give unlearn_epochs and calibrate sigma")
 
-    def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
-        return demo_spec(trials=trials, device=device)
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
@@ -281,10 +275,11 @@ class PNSGDAdapter(support.AdapterBase):
         return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate (Theorem 3.2, or 3.2 + 3.11 for a sequence) and mechanism of a validated spec."""
         from empirical.mechanisms.chien2024 import PNSGDConfig
 
         spec_json = spec.canonical_json()
-        data = spec_data(spec_json)
+        data = PNSGDMechanism.load_data(spec_json)
         certificate, sigma, epochs = pnsgd_certificate(spec, data)
         params: PNSGDParams = spec.algorithm
         config = PNSGDConfig(
@@ -301,7 +296,7 @@ class PNSGDAdapter(support.AdapterBase):
             noise_multiplier_scale=params.noise_multiplier_scale,
         )
         mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
-        return support.prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
+        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
                                       data=data)
 
 

@@ -18,8 +18,8 @@ only costs power, never validity.
 
 The limit. :func:`single_threshold_limit` is the best such bound one could get knowing the
 truth: the threshold chosen on the exact rates and Clopper-Pearson evaluated at the expected
-counts N * rate (a typical value, not a bound). It is the yardstick of the issue ("single-
-threshold limit"); :mod:`empirical.power_bench` measures ratios against it.
+counts N * rate (a typical value, not a bound). It is the yardstick of audit power (the
+"single-threshold limit"); :mod:`empirical.benchmarks.power` measures ratios against it.
 """
 
 from __future__ import annotations

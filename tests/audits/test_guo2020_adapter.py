@@ -123,7 +123,7 @@ def test_audit_catches_noise_below_the_certificate() -> None:
 
 
 def test_figure_1_shape_more_noise_or_regularisation_serves_more_removals() -> None:
-    from audits.adapters.guo2020_newton import removals_before_retraining
+    from audits.reproductions.guo2020 import removals_before_retraining
     from empirical.data import load_dataset
 
     grid = removals_before_retraining(load_dataset("digits"), lams=(0.01, 0.1),
@@ -135,7 +135,7 @@ def test_figure_1_shape_more_noise_or_regularisation_serves_more_removals() -> N
 
 
 def test_fig2_reproduction_orders_the_three_residuals() -> None:
-    from audits.adapters.guo2020_newton import reproduce_fig2
+    from audits.reproductions.guo2020 import reproduce_fig2
 
     result = reproduce_fig2(removals=10)
     assert result["total"] == 2 and result["matches"] == 2  # checkpoints 1 and 10
@@ -156,8 +156,8 @@ def test_cli_lists_adapter_reproductions_and_rejects_dataset_for_bound_ones(caps
 
 
 def test_report_hook_validates_and_draws_extra_line_plots(tmp_path) -> None:
-    from audits.report import write_report
-    from audits.report_schema import validate_report
+    from audits.report.schema import validate_report
+    from audits.report.write import write_report
 
     result = assert_consistent(no_figures(demo(), trials=100, pilot_trials=20, chunk_size=100))
     report = dict(result.report)

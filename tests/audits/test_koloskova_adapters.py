@@ -10,11 +10,11 @@ from pathlib import Path
 import mpmath
 import pytest
 
-from audits.adapters.koloskova import (
+from audits.adapters.koloskova import _tables_sigma
+from audits.adapters.koloskova_params import (
     GradientClippingParams,
     ModelClippingParams,
     OutputPerturbationParams,
-    _tables_sigma,
 )
 from audits.fields import SpecError
 from audits.protocols import ModelOutputs, TrialBatch
@@ -148,10 +148,14 @@ def test_noise_shrunk_below_the_certificate_is_a_violation(name):
 
 @pytest.mark.slow
 def test_accuracy_budget_plot_shape():
-    from audits.adapters.koloskova import accuracy_budget_plot
+    from audits.adapters.koloskova import prepare_koloskova
+    from audits.reproductions.koloskova2025 import accuracy_budget_plot
 
     spec = _fast(get_adapter("koloskova-model-clipping").demo_spec(trials=10))
-    plot = accuracy_budget_plot(spec, budgets=(10, 40), trials=2)
+    _, mechanism = prepare_koloskova(spec, device="cpu")
+    plot = accuracy_budget_plot(mechanism.task(), config=mechanism.config, forget=mechanism.forget,
+                                model=mechanism.model, seed=spec.seed, name=spec.algorithm.name,
+                                budgets=(10, 40), trials=2)
     labels = [s["label"] for s in plot["series"]]
     assert labels == ["model-clipping", "retrain from scratch"]
     for series in plot["series"]:
@@ -197,7 +201,7 @@ def test_correct_noise_is_consistent_on_the_worst_case():
 
 
 def test_bench_trials_takes_the_model():
-    from audits.bench import trials_benchmark
+    from audits.cli.bench import trials_benchmark
 
     res = trials_benchmark(algorithm="koloskova-model-clipping", n_trials=4, model="head")
     assert res["model"] == "head" and res["loop_matches_batched"]

@@ -21,7 +21,6 @@ from audits.adapters.noisy_gd import (
     ADAPTER,
     BOUND,
     NoisyGDParams,
-    demo_spec,
     theorem51_step_size,
 )
 from audits.registry import get_adapter
@@ -36,12 +35,12 @@ EXAMPLE = ROOT / "examples" / "noisy_gd_digits.toml"
 
 
 def _spec(**algorithm) -> AuditSpec:
-    spec = demo_spec(trials=600)
+    spec = ADAPTER.demo_spec(trials=600)
     return spec.replace(algorithm=dataclasses.replace(spec.algorithm, **algorithm))
 
 
 def _with(change: dict) -> dict:
-    out = copy.deepcopy(demo_spec(trials=100).to_dict())
+    out = copy.deepcopy(ADAPTER.demo_spec(trials=100).to_dict())
     for key, value in change.items():
         if isinstance(value, dict):
             out[key].update(value)
@@ -52,7 +51,7 @@ def _with(change: dict) -> dict:
 
 def test_registered_under_its_name_and_the_example_is_the_demo():
     assert get_adapter("noisy-gd") is ADAPTER
-    assert AuditSpec.from_toml(EXAMPLE) == demo_spec()
+    assert AuditSpec.from_toml(EXAMPLE) == ADAPTER.demo_spec()
     names = {p.name for p in ADAPTER.parameters()}
     assert names == {f.name for f in dataclasses.fields(NoisyGDParams)}
 
@@ -160,7 +159,7 @@ def test_linear_model_needs_beta_and_runs():
 
 
 def test_benchmark_reports_batched_and_loop_side_by_side():
-    from audits.bench import trials_benchmark
+    from audits.cli.bench import trials_benchmark
 
     res = trials_benchmark(algorithm="noisy-gd", n_trials=8, device="cpu")
     assert res["algorithm"] == "noisy-gd" and res["loop_matches_batched"] is True
@@ -179,7 +178,7 @@ def test_full_demo_shape_is_consistent_with_every_attack():
 
 
 def test_theorem31_reproduction_meets_the_claim_and_the_exact_probability():
-    from audits.adapters.noisy_gd import reproduce_theorem31
+    from audits.reproductions.chourasia2023 import reproduce_theorem31
 
     result = reproduce_theorem31(trials=1500)
     assert result["matches"] == result["total"] == 4
@@ -193,7 +192,7 @@ def test_theorem31_reproduction_meets_the_claim_and_the_exact_probability():
 
 
 def test_theorem32_reproduction_shows_the_claim_fails_and_the_ceiling_holds():
-    from audits.adapters.noisy_gd import reproduce_theorem32
+    from audits.reproductions.chourasia2023 import reproduce_theorem32
 
     result = reproduce_theorem32(trials=1500)
     claims = [r for r in result["rows"] if r["claim"] == "correct inference"]
@@ -229,7 +228,7 @@ def test_adaptive_example_is_certified_by_theorem43_on_theorem51():
     assert spec.algorithm.adaptive_requests == 2
     assert spec.replace(algorithm=dataclasses.replace(spec.algorithm, adaptive_requests=0),
                         trials=10000, pilot_trials=1000, chunk_size=2500,
-                        name="demo-noisy-gd") == demo_spec()
+                        name="demo-noisy-gd") == ADAPTER.demo_spec()
     prepared = prepare_audit(spec.replace(trials=100, pilot_trials=10))
     cert = prepared.certificate
     assert cert.bound == ADAPTIVE_BOUND and cert.inputs["p"] == 2

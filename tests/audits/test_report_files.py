@@ -17,15 +17,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits.report import (
-    SCHEMA_VERSION,
-    ReportPaths,
-    load_report,
-    render_html,
-    summary_text,
-    validate_report,
-    write_report,
-)
+from audits.report.html import render_html
+from audits.report.schema import SCHEMA_VERSION, ReportPaths, load_report, validate_report
+from audits.report.text import summary_text
+from audits.report.write import write_report
 
 PIL_Image = pytest.importorskip("PIL.Image")
 pytest.importorskip("matplotlib")

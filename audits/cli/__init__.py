@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import mpmath
 
 import bounds
-from audits.cli_common import (
+from audits.cli.common import (
     CommandError,
     Parser,
     UsageError,
@@ -50,6 +50,7 @@ _ECHO_CHARS = 60  # how much of a long argument an error message quotes
 
 
 def cmd_bounds_list(args: argparse.Namespace) -> None:
+    """``unlearn bounds list``: the declared bounds, optionally filtered."""
     items = bounds.list_bounds(args.paper)
     rows = [
         {"id": b.id, "aliases": list(b.aliases), "title": b.title, "label": b.citation.label,
@@ -62,6 +63,7 @@ def cmd_bounds_list(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_show(args: argparse.Namespace) -> None:
+    """``unlearn bounds show ID``: one declaration with its citation, conditions and expression."""
     b = bounds.get(args.id)
     info = {
         **b.provenance(),
@@ -97,6 +99,7 @@ def cmd_bounds_show(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_eval(args: argparse.Namespace) -> None:
+    """``unlearn bounds evaluate ID``: one bound at the given parameters and precision."""
     b = bounds.get(args.id)
     params = parse_assignments(args.params)
     ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
@@ -115,6 +118,7 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
 
 
 def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
+    """``unlearn bounds epsilon ID``: the (epsilon, delta) certificate of a Rényi bound."""
     params = parse_assignments(args.params)
     conv = best_epsilon(args.id, delta=args.delta, conversion=args.conversion,
                         alpha_min=args.alpha_min, alpha_max=args.alpha_max, **params)
@@ -126,6 +130,7 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
 
 
 def cmd_calibrate(args: argparse.Namespace) -> None:
+    """``unlearn calibrate``: the least sigma/K/T (or most requests) for a target (epsilon, delta)."""
     params = parse_assignments(args.params)
     cal = calibrate(args.id, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
                     conversion=args.conversion, alpha_min=args.alpha_min,
@@ -146,25 +151,6 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
     emit(cal.to_dict(), args.json, summary)
 
 
-def _adapter_reproductions() -> dict[str, tuple[object, str, object | None]]:
-    """Reproductions that need a mechanism, which the bound engine's registry cannot import.
-
-    An adapter lists them in ``reproductions``: either a mapping id -> title, run by its
-    ``reproduce(id, dataset=, path=)``, or objects with ``id``, ``title`` and ``run()`` like the
-    bound engine's reproductions. Returns id -> (adapter, title, object or None).
-    """
-    from audits.registry import adapters
-
-    found: dict[str, tuple[object, str, object | None]] = {}
-    for adapter in adapters().values():
-        listed = getattr(adapter, "reproductions", {})
-        if isinstance(listed, dict):
-            found.update({rid: (adapter, title, None) for rid, title in listed.items()})
-        else:
-            found.update({r.id: (adapter, r.title, r) for r in listed})
-    return found
-
-
 def _dataset_choice(args: argparse.Namespace) -> tuple[str, str | None]:
     """``--dataset NAME [PATH]`` (or ``--path PATH``) as (name, path); digits by default."""
     dataset = args.dataset or ["digits"]
@@ -179,31 +165,17 @@ def _empirical_options(args: argparse.Namespace) -> bool:
                for k in ("dataset", "path", "trials", "device", "out", "reduced"))
 
 
-def _cmd_adapter_reproduce(args: argparse.Namespace, adapter: object) -> None:
-    name, path = _dataset_choice(args)
-    result = adapter.reproduce(args.id, dataset=name, path=path)
-    out = {"reproduction": args.id, **result}
-    lines = [f"{args.id}: {result['title']}", f"rule: {result['rule']}"]
-    for row in result["rows"]:
-        label = ", ".join(f"{k}={v:.6g}" if isinstance(v, float) else f"{k}={v}"
-                          for k, v in row.items() if k not in ("published", "computed", "match"))
-        lines.append(f"  {label}: published {row['published']}, computed {row['computed']}"
-                     f"  {'ok' if row['match'] else 'MISMATCH'}")
-    lines.append(f"{result['matches']}/{result['total']} match")
-    emit(out, args.json, "\n".join(lines))
-    if result["matches"] != result["total"]:
-        raise SystemExit(1)
-
-
 def cmd_reproduce(args: argparse.Namespace) -> None:
-    from audits.reproduction import empirical_reproductions, get_empirical_reproduction
+    """``unlearn reproduce [ID]``: list, or recompute a published table or figure (bound or mechanism)."""
+    from audits.reproductions.registry import (
+        empirical_reproductions,
+        get_empirical_reproduction,
+        table_summary,
+    )
 
-    from_adapters = _adapter_reproductions()
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
         known = {r["id"] for r in rows}
-        rows += [{"id": rid, "title": title, "runs_mechanisms": True}
-                 for rid, (_, title, _) in from_adapters.items() if rid not in known]
         rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True}
                  for r in empirical_reproductions().values() if r.id not in known]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
@@ -214,28 +186,18 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if empirical is not None and (args.id not in bound_ids or _empirical_options(args)):
         result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
                                device=args.device or "cpu", out_dir=args.out, reduced=args.reduced)
-        emit(result, args.json, "\n".join(result["summary"]))
+        emit(result, args.json, empirical.summary(result))
+        if not empirical.passed(result):
+            raise SystemExit(1)
         return
-    adapter, _, listed = from_adapters.get(args.id, (None, None, None))
-    if adapter is not None and listed is None:
-        _cmd_adapter_reproduce(args, adapter)
-        return
-    if listed is None and _empirical_options(args):
+    if _empirical_options(args):
         raise CommandError(f"{args.id} is a bound reproduction: it takes no --dataset, --path, "
                            "--trials, --device, --out or --reduced")
-    repro = listed if listed is not None else get_reproduction(args.id)
+    repro = get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
            "rule": repro.rule, **result}
-    lines = [f"{repro.id}: {repro.title}", f"rule: {repro.rule}"]
-    for row in result["rows"]:
-        label = ", ".join(f"{k}={v}" for k, v in row.items()
-                          if k not in ("published", "computed", "match", "truncated", "alpha",
-                                       "certified_epsilon", "delta", "first_request_epochs"))
-        lines.append(f"  {label}: published {row['published']}, computed {row['computed']:.6g}"
-                     f"  {'ok' if row['match'] else 'MISMATCH'}")
-    lines.append(f"{result['matches']}/{result['total']} match")
-    emit(out, args.json, "\n".join(lines))
+    emit(out, args.json, table_summary(out))
     if result["matches"] != result["total"]:
         raise SystemExit(1)
 
@@ -246,7 +208,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_bounds(args: argparse.Namespace) -> None:
-    from audits.bench import bounds_benchmark
+    """``unlearn bench bounds``: bound evaluation rates and the reference reproduction's time."""
+    from audits.cli.bench import bounds_benchmark
 
     res = bounds_benchmark(points=args.points, algorithm=args.algorithm)
     summary = "\n".join([
@@ -262,7 +225,8 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
-    from audits.bench import trials_benchmark
+    """``unlearn bench trials``: batched against per-trial trials of an algorithm."""
+    from audits.cli.bench import trials_benchmark
 
     try:
         res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
@@ -278,14 +242,30 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
 # ------------------------------------------------------------------------------------------
 
 
+class _Version(argparse.Action):
+    """``--version``: the version as text, or as a JSON object when ``--json`` is anywhere on
+    the command line."""
+
+    as_json = False
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        version = toolkit_version()
+        emit({"program": "unlearn", "version": version}, _Version.as_json, f"unlearn {version}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The ``unlearn`` argument parser with every command."""
     parser = Parser(
         prog="unlearn",
         description="Certified machine unlearning: bounds, calibration, reproduction and audits.",
         epilog="Errors: one line 'error: ...' on stderr, exit 1 (2 for a malformed command line); "
                "with --json also {\"error\": {\"type\", \"message\"}} on stdout.",
     )
-    parser.add_argument("--version", action="version", version=f"unlearn {toolkit_version()}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version (a JSON object with --json) and exit")
+    parser.add_argument("--json", action="store_true", dest="json_first", default=False,
+                        help="print one JSON object (may be given before the command too)")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an error (may be given anywhere)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -343,7 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
     bench = p_bench.add_subparsers(dest="bench_command", required=True)
     p = with_json(bench.add_parser("bounds", help="bound evaluation rates and Table 3 time"))
-    # At least the benchmark's scalar-loop sample (audits.bench: loop_points = 20000), which is
+    # At least the benchmark's scalar-loop sample (audits.cli.bench: loop_points = 20000), which is
     # compared point by point with the vectorised values; at most what fits in memory easily.
     p.add_argument("--points", type=integer_in(20_000, 10_000_000), default=1_000_000,
                    help="random parameter points evaluated (20000 to 10^7, default 10^6)")
@@ -356,10 +336,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
-    __import__("audits.bench").bench.add_power_command(bench)  # unlearn bench power
+    from audits.cli.bench import add_power_command
+
+    add_power_command(bench)  # unlearn bench power
 
     try:
-        from audits.audit_cli import add_audit_commands
+        from audits.cli.audit import add_audit_commands
     except ImportError:
         pass
     else:
@@ -386,7 +368,7 @@ def _error_kind(error: BaseException) -> str:
     return "internal"
 
 
-def _error_message(error: BaseException) -> str:
+def _error_message(error: BaseException, *, debug: bool = False) -> str:
     if isinstance(error, KeyError) and error.args:
         message = str(error.args[0])
     elif isinstance(error, OSError) and error.strerror:
@@ -399,8 +381,8 @@ def _error_message(error: BaseException) -> str:
     else:
         message = str(error) or type(error).__name__
     if _error_kind(error) == "internal":
-        message = (f"{type(error).__name__}: {message} (unexpected; rerun with --debug for the "
-                   "traceback)")
+        hint = "the traceback is above on stderr" if debug else "rerun with --debug for the traceback"
+        message = f"{type(error).__name__}: {message} (unexpected; {hint})"
     return one_line(message)
 
 
@@ -420,7 +402,7 @@ def _fail(error: BaseException, *, argv: Sequence[str], as_json: bool, debug: bo
     if debug:
         traceback.print_exception(error, file=sys.stderr)
     kind = _error_kind(error)
-    message = one_line(_shorten_inputs(_error_message(error), argv))
+    message = one_line(_shorten_inputs(_error_message(error, debug=debug), argv))
     print(f"error: {message}", file=sys.stderr)
     if as_json:
         emit(error_payload(kind, message), True, "")
@@ -446,6 +428,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     head = argv[: argv.index("--")] if "--" in argv else argv
     as_json, debug = "--json" in head, "--debug" in head
     argv = [a for i, a in enumerate(argv) if not (a == "--debug" and i < len(head))]
+    if argv and argv[0] == "--json":
+        # ``unlearn --json bounds list``: the command's own flag, given before the command
+        cut = argv.index("--") if "--" in argv else len(argv)
+        argv = [*argv[1:cut], "--json", *argv[cut:]]
+    _Version.as_json = as_json
     try:
         return _run(argv)
     except SystemExit as done:  # --help, --version, or a command's own status (VIOLATION)

@@ -9,8 +9,8 @@ from fractions import Fraction
 import pytest
 
 import bounds
-from audits.adapters.chien2024_fig3 import burn_in_epochs_long
 from audits.cli import main
+from audits.reproductions.chien2024 import burn_in_epochs_long
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance

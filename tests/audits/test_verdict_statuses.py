@@ -13,7 +13,7 @@ import pytest
 from audits.analysis import POSSIBLE_CAUSES
 from audits.cli import main as cli_main
 from audits.protocols import Certificate, ModelOutputs, TrialBatch
-from audits.report_schema import EXIT_CODES, STATUSES
+from audits.report.schema import EXIT_CODES, STATUSES
 from audits.runner import audit_scores
 from audits.testing import assert_consistent
 from empirical.statistics import BonferroniPareto, max_certifiable_epsilon

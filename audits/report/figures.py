@@ -2,7 +2,7 @@
 
 ROC curves against the certificate's trade-off region, epsilon (and Rényi) lower bounds
 against the certified values, score histograms, per-example estimates, utility and an
-adapter's extra line plots. No pyplot global state, no GUI backend; :mod:`audits.report_html`
+adapter's extra line plots. No pyplot global state, no GUI backend; :mod:`audits.report.html`
 places them in the page.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from audits.report_text import _fmt, _lower_bounds, _renyi_lower, _value
+from audits.report.text import fmt, lower_bound_entries, number_value, renyi_lower
 
 _COLOUR_UNLEARNED = "#d95f02"
 _COLOUR_RETRAINED = "#1b9e77"
@@ -54,8 +54,9 @@ def _png_base64(figure) -> str:
 
 def _certificate_tpr(fpr: np.ndarray, epsilon: float, delta: float) -> np.ndarray:
     """Largest TPR any test can reach at ``fpr`` under an (epsilon, delta) guarantee."""
-    with np.errstate(over="ignore"):
-        first = np.exp(epsilon) * fpr + delta
+    # e^epsilon may overflow (a user's certificate of epsilon 1e300): inf * 0 at fpr = 0 is 0
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = np.where(fpr > 0, np.exp(epsilon) * fpr, 0.0) + delta
     second = 1.0 - np.exp(-epsilon) * (1.0 - delta - fpr)
     return np.clip(np.minimum(np.minimum(first, second), 1.0), 0.0, 1.0)
 
@@ -63,7 +64,7 @@ def _certificate_tpr(fpr: np.ndarray, epsilon: float, delta: float) -> np.ndarra
 def _figure_roc(report: Mapping, *, log_axes: bool):
     roc = report["plots"]["roc"]
     cert = report["certificate"]
-    epsilon, delta = _value(cert["epsilon"]), float(cert["delta"])
+    epsilon, delta = number_value(cert["epsilon"]), float(cert["delta"])
     figure = _new_figure(6.4, 5.0)
     axes = figure.add_subplot()
     positive = [v for c in roc.values() for v in c["fpr"] if v > 0]
@@ -74,12 +75,12 @@ def _figure_roc(report: Mapping, *, log_axes: bool):
             keep = (fpr > 0) & (tpr > 0)
             fpr, tpr = fpr[keep], tpr[keep]
         axes.plot(fpr, tpr, drawstyle="steps-post", linewidth=1.6,
-                  label=_mpl_text(f"{attack} (AUC {_fmt(curve['auc'], 3)})"))
+                  label=_mpl_text(f"{attack} (AUC {fmt(curve['auc'], 3)})"))
     grid = np.logspace(math.log10(floor), 0, 400) if log_axes else np.linspace(0, 1, 401)
     if math.isfinite(epsilon):
         axes.plot(grid, _certificate_tpr(grid, epsilon, delta), color=_COLOUR_CERTIFICATE,
                   linestyle="--", linewidth=1.6,
-                  label=f"certificate limit (ε={_fmt(epsilon, 3)}, δ={_fmt(delta, 2)})")
+                  label=f"certificate limit (ε={fmt(epsilon, 3)}, δ={fmt(delta, 2)})")
     axes.plot(grid, grid, color="0.6", linestyle=":", linewidth=1.0, label="chance")
     if log_axes:
         axes.set_xscale("log")
@@ -102,9 +103,9 @@ def _figure_roc(report: Mapping, *, log_axes: bool):
 def _figure_epsilon(report: Mapping):
     from matplotlib.patches import Patch
 
-    bounds = _lower_bounds(report)
-    certified = _value(report["certificate"]["epsilon"])
-    ceiling = _value(report["empirical"]["max_certifiable_epsilon"])
+    bounds = lower_bound_entries(report)
+    certified = number_value(report["certificate"]["epsilon"])
+    ceiling = number_value(report["empirical"]["max_certifiable_epsilon"])
     figure = _new_figure(7.5, 1.9 + 0.42 * max(len(bounds), 1))
     axes = figure.add_subplot()
     labels = [_mpl_text(f"{b['attack']} / {b['statistic']}") for b in bounds]
@@ -119,7 +120,7 @@ def _figure_epsilon(report: Mapping):
             if colour in colours:
                 handles.append(Patch(color=colour, label=name))
         for y, v in zip(positions, values, strict=True):
-            axes.annotate(_fmt(v, 3), (v, y), xytext=(3, 0), textcoords="offset points",
+            axes.annotate(fmt(v, 3), (v, y), xytext=(3, 0), textcoords="offset points",
                           va="center", fontsize=8)
         axes.set_yticks(positions, labels, fontsize=8)
         axes.set_ylim(-0.7, len(bounds) - 0.3)
@@ -132,12 +133,12 @@ def _figure_epsilon(report: Mapping):
     right = max(finite, default=1.0) * 1.18 or 1.0
     if math.isfinite(certified):
         handles.append(axes.axvline(certified, color=_COLOUR_CERTIFICATE, linewidth=2.2,
-                                    label=f"certified ε = {_fmt(certified, 4)}"))
+                                    label=f"certified ε = {fmt(certified, 4)}"))
     if math.isfinite(ceiling):
         n_trials = report["empirical"]["n_trials"]
         handles.append(axes.axvline(
             ceiling, color="0.35", linestyle="--", linewidth=1.4,
-            label=f"max certifiable ε with N = {n_trials}: {_fmt(ceiling, 3)}"))
+            label=f"max certifiable ε with N = {n_trials}: {fmt(ceiling, 3)}"))
     axes.set_xlim(0, right)
     axes.set_xlabel("ε")
     axes.set_title("Certified ε (upper bound) vs empirical lower bounds")
@@ -154,21 +155,21 @@ def _figure_renyi(report: Mapping):
     axes = figure.add_subplot()
     tests = report["empirical"]["renyi"]
     first = tests[0]
-    certified = [_value(c) for c in first["certified"]]
+    certified = [number_value(c) for c in first["certified"]]
     axes.plot(first["orders"], certified, color=_COLOUR_CERTIFICATE, linewidth=2.2,
               marker="o", markersize=3, label="certified ε(α) (upper bound)")
     for test in tests:
-        lower = _renyi_lower(test)
+        lower = renyi_lower(test)
         axes.plot(test["orders"], lower, linewidth=1.6, marker="s", markersize=3,
                   label=_mpl_text(f"lower bound, attack {test['attack']}"))
         violating = [(a, v) for a, v, c in zip(test["orders"], lower, test["certified"],
-                                               strict=True) if v > _value(c)]
+                                               strict=True) if v > number_value(c)]
         if violating:
             axes.scatter(*zip(*violating, strict=True), color=_COLOUR_VIOLATION, s=40, zorder=5)
     ceiling = first["ceiling"]
     axes.plot(first["orders"], ceiling, color="0.35", linestyle="--", linewidth=1.2,
               label=f"largest lower bound N = {report['empirical']['n_trials']} trials could show")
-    finite = [v for v in [*certified, *ceiling, *_renyi_lower(first)] if math.isfinite(v)]
+    finite = [v for v in [*certified, *ceiling, *renyi_lower(first)] if math.isfinite(v)]
     axes.set_ylim(0, max(finite, default=1.0) * 1.1 or 1.0)
     axes.set_xscale("log")
     axes.set_xlabel("Rényi order α")
@@ -206,14 +207,14 @@ def _figure_scores(report: Mapping):
 def _figure_per_example(report: Mapping):
     per_example = report["plots"]["per_example_epsilon"]
     values = np.asarray(per_example["values"], dtype=float)
-    certified = _value(report["certificate"]["epsilon"])
+    certified = number_value(report["certificate"]["epsilon"])
     figure = _new_figure(6.4, 4.4)
     axes = figure.add_subplot()
     axes.hist(values, bins=min(50, max(10, int(np.sqrt(values.size)))), color=_COLOUR_BOUND,
               alpha=0.8)
     if math.isfinite(certified):
         axes.axvline(certified, color=_COLOUR_CERTIFICATE, linewidth=2.0,
-                     label=f"certified ε = {_fmt(certified, 4)}")
+                     label=f"certified ε = {fmt(certified, 4)}")
         axes.legend(fontsize=8)
     axes.set_xlabel(_mpl_text(per_example["label"]))
     axes.set_ylabel("examples")
@@ -273,7 +274,9 @@ def _figure_lines(plot: Mapping):
 
 
 @dataclass(frozen=True)
-class _Figure:
+class ReportFigure:
+    """One rendered figure of the HTML report: a base64 PNG with its title, alt text and caption."""
+
     id: str
     title: str
     alt: str
@@ -293,16 +296,16 @@ def _subsample_note(scores: Mapping, n_trials: int) -> str:
             f"{n_trials}.")
 
 
-def _figures(report: Mapping) -> tuple[list[_Figure], list[str]]:
+def report_figures_of(report: Mapping) -> tuple[list[ReportFigure], list[str]]:
     """The figures the report has data for, and a note for each one it has not."""
-    figures: list[_Figure] = []
+    figures: list[ReportFigure] = []
     notes: list[str] = []
     plots = report["plots"]
     n_trials = report["empirical"]["n_trials"]
 
     def add(fig_id, title, alt, caption, build, *, half=False):
         figure = build()
-        figures.append(_Figure(fig_id, title, alt, caption, _png_base64(figure), half))
+        figures.append(ReportFigure(fig_id, title, alt, caption, _png_base64(figure), half))
 
     if plots["roc"]:
         attacks = ", ".join(plots["roc"])

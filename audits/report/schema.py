@@ -26,6 +26,7 @@ from empirical.statistics import KIND_ESTIMATE, KIND_LOWER_BOUND
 
 __all__ = [
     "HTML_NAME",
+    "atomic_write",
     "JSON_NAME",
     "KIND_ESTIMATE",
     "KIND_LOWER_BOUND",
@@ -477,7 +478,8 @@ def _current_umask() -> int:
     return mask
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
     # A killed audit must never leave a half-written report next to a complete store.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

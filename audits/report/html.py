@@ -1,6 +1,6 @@
 """The self-contained HTML page of an audit report (inline CSS, base64 PNG figures, no scripts,
-no external resources). The data it shows is validated by :mod:`audits.report_schema`; the
-figures come from :mod:`audits.report_figures`.
+no external resources). The data it shows is validated by :mod:`audits.report.schema`; the
+figures come from :mod:`audits.report.figures`.
 """
 
 from __future__ import annotations
@@ -10,19 +10,19 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audits.report_figures import _Figure, _figures
-from audits.report_schema import SCHEMA_ID, SCHEMA_VERSION, validate_report
-from audits.report_text import (
-    _EXACT_CALIBRATION_KEYS,
-    _blind_spot,
-    _bound_confidence,
-    _describe_bound,
-    _each_level,
-    _exact,
-    _fmt,
-    _lower_bounds,
-    _percent,
-    _value,
+from audits.report.figures import ReportFigure, report_figures_of
+from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION, validate_report
+from audits.report.text import (
+    EXACT_CALIBRATION_KEYS,
+    blind_spot,
+    bound_confidence,
+    describe_bound,
+    each_level,
+    exact_text,
+    fmt,
+    lower_bound_entries,
+    number_value,
+    percent_text,
 )
 
 
@@ -100,7 +100,7 @@ def _render_value(value: Any) -> str:
     if value is None:
         return "<em>null</em>"
     if isinstance(value, float):
-        return _e(_fmt(value, 6))
+        return _e(fmt(value, 6))
     return _e(value)
 
 
@@ -111,20 +111,20 @@ def _kv_table(rows: Sequence[tuple[str, Any]]) -> str:
 
 def _plain_explanation(report: Mapping) -> list[str]:
     cert, emp, verdict = report["certificate"], report["empirical"], report["verdict"]
-    eps, delta = _fmt(cert["epsilon"]), _fmt(cert["delta"])
-    confidence = _percent(emp["confidence"])
+    eps, delta = fmt(cert["epsilon"]), fmt(cert["delta"])
+    confidence = percent_text(emp["confidence"])
     n = emp["n_trials"]
     intro = (f"The certificate ({cert['bound']}) promises that the unlearned model is "
              f"statistically almost indistinguishable from a model retrained without the deleted "
              f"data: privacy loss at most ε = {eps} with δ = {delta}. The audit ran {n} trials "
              f"and attacked the resulting models; each attack gives a lower bound on the true "
              f"ε, and all of them hold together with confidence {confidence}"
-             + (f" (each on its own at {_percent(each)})" if (each := _each_level(report))
+             + (f" (each on its own at {percent_text(each)})" if (each := each_level(report))
                 else "") + ".")
     best = verdict["best_lower_bound"]
     best_text = ("No attack produced a lower bound." if best is None else
-                 f"The strongest attack shows ε ≥ {_fmt(best['epsilon'])} "
-                 f"(tightness {_fmt(verdict['tightness'], 3)}: lower bound / certificate).")
+                 f"The strongest attack shows ε ≥ {fmt(best['epsilon'])} "
+                 f"(tightness {fmt(verdict['tightness'], 3)}: lower bound / certificate).")
     if verdict["status"] == "CONSISTENT":
         outcome = ("No lower bound exceeds the certificate, so this experiment found no evidence "
                    "against it. This does not prove the certificate; it means the attacks could "
@@ -150,10 +150,10 @@ def _plain_explanation(report: Mapping) -> list[str]:
 def _header(report: Mapping) -> str:
     verdict = report["verdict"]
     status = verdict["status"]
-    certified = _fmt(report["certificate"]["epsilon"])
+    certified = fmt(report["certificate"]["epsilon"])
     violations = "".join(
-        "<li>" + _e(f"ε ≥ {_fmt(v['epsilon'])} > certified ε = {certified}: ")
-        + _e(_describe_bound(v)) + "</li>" for v in verdict["violations"])
+        "<li>" + _e(f"ε ≥ {fmt(v['epsilon'])} > certified ε = {certified}: ")
+        + _e(describe_bound(v)) + "</li>" for v in verdict["violations"])
     violations = f"<ul>{violations}</ul>" if violations else ""
     return (
         f'<header class="verdict {status.lower()}" id="verdict"><div class="inner">'
@@ -169,26 +169,26 @@ def _cards(report: Mapping) -> str:
     cert, emp, verdict = report["certificate"], report["empirical"], report["verdict"]
     utility = report["utility"]
     cards = [
-        ("certified ε (upper bound)", _fmt(cert["epsilon"]),
-         f"δ = {_fmt(cert['delta'])}, {cert['bound']}"),
-        ("best empirical lower bound", _fmt(verdict["max_lower_bound"]),
-         f"{_percent(emp['confidence'])} confidence"),
-        ("tightness", _fmt(verdict["tightness"], 3), "lower bound / certificate"),
-        ("max certifiable ε", _fmt(emp["max_certifiable_epsilon"]),
+        ("certified ε (upper bound)", fmt(cert["epsilon"]),
+         f"δ = {fmt(cert['delta'])}, {cert['bound']}"),
+        ("best empirical lower bound", fmt(verdict["max_lower_bound"]),
+         f"{percent_text(emp['confidence'])} confidence"),
+        ("tightness", fmt(verdict["tightness"], 3), "lower bound / certificate"),
+        ("max certifiable ε", fmt(emp["max_certifiable_epsilon"]),
          f"with N = {emp['n_trials']} trials"),
     ]
     if utility is not None:
         cards.append(("accuracy unlearned / retrained",
-                      f"{_fmt(utility['unlearned_accuracy']['mean'], 3)} / "
-                      f"{_fmt(utility['retrained_accuracy']['mean'], 3)}", "mean test accuracy"))
+                      f"{fmt(utility['unlearned_accuracy']['mean'], 3)} / "
+                      f"{fmt(utility['retrained_accuracy']['mean'], 3)}", "mean test accuracy"))
     body = "".join(
         f'<div class="card"><div class="label">{_e(label)}</div>'
         f'<div class="number">{_e(number)}</div><div class="sub">{_e(sub)}</div></div>'
         for label, number, sub in cards)
     warning = ""
-    if _blind_spot(report):
+    if blind_spot(report):
         warning = ('<p class="warning">With this many trials no lower bound can exceed '
-                   f"{_e(_fmt(emp['max_certifiable_epsilon']))}, which is not above the "
+                   f"{_e(fmt(emp['max_certifiable_epsilon']))}, which is not above the "
                    "certified ε: this audit could not have detected a violation. Run more "
                    "trials for a meaningful test.</p>")
     return (f'<section id="summary"><h2>Summary</h2><div class="cards">{body}</div>{warning}'
@@ -203,9 +203,9 @@ def _certificate_section(report: Mapping) -> str:
     cert = report["certificate"]
     rows = [
         ("bound (theorem id)", f"<code>{_e(cert['bound'])}</code>"),
-        ("certified ε (interval upper end)", _e(_fmt(cert["epsilon"], 8))),
-        ("δ", _e(_fmt(cert["delta"], 8))),
-        ("Rényi order α", _e(_fmt(cert["alpha"], 8)) if cert["alpha"] is not None
+        ("certified ε (interval upper end)", _e(fmt(cert["epsilon"], 8))),
+        ("δ", _e(fmt(cert["delta"], 8))),
+        ("Rényi order α", _e(fmt(cert["alpha"], 8)) if cert["alpha"] is not None
          else "<em>not applicable</em>"),
         ("conversion", _e(cert["conversion"]) if cert["conversion"]
          else "<em>none: the bound is already an (ε, δ) guarantee</em>"),
@@ -216,11 +216,11 @@ def _certificate_section(report: Mapping) -> str:
     else:
         rows.append(("calibrated parameter",
                      f"<code>{_e(calibration['parameter'])}</code> = "
-                     f"{_e(_exact(calibration['value']))} for target ε = "
-                     f"{_e(_exact(calibration['target_epsilon']))}"))
+                     f"{_e(exact_text(calibration['value']))} for target ε = "
+                     f"{_e(exact_text(calibration['target_epsilon']))}"))
         # Calibrated values and their epsilons in full (repr): at 6 digits the neighbour's
         # epsilon, just above the target, printed as the target itself.
-        extra = {k: repr(v) if isinstance(v, float) and k in _EXACT_CALIBRATION_KEYS else v
+        extra = {k: repr(v) if isinstance(v, float) and k in EXACT_CALIBRATION_KEYS else v
                  for k, v in calibration.items()
                  if k not in ("parameter", "value", "target_epsilon")}
         if extra:
@@ -250,18 +250,18 @@ def _lower_bound_rows(entries: Sequence[Mapping], certified: float) -> str:
         rows.append(
             f"<tr{klass}><td>{_e(entry['attack'])}</td><td>{_e(entry['statistic'])}</td>"
             f"<td>{_e(entry['method'])}{details}</td>"
-            f'<td class="num">{_e(_bound_confidence(entry))}</td>'
-            f'<td class="num"><strong>{_e(_fmt(eps, 6))}</strong>{_e(flag)}</td></tr>'
+            f'<td class="num">{_e(bound_confidence(entry))}</td>'
+            f'<td class="num"><strong>{_e(fmt(eps, 6))}</strong>{_e(flag)}</td></tr>'
         )
     return "".join(rows)
 
 
 def _empirical_section(report: Mapping) -> str:
     emp, verdict = report["empirical"], report["verdict"]
-    certified = _value(report["certificate"]["epsilon"])
+    certified = number_value(report["certificate"]["epsilon"])
     head = ("<tr><th>attack</th><th>statistic</th><th>method</th><th>confidence</th>"
             "<th>ε (lower bound)</th></tr>")
-    bounds = _lower_bounds(report)
+    bounds = lower_bound_entries(report)
     table = (f"<table>{head}{_lower_bound_rows(bounds, certified)}</table>" if bounds
              else "<p><em>No lower bounds.</em></p>")
     violations = ""
@@ -271,8 +271,8 @@ def _empirical_section(report: Mapping) -> str:
                       "</table>")
     estimate_rows = "".join(
         f"<tr><td>{_e(x['name'])}</td><td>{_e(x['attack'] if x['attack'] is not None else '—')}"
-        f'</td><td class="num">{_e(_fmt(x["value"], 6))}</td><td class="num">'
-        + (_e(f"[{_fmt(x['interval'][0])}, {_fmt(x['interval'][1])}]")
+        f'</td><td class="num">{_e(fmt(x["value"], 6))}</td><td class="num">'
+        + (_e(f"[{fmt(x['interval'][0])}, {fmt(x['interval'][1])}]")
            if x["interval"] is not None else "—")
         + f"</td><td>{_e(x['method'])}</td></tr>"
         for x in emp["estimates"])
@@ -289,11 +289,11 @@ def _empirical_section(report: Mapping) -> str:
     )
     facts = _kv_table([
         ("trials N", _e(emp["n_trials"])),
-        ("joint confidence of all lower bounds", _e(_percent(emp["confidence"]))),
+        ("joint confidence of all lower bounds", _e(percent_text(emp["confidence"]))),
         *([("confidence of each lower bound (level split, Bonferroni)",
-            _e(_percent(each)))] if (each := _each_level(report)) else []),
+            _e(percent_text(each)))] if (each := each_level(report)) else []),
         ("device", _e(emp["device"])),
-        ("largest lower bound N trials could show", _e(_fmt(emp["max_certifiable_epsilon"], 6))),
+        ("largest lower bound N trials could show", _e(fmt(emp["max_certifiable_epsilon"], 6))),
     ])
     return (
         '<section id="empirical"><h2>Empirical evidence</h2>' + facts
@@ -305,7 +305,7 @@ def _empirical_section(report: Mapping) -> str:
     )
 
 
-def _figures_section(figures: Sequence[_Figure], notes: Sequence[str]) -> str:
+def _figures_section(figures: Sequence[ReportFigure], notes: Sequence[str]) -> str:
     parts = ['<section id="figures"><h2>Figures</h2><div class="figures">']
     for fig in figures:
         klass = ' class="half"' if fig.half else ""
@@ -329,7 +329,7 @@ def _utility_section(report: Mapping) -> str:
     for name, key, side in (("unlearned", "unlearned_accuracy", "unlearned"),
                             ("retrained", "retrained_accuracy", "retrained")):
         summary = utility[key]
-        rows.append((f"{name} models", _e(f"{_fmt(summary['mean'], 4)} ± {_fmt(summary['std'], 3)}"
+        rows.append((f"{name} models", _e(f"{fmt(summary['mean'], 4)} ± {fmt(summary['std'], 3)}"
                                           f" (n = {len(utility['accuracies'][side])})")))
     return '<section id="utility"><h2>Utility (test accuracy)</h2>' + _kv_table(rows) + "</section>"
 
@@ -342,7 +342,7 @@ def _inputs_section(report: Mapping) -> str:
         ("toolkit version", _e(report["toolkit_version"])),
         ("spec hash", f"<code>{_e(report['spec_hash'])}</code>"),
         ("seeds", _render_value(report["seeds"])),
-        ("wall time", _e(f"{_fmt(timing['wall_seconds'], 4)} s")),
+        ("wall time", _e(f"{fmt(timing['wall_seconds'], 4)} s")),
         ("chunks (resumed from store)", _e(f"{timing['chunks']} ({timing['chunks_resumed']})")),
         ("schema", _e(f"{report['schema']} version {report['schema_version']}")),
     ]
@@ -354,7 +354,7 @@ def _inputs_section(report: Mapping) -> str:
 def render_html(report: Mapping) -> str:
     """A self-contained HTML page for ``report``: inline CSS, base64 PNG figures, no scripts."""
     report = validate_report(report)
-    figures, notes = _figures(report)
+    figures, notes = report_figures_of(report)
     status = report["verdict"]["status"]
     title = f"Unlearning audit: {status} ({report['certificate']['bound']})"
     return "\n".join([

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 import audits.testing as testing
 import bounds
+import bounds.strategies as strategies
 from audits.protocols import Certificate, ModelOutputs, TrialBatch
 from audits.spec import demo_spec
 from bounds.papers.chien2024 import THM32_SEQUENCE, sequence_start_distance
@@ -85,15 +86,8 @@ def test_example_file_passes():
         test()
 
 
-def test_strategies_are_re_exported():
-    import bounds.strategies as strategies
-
-    for name in ("strategy_for", "pnsgd_setting", "is_valid", "as_floats", "bound_ids"):
-        assert getattr(testing, name) is getattr(strategies, name)
-
-
 @settings(max_examples=40, deadline=None)
-@given(setting=testing.pnsgd_setting(well_conditioned=True),
+@given(setting=strategies.pnsgd_setting(well_conditioned=True),
        T=st.integers(0, 30), K=st.integers(1, 5),
        sigma=st.floats(0.01, 10.0), alpha=st.floats(1.5, 50.0))
 def test_sequence_composition_against_theorem_3_2(setting, T, K, sigma, alpha):
@@ -107,7 +101,7 @@ def test_sequence_composition_against_theorem_3_2(setting, T, K, sigma, alpha):
                                        M=Fraction(setting["M"]), n=int(setting["n"]),
                                        b=int(setting["b"]), T=T, R=Fraction(setting["R"]),
                                        sizes=[1], epochs=[K]))
-    f = testing.as_floats(setting)
+    f = strategies.as_floats(setting)
     c, per_epoch = 1 - f["eta"] * f["m"], f["n"] / f["b"]
     geometric = (1 - c ** (T * per_epoch)) / (1 - c**per_epoch)
     z_paper = 2 * f["R"] * c ** (T * per_epoch) + min(geometric * 2 * f["eta"] * f["M"] / f["b"],

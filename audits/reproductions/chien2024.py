@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from audits.reproduction import EmpiricalReproduction, register_empirical_reproduction
+from audits.reproductions.registry import EmpiricalReproduction, register_empirical_reproduction
 from audits.spec import CertificateSpec, DatasetSpec, RequestSpec
 
 __all__ = ["Fig3Setting", "HEADLINE_CLAIMS", "fig3_setting", "run_panel"]
@@ -228,12 +228,11 @@ def _count_unlearning(method: str, prepared: Any) -> int:
     mechanism = prepared.mechanism
     config = mechanism.config
     if method == "pnsgd":
-        from audits.adapters.pnsgd import spec_data
         from empirical.mechanisms.chien2024 import run_pnsgd
         from empirical.mechanisms.counting import CountingModel
         from empirical.models import LogisticRegression
 
-        data = spec_data(mechanism.spec_json)
+        data = mechanism.data()
         counter = CountingModel(LogisticRegression(data.dataset.dim))
         # No learning and no retraining: every counted gradient belongs to unlearning.
         run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, learn_epochs=0),
@@ -241,12 +240,10 @@ def _count_unlearning(method: str, prepared: Any) -> int:
                                        retain_scores=1))
         return counter.evaluations
     if method == "d2d":
-        from audits.adapters.d2d import spec_data
         from empirical.mechanisms.neel2021 import run_d2d as run
     else:
-        from audits.adapters.langevin import spec_data
         from empirical.mechanisms.chien2024lu import run_langevin as run
-    data = spec_data(mechanism.spec_json)
+    data = mechanism.data()
     result = run(data.dataset, data.request,
                  config=dataclasses.replace(config, learn_iterations=0),
                  options=TrialOptions(n_trials=1, seed=0, retain_scores=1))
@@ -521,11 +518,10 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
             row["epochs_per_request"] = list(epochs)
             if row.get("status") in ("run", COUNTED):
                 # Retraining from scratch after every request: T epochs each, counted.
-                from audits.adapters.pnsgd import spec_data
                 from audits.runner import prepare_audit
 
-                config = prepare_audit(spec).mechanism.config
-                data = spec_data(spec.canonical_json())
+                mechanism = prepare_audit(spec).mechanism
+                config, data = mechanism.config, mechanism.data()
                 counter = CountingModel(LogisticRegression(data.dataset.dim))
                 zero = tuple(0 for _ in epochs)
                 run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, unlearn_epochs=zero),

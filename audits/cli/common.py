@@ -1,8 +1,8 @@
-"""Helpers shared by the ``unlearn`` command modules (:mod:`audits.cli`, :mod:`audits.audit_cli`).
+"""Helpers shared by the ``unlearn`` command modules (:mod:`audits.cli`, :mod:`audits.cli.audit`).
 
 Both command modules import this one and neither imports the other's helpers, so the CLI has
 no import circle: :mod:`audits.cli` builds the parser and adds the audit commands from
-:mod:`audits.audit_cli`, which needs only what is here.
+:mod:`audits.cli.audit`, which needs only what is here.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
+        """A malformed command line: one line on stderr (and JSON under --json), exit 2."""
         raise UsageError(f"{message} (see '{self.prog} --help')")
 
 
@@ -63,6 +64,7 @@ def error_payload(kind: str, message: str) -> dict[str, dict[str, str]]:
 
 
 def toolkit_version() -> str:
+    """The installed version of the toolkit (the source version in a checkout)."""
     import importlib.metadata
 
     try:
@@ -71,10 +73,29 @@ def toolkit_version() -> str:
         return "0.1.0"
 
 
+_NOT_ASCII = ("numbers and expressions are read in ASCII only: a digit of another script "
+              "such as '\u0663' or '\uff13' is refused, not read as 3")
+
+
+def _non_ascii(text: str) -> str | None:
+    """The first non-ASCII character of ``text`` (escaped), or None.
+
+    Python's ``int``/``float``/``re`` read any Unicode decimal digit as a number; the command
+    line does not, so that a number means what it shows."""
+    for ch in text:
+        if not ch.isascii():
+            return ch.encode("unicode_escape").decode("ascii") if not ch.isprintable() \
+                or ch.isspace() else ch
+    return None
+
+
 def integer_in(low: int, high: int):
     """An argparse type: an integer in [low, high] (refused at parse time, before any work)."""
 
     def parse(text: str) -> int:
+        if _non_ascii(text) is not None:
+            raise argparse.ArgumentTypeError(
+                f"not an integer: {one_line(repr(text), 60)} ({_NOT_ASCII})")
         try:
             value = int(text.strip(), 10)
         except ValueError:
@@ -120,6 +141,7 @@ def _jsonable(value: Any) -> Any:
 
 
 def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
+    """Print ``obj`` as one JSON object when ``as_json``, else the human ``summary``."""
     if as_json:
         print(json.dumps(_jsonable(obj), indent=2, allow_nan=False))
     else:
@@ -132,6 +154,8 @@ def _exact_number(text: str):
     from bounds.values import parse_exact
 
     stripped = text.strip()
+    if _non_ascii(stripped) is not None:
+        raise argparse.ArgumentTypeError(f"not a number: {one_line(repr(text), 60)} ({_NOT_ASCII})")
     if len(stripped) > 100 or any(_above_400(m.group(1)) for m in _EXPONENT.finditer(stripped)):
         raise argparse.ArgumentTypeError(
             f"number too long or too large: {one_line(repr(text), 60)} (at most 100 characters "
@@ -150,6 +174,7 @@ def probability(text: str) -> float:
 
 
 def positive_number(text: str) -> float:
+    """argparse type: a finite number > 0, read exactly."""
     value = _exact_number(text)
     if value is None or not value > 0:
         raise argparse.ArgumentTypeError(f"not a positive number: {one_line(repr(text), 60)}")
@@ -176,6 +201,9 @@ def parse_assignments(items: Sequence[str]) -> dict[str, str]:
             raise CommandError(f"expected key=value, got {one_line(repr(item), 60)}")
         if key in out:
             raise CommandError(f"{one_line(key, 60)} given twice")
+        if _non_ascii(value) is not None:
+            raise CommandError(f"{one_line(key, 60)}: {one_line(repr(value), 60)} holds the "
+                               f"non-ASCII character {_non_ascii(value)!r}; {_NOT_ASCII}")
         # bounds.values.parse_exact turns 1e99999999 into an exact integer (minutes, gigabytes);
         # the expression parser's limits do not see plain decimals, so refuse them here.
         if any(_above_400(m.group(1)) for m in _EXPONENT.finditer(value)):

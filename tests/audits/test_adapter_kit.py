@@ -1,4 +1,4 @@
-"""The shared adapter plumbing (audits.adapter_support): exact roundings, field checks, spec data."""
+"""The shared adapter plumbing (audits.adapters.base): exact roundings, field checks, spec data."""
 
 from __future__ import annotations
 
@@ -12,17 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.adapter_support import (
-    AlgorithmParams,
-    broken_note,
-    counts,
-    demo_audit_spec,
-    float_at_least,
-    float_at_most,
-    mark_broken,
-    spec_data,
-    time_batched_and_loop,
-)
+from audits.adapters.base import demo_audit_spec
+from audits.adapters.certificates import broken_note, float_at_least, float_at_most, mark_broken
+from audits.adapters.data import spec_data
+from audits.adapters.mechanism import time_batched_and_loop
+from audits.adapters.params import AlgorithmParams, counts
 from audits.fields import SpecError
 from audits.protocols import Certificate
 from audits.registry import adapters

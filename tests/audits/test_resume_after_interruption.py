@@ -63,7 +63,7 @@ def test_kill_mid_run_then_resume(tmp_path):
     resumed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert resumed.returncode == 0, resumed.stderr
 
-    from audits.report import load_report
+    from audits.report.schema import load_report
 
     report = load_report(out)
     assert report["timing"]["chunks"] == CHUNKS

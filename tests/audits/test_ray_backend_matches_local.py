@@ -63,7 +63,7 @@ def test_cli_ray_backend_starts_its_own_instance(tmp_path):
     import sys
     from pathlib import Path
 
-    from audits.report import load_report
+    from audits.report.schema import load_report
 
     spec = tmp_path / "spec.toml"
     spec.write_text('trials = 120\npilot_trials = 0\nchunk_size = 40\nattacks = ["loss"]\n'

@@ -19,10 +19,11 @@ spec (:func:`default_out_dir`), so the demo of each algorithm and each example h
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 from typing import Any
 
-from audits.cli_common import CommandError, emit, integer_in
+from audits.cli.common import CommandError, emit, integer_in
 
 __all__ = ["add_audit_commands", "default_out_dir"]
 
@@ -33,12 +34,22 @@ def default_out_dir(*, algorithm: str | None = None, spec_path: str | Path | Non
     """Where an audit writes without ``--out``: the demo of an algorithm (the default one when
     None) in ``audit-out/demo-<name>``, a spec file in ``audit-out/<its stem>``."""
     if spec_path is not None:
-        return _DEFAULT_OUT / Path(spec_path).stem
+        return _DEFAULT_OUT / _folder_name(Path(spec_path).stem)
     if algorithm is None:
         from audits.registry import default_adapter
 
         algorithm = default_adapter().name
     return _DEFAULT_OUT / f"demo-{algorithm}"
+
+
+def _folder_name(stem: str) -> str:
+    """A spec file's stem as one folder name inside ``audit-out``: characters other than
+    letters, digits (Unicode ones included), ``-``, ``_`` and ``.`` become ``_``, and so does a
+    leading dot (``...toml``, whose stem is ``..``, never names the parent folder); at most 100
+    characters."""
+    safe = re.sub(r"[^\w.-]", "_", stem)[:100]
+    safe = re.sub(r"^\.", "_", safe)
+    return safe or "spec"
 
 
 def _error(message: str) -> Exception:
@@ -72,15 +83,17 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     result = run_audit(spec, out_dir=out_dir, backend=args.backend,
                        progress=not args.json and not args.quiet,
                        ray_address=getattr(args, "ray_address", None),
-                       replace=args.replace, resume=args.resume)
+                       replace=args.replace, resume=args.resume,
+                       keep_statistics=args.keep_statistics)
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
-    if result.status != "CONSISTENT":  # per-status exit codes: audits.report_schema.EXIT_CODES
+    if result.status != "CONSISTENT":  # per-status exit codes: audits.report.schema.EXIT_CODES
         raise SystemExit(result.report["verdict"]["exit_code"])
 
 
 def cmd_audit_demo(args: argparse.Namespace) -> None:
+    """``unlearn audit demo``: an algorithm's embedded demo audit."""
     from audits.spec import demo_spec
 
     spec = demo_spec(algorithm=args.algorithm, trials=args.trials)
@@ -88,6 +101,7 @@ def cmd_audit_demo(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_algorithms(args: argparse.Namespace) -> None:
+    """``unlearn audit algorithms``: the registered algorithms with their parameters."""
     from audits.registry import adapters, default_adapter
 
     default = default_adapter().name
@@ -114,6 +128,7 @@ def cmd_audit_algorithms(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_run(args: argparse.Namespace) -> None:
+    """``unlearn audit run SPEC``: the audit of a spec file."""
     from audits.spec import AuditSpec
 
     spec_path = Path(args.spec)
@@ -124,14 +139,21 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
 
 
 def cmd_audit_report(args: argparse.Namespace) -> None:
-    from audits.report import load_report, summary_text, write_report
+    """``unlearn audit report DIR``: re-render and summarise a stored report."""
+    from audits.report.schema import HTML_NAME, JSON_NAME, load_report
+    from audits.report.text import summary_text
+    from audits.report.write import write_report
+    from audits.store import FolderLock, check_folder
 
     try:
         report = load_report(args.dir)
     except FileNotFoundError as error:
         raise _error(str(error)) from None
     target = Path(args.dir)
-    paths = write_report(report, target if target.is_dir() else target.parent)
+    folder = target if target.is_dir() else target.parent
+    with FolderLock(folder):  # not while an audit writes there; never through a link
+        check_folder(folder, names=(JSON_NAME, HTML_NAME))
+        paths = write_report(report, folder)
     summary = summary_text(report) + f"\n  report              {paths.html_path}"
     emit({"status": report["verdict"]["status"], "report_json": str(paths.json_path),
           "report_html": str(paths.html_path), "summary": summary_text(report)},
@@ -159,6 +181,9 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
         p.add_argument("--resume", action="store_true",
                        help="recompute stored chunks that fail their checksum (without this flag "
                             "they are named and the run stops)")
+        p.add_argument("--keep-statistics", action="store_true",
+                       help="store every trial's statistics (e.g. parameter vectors) too; by "
+                            "default the store keeps what the report needs (their projections)")
 
     p = with_json(sub.add_parser(
         "demo", help="an algorithm's embedded demo audit (see 'unlearn audit algorithms')"))

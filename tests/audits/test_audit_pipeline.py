@@ -14,7 +14,7 @@ import bounds
 from audits.adapters.pnsgd import PNSGDMechanism
 from audits.cli import main as cli_main
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
-from audits.report import load_report, validate_report
+from audits.report.schema import load_report, validate_report
 from audits.runner import (
     audit_mechanism,
     audit_scores,

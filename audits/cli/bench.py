@@ -46,6 +46,9 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     """
     adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
                                                                       path="--algorithm")
+    if adapter.bench_bound is None or not adapter.bench_point or adapter.bench_reproduction is None:
+        raise ValueError(f"the {adapter.name} adapter names no bound benchmark (bench_bound, "
+                         "bench_point and bench_reproduction)")
     bound = bounds.get(adapter.bench_bound)
     point = dict(adapter.bench_point)
     rng = np.random.default_rng(seed)
@@ -125,15 +128,15 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     """
     adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
                                                                       path="--algorithm")
-    own = getattr(adapter, "benchmark_trials", None)
+    options = {} if dataset is None else {"dataset": dataset}
+    if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
+        if "model" not in inspect.signature(adapter.benchmark_trials).parameters:
+            raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
+        options["model"] = model
+    own = adapter.benchmark_trials(n_trials=n_trials, device=device, **options)
     if own is not None:
-        options = {} if dataset is None else {"dataset": dataset}
-        if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
-            if "model" not in inspect.signature(own).parameters:
-                raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
-            options["model"] = model
-        return {"algorithm": adapter.name, **own(n_trials=n_trials, device=device, **options)}
-    if dataset is not None or model is not None:
+        return {"algorithm": adapter.name, **own}
+    if options:
         raise ValueError(f"the {adapter.name} benchmark runs on its demo data and model; leave "
                          "--dataset and --model out")
     return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
@@ -207,7 +210,7 @@ def power_summary(res: dict[str, Any]) -> str:
 
 
 def _cmd_bench_power(args: Any) -> None:
-    from audits.cli_common import emit
+    from audits.cli.common import emit
     from empirical.benchmarks.power import power_benchmark
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,

@@ -56,10 +56,10 @@ class AlgorithmAdapter(Protocol):
     ``models`` the ``spec.model.name`` values it can train; ``calibratable`` the values of
     ``spec.certificate.calibrate`` it can solve for (the first is the default).
 
-    Optional members, read with ``getattr``: ``benchmark_trials(*, n_trials, device,
-    **options) -> dict`` for ``unlearn bench trials`` (else a generic batched-vs-loop benchmark
-    of :meth:`prepare`'s mechanism on the demo spec), and ``bench_bound``, ``bench_point``,
-    ``bench_reproduction`` for ``unlearn bench bounds``.
+    Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
+    plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
+    generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
     """
 
     name: str
@@ -67,6 +67,9 @@ class AlgorithmAdapter(Protocol):
     params_type: type
     models: tuple[str, ...]
     calibratable: tuple[str, ...]
+    bench_bound: str | None
+    bench_point: Mapping[str, Any]
+    bench_reproduction: str | None
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
         """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
@@ -86,6 +89,15 @@ class AlgorithmAdapter(Protocol):
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate and mechanism for a validated spec; ``device`` is already resolved."""
+        ...
+
+    def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
+        """Line plots (the report's ``plots.extra`` schema) drawn beside the generic figures."""
+        ...
+
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
+                         model: str | None = None) -> dict[str, Any] | None:
+        """Batched against per-trial timing of the mechanism, or None for the generic one."""
         ...
 
 

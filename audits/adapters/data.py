@@ -1,0 +1,91 @@
+"""The dataset and requests of a spec as a mechanism and a certificate see them, cached on the
+fields they depend on (a mechanism re-reads them in every chunk)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audits.datasets import build_requests, load_dataset
+from audits.fields import SpecError
+from audits.spec import AuditSpec, DatasetSpec, RequestSpec
+
+__all__ = [
+    "SpecData",
+    "require_unit_features",
+    "spec_data",
+]
+
+@dataclass(frozen=True)
+class SpecData:
+    """The dataset and the requests of a spec, as the mechanism and the certificate see them.
+
+    ``batch_size`` is b when the adapter asked for the tail to be dropped to a multiple of b
+    (else None); ``max_norm`` the largest feature norm among the records and the replacements.
+    """
+
+    dataset: Any  # empirical.data.Dataset
+    requests: tuple[Any, ...]  # empirical.data.UnlearningRequest, one per request
+    indices: tuple[int, ...]
+    max_norm: float
+    batch_size: int | None = None
+
+    @property
+    def request(self) -> Any:
+        """The one request, or the :class:`~empirical.data.RequestSequence` of several."""
+        from empirical.data import RequestSequence
+
+        return self.requests[0] if len(self.requests) == 1 else RequestSequence(self.requests)
+
+
+def spec_data(spec_json: str, *, batch_size_field: str | None = None,
+              keep_a_record: bool = False) -> SpecData:
+    """Dataset and requests of a canonical spec JSON (cached on the fields they depend on).
+
+    ``batch_size_field`` names the algorithm's field holding b (an integer or ``"full"``): the
+    tail is dropped to a multiple of b, as a mini-batch algorithm that partitions the records
+    needs; ``keep_a_record`` refuses requests that would remove every training record.
+    """
+    spec = AuditSpec.from_dict(json.loads(spec_json))
+    batch_size = None if batch_size_field is None else getattr(spec.algorithm, batch_size_field)
+    key = json.dumps([spec.dataset.to_dict(), spec.request.to_dict(), batch_size, keep_a_record],
+                     sort_keys=True)
+    return _spec_data_cached(key)
+
+
+@functools.lru_cache(maxsize=8)
+def _spec_data_cached(key: str) -> SpecData:
+    from empirical.data import drop_to_multiple
+
+    dataset_fields, request_fields, batch_size, keep_a_record = json.loads(key)
+    dataset = load_dataset(DatasetSpec(**dataset_fields))
+    request_spec = RequestSpec(**request_fields)
+    batch = None
+    if batch_size == "full":
+        batch = dataset.n
+    elif batch_size is not None:
+        batch = int(batch_size)
+        if batch > dataset.n:
+            raise SpecError(f"spec.algorithm.batch_size: {batch} exceeds the {dataset.n} "
+                            "training records")
+        dataset = drop_to_multiple(dataset, batch)
+    if keep_a_record and request_spec.total_records >= dataset.n:
+        raise SpecError(f"spec.request: {request_spec.total_records} removals leave no training "
+                        f"point of the {dataset.n}")
+    indices, requests = build_requests(request_spec, dataset)
+    norms = [np.linalg.norm(dataset.features, axis=1).max()]
+    norms += [np.linalg.norm(r.replacement_features, axis=1).max() for r in requests
+              if r.replacement_features is not None]
+    return SpecData(dataset, tuple(requests), tuple(int(i) for i in indices), float(max(norms)),
+                    batch)
+
+
+def require_unit_features(data: SpecData, why: str) -> None:
+    """The smoothness/Lipschitz constants assume every feature vector has norm <= 1."""
+    if data.max_norm > 1.0 + 1e-12:
+        raise SpecError(f"spec.dataset: features must have norm <= 1 {why}, found "
+                        f"{data.max_norm}")

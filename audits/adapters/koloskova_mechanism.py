@@ -1,0 +1,129 @@
+"""The trial mechanism of the Koloskova et al. 2025 adapters (:mod:`audits.adapters.koloskova`)
+and its batched-against-looped benchmark.
+
+A network task (data, model, A(D) and A(D_r) trained once) is built per spec and cached; each
+trial runs the method's noisy fine-tuning from A(D) and from A(D_r).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from audits.adapters.data import spec_data
+from audits.adapters.mechanism import SpecMechanism, model_outputs, time_batched_and_loop, torch_threads
+from audits.protocols import TrialBatch
+from audits.spec import DatasetSpec, ModelSpec
+
+__all__ = ["PARAMS_STATISTICS_LIMIT", "KoloskovaMechanism", "benchmark"]
+
+PARAMS_STATISTICS_LIMIT = 5000  # parameters handed to the projection attack up to this size
+
+
+
+@functools.lru_cache(maxsize=8)
+def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
+    import torch
+
+    from empirical.mechanisms.koloskova2025 import build_task
+
+    return build_task(spec_data(spec_json).dataset, model=model, device=device,
+                      dtype=getattr(torch, dtype))
+
+
+
+@dataclass(frozen=True)
+class KoloskovaMechanism(SpecMechanism):
+    """Unlearned U(A(D), D_r) vs certifying U(A(D_r), D_r) trials as a TrialMechanism.
+
+    Scores: ``loss`` = minus the cross-entropy of each forgotten record; statistics: the final
+    parameters (networks up to 5,000 parameters); accuracy on the test split. ``config`` is an
+    empirical.mechanisms.koloskova2025.KoloskovaConfig.
+    """
+
+    model: str
+    forget: tuple[int, ...]
+
+    @property
+    def description(self) -> str:
+        """One line naming the method, its numbers and the forget set, for the report's notes."""
+        c = self.config
+        return (f"Koloskova et al. 2025 {c.method} on {self.model}: sigma={c.sigma!r}, "
+                f"T={c.unlearn_steps}, gamma={c.step_size}, lambda={c.l2}, C0={c.C0}, "
+                f"C1={c.C1}, C2={c.C2}, fine-tuning {c.finetune_steps} steps, forget "
+                f"{len(self.forget)} rows, noise x{c.noise_multiplier_scale}")
+
+    def task(self) -> Any:
+        """The built network task (data, model, A(D) and A(D_r) training), cached per spec."""
+        return _task(self.spec_json, self.model, self.device, self.dtype)
+
+    def fingerprint(self) -> str:
+        """Key of the chunk store (config, model, forget rows, device, dtype)."""
+        return repr((dataclasses.astuple(self.config), self.model, self.forget, self.device,
+                     self.dtype))
+
+    def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
+        """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
+        from empirical.mechanisms.koloskova2025 import run_koloskova
+
+        task = self.task()
+        return run_koloskova(task, forget=self.forget, config=self.config, n_trials=n_trials,
+                             seed=seed, first_trial=first_trial, mode=mode)
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (parameters kept up to
+        5,000)."""
+        result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
+        small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
+        return TrialBatch(
+            model_outputs(result.unlearned_forget_losses, result.unlearned_params,
+                                  result.unlearned_accuracy, keep_params=small),
+            model_outputs(result.reference_forget_losses, result.reference_params,
+                                  result.reference_accuracy, keep_params=small))
+
+
+def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
+              loop_trials: int | None) -> dict[str, Any]:
+    """Models per second of ``adapter``'s demo mechanism, batched (vmap over stacked parameters)
+    against one model per call, on ``dataset`` and ``model``."""
+    import torch
+
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    spec = spec.replace(model=ModelSpec(name=model))
+    if dataset != "digits":
+        spec = spec.replace(dataset=DatasetSpec(name=dataset))
+    mechanism = adapter.prepare(spec, device=device).mechanism
+    # the warm-up trial builds A(D) and A(D_r)
+    with torch_threads(device):
+        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials,
+                                               loop_trials=loop_trials or 16)
+    batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
+    batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds
+    # A(D) and A(D_r) are trained once per call in both modes; the rates count models (two per
+    # trial: unlearned and certifying).
+    batched_rate = 2 * n_trials / batched_seconds
+    loop_rate = 2 * looped_n / loop_seconds
+    params = mechanism.config
+    bytes_per_model = batched.unlearned_params.shape[1] * batched.unlearned_params.itemsize
+    return {
+        "model": model, "dataset": spec.dataset.name, "device": device,
+        "num_params": int(batched.unlearned_params.shape[1]),
+        "torch_threads": 1 if device == "cpu" else torch.get_num_threads(),
+        "n_trials": n_trials, "batched_seconds": batched_seconds,
+        "batched_models_per_s": batched_rate, "loop_trials_timed": looped_n,
+        "loop_seconds": loop_seconds, "loop_models_per_s": loop_rate,
+        "speedup": batched_rate / loop_rate,
+        "loop_matches_batched": bool(np.array_equal(batched.unlearned_params[:looped_n],
+                                                    looped.unlearned_params)),
+        "peak_rss_growth_mib_per_model": timing.peak_rss_growth_kib / 1024 / (2 * n_trials),
+        "param_bytes_per_model": bytes_per_model,
+        "steps_per_model": params.unlearn_steps + params.finetune_steps,
+        "note": "per model: T noisy steps + fine-tuning (full-batch retain gradients) and the "
+                "evaluation; ru_maxrss growth during the batched call divided by the models",
+    }

@@ -1,0 +1,165 @@
+"""Mechanism plumbing: the fields and data of a spec-driven trial mechanism
+(:class:`SpecMechanism`), trial batches from a mechanism's results, one intra-op torch thread on
+a shared CPU, and batched-against-looped timing for ``unlearn bench trials``."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from audits.adapters.data import SpecData, spec_data
+from audits.protocols import ModelOutputs, TrialBatch
+
+__all__ = [
+    "BatchLoopTiming",
+    "SpecMechanism",
+    "model_outputs",
+    "run_request_trials",
+    "time_batched_and_loop",
+    "torch_threads",
+    "trial_batch",
+]
+
+@dataclass(frozen=True)
+class SpecMechanism:
+    """The fields of a :class:`~audits.protocols.TrialMechanism` that runs an empirical
+    mechanism on a spec's data: the canonical spec JSON (its data are re-read, cached, in each
+    chunk), the mechanism's config dataclass, the device and the torch dtype name.
+
+    The fingerprint keys the chunk store: it changes whenever the numbers may change.
+    ``fingerprint_tag`` (a class attribute) prefixes it where a subclass set one.
+    """
+
+    fingerprint_tag: ClassVar[str | None] = None
+    # How the spec's data are read (:func:`spec_data`'s options, e.g. batch_size_field).
+    data_options: ClassVar[Mapping[str, Any]] = {}
+
+    spec_json: str
+    config: Any
+    device: str
+    dtype: str
+
+    @classmethod
+    def load_data(cls, spec_json: str) -> SpecData:
+        """The dataset and requests of a canonical spec JSON, as this mechanism reads them."""
+        return spec_data(spec_json, **cls.data_options)
+
+    def data(self) -> SpecData:
+        """The dataset and requests of this mechanism's spec (cached)."""
+        return self.load_data(self.spec_json)
+
+    def fingerprint(self) -> str:
+        """Key of the chunk store: changes whenever the mechanism's numbers may change."""
+        parts = (dataclasses.astuple(self.config), self.device, self.dtype)
+        return repr(parts if self.fingerprint_tag is None else (self.fingerprint_tag, *parts))
+
+
+def model_outputs(losses: Any, params: Any, accuracy: Any, *, keep_params: bool = True
+                  ) -> ModelOutputs:
+    """One side of a trial batch: score ``loss`` = minus each forgotten record's loss (higher
+    means "looks like a member"), statistic ``params`` (unless too large), test accuracy."""
+    return ModelOutputs(scores={"loss": -losses},
+                        statistics={"params": params} if keep_params else {},
+                        accuracy=accuracy)
+
+
+def trial_batch(result: Any) -> TrialBatch:
+    """A mechanism result with ``unlearned``/``retrained`` samples (``forget_losses``,
+    ``params``, ``test_accuracy``) as a :class:`~audits.protocols.TrialBatch`."""
+    def side(samples: Any) -> ModelOutputs:
+        return model_outputs(samples.forget_losses, samples.params, samples.test_accuracy)
+
+    return TrialBatch(side(result.unlearned), side(result.retrained))
+
+
+def run_request_trials(run: Callable[..., Any], mechanism: Any, data: SpecData, *, seed: int,
+                       first_trial: int, n_trials: int, model: Any = None, mode: str = "batched",
+                       **extra: Any) -> TrialBatch:
+    """Trials of an empirical mechanism with the shared signature ``run(dataset, request, *,
+    config, options, ...)`` (:class:`~empirical.mechanisms.common.TrialOptions`), on the spec's
+    data, as a :class:`~audits.protocols.TrialBatch`. ``mechanism`` supplies ``config``,
+    ``device`` and ``dtype`` (a torch dtype name); ``extra`` go to ``run`` as they are."""
+    import torch
+
+    from empirical.mechanisms.common import TrialOptions
+
+    # retain_scores=0 trips an empty reshape in empirical.models (reported)
+    options = TrialOptions(n_trials=n_trials, seed=seed, model=model, device=mechanism.device,
+                           dtype=getattr(torch, mechanism.dtype), mode=mode,
+                           first_trial=first_trial, retain_scores=1)
+    result = run(data.dataset, data.request, config=mechanism.config, options=options, **extra)
+    return trial_batch(result)
+
+
+@contextlib.contextmanager
+def torch_threads(device: str, threads: int = 1) -> Iterator[None]:
+    """Run with ``threads`` intra-op torch threads on CPU (restored afterwards).
+
+    Batched trials are many small tensor operations: on a shared machine several intra-op
+    threads spin-wait at every barrier, so one thread is often many times faster.
+    """
+    import torch
+
+    previous = torch.get_num_threads()
+    if device == "cpu":
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+@dataclass(frozen=True)
+class BatchLoopTiming:
+    """The same trials run batched and one at a time (the first ``loop_trials`` of them)."""
+
+    batched: Any
+    looped: Any
+    batched_seconds: float
+    loop_seconds: float
+    n_trials: int
+    loop_trials: int
+    peak_rss_growth_kib: int  # ru_maxrss growth during the batched call
+
+    @property
+    def batched_rate(self) -> float:
+        """Trials per second of the batched call."""
+        return self.n_trials / self.batched_seconds
+
+    @property
+    def loop_rate(self) -> float:
+        """Trials per second of the one-at-a-time calls."""
+        return self.loop_trials / self.loop_seconds
+
+    def rates(self) -> dict[str, Any]:
+        """The benchmark fields every ``benchmark_trials`` reports (trials per second)."""
+        return {"n_trials": self.n_trials, "batched_seconds": self.batched_seconds,
+                "batched_trials_per_s": self.batched_rate, "loop_trials_timed": self.loop_trials,
+                "loop_seconds": self.loop_seconds, "loop_trials_per_s": self.loop_rate,
+                "speedup": self.batched_rate / self.loop_rate}
+
+
+def time_batched_and_loop(run: Callable[..., Any], *, n_trials: int, loop_trials: int,
+                          warmup_trials: int = 1) -> BatchLoopTiming:
+    """Time ``run(seed=0, first_trial=0, n_trials=N, mode=...)`` batched over ``n_trials`` and
+    in ``mode="loop"`` over the first ``loop_trials`` (after a warm-up that fills caches)."""
+    import resource
+
+    if n_trials < 1:
+        raise ValueError(f"n_trials must be >= 1, got {n_trials}")
+    run(seed=0, first_trial=0, n_trials=warmup_trials)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    start = time.perf_counter()
+    batched = run(seed=0, first_trial=0, n_trials=n_trials)
+    batched_seconds = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    looped_n = min(n_trials, loop_trials)
+    start = time.perf_counter()
+    looped = run(seed=0, first_trial=0, n_trials=looped_n, mode="loop")
+    loop_seconds = time.perf_counter() - start
+    return BatchLoopTiming(batched, looped, batched_seconds, loop_seconds, n_trials, looped_n,
+                           max(0, peak - before))
