@@ -8,9 +8,11 @@
   :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
-products as multiply-and-sum along the feature axis rather than with BLAS so that each trial's
-numbers do not depend on how many trials share the call (BLAS picks different kernels for a
-batch of one), and apply exp/log through :func:`elementwise_per_trial`; together these keep
+products with records shared by all trials (:func:`broadcast_rows`) as one BLAS vector
+product per trial on aligned rows (:func:`rows_dot`, :func:`weighted_rows_sum`), whose bits do
+not depend on how many trials share the call (one matrix product over all trials would: BLAS
+picks kernels by shape), and with per-trial records (gathered mini-batches) as
+multiply-and-sum along an axis; they apply exp/log through :func:`elementwise_per_trial`; together these keep
 batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
 ``torch.func`` and agree to rounding.
 """
@@ -28,6 +30,7 @@ from torch import nn
 from torch.func import functional_call, grad, hessian, jvp, vmap
 
 __all__ = [
+    "broadcast_rows",
     "FunctionalClassifier",
     "LinearModel",
     "LogisticRegression",
@@ -39,6 +42,8 @@ __all__ = [
     "logistic_constants",
     "elementwise_per_trial",
     "pairwise_dot",
+    "rows_dot",
+    "weighted_rows_sum",
 ]
 
 # Largest [N, E, P] temporary built by the blocked products below (elements).
@@ -150,6 +155,61 @@ def elementwise_per_trial(
     pieces = [function(rows[start:start + step]) for start in range(0, rows.shape[0], step)]
     joined = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
     return joined[:, :width].reshape(values.shape)
+
+
+# Bytes to which the rows handed to BLAS dot products are aligned (see rows_dot).
+_ROW_ALIGNMENT = 64
+
+
+def _aligned_rows(values: torch.Tensor) -> torch.Tensor:
+    """``values`` contiguous, its last axis zero-padded to whole ``_ROW_ALIGNMENT`` blocks and
+    its start aligned, so that every row starts on such a block (CPU allocations are aligned)."""
+    block = max(1, _ROW_ALIGNMENT // values.element_size())
+    pad = -values.shape[-1] % block
+    if pad:
+        return nn.functional.pad(values, (0, pad))
+    if not values.is_contiguous() or values.data_ptr() % _ROW_ALIGNMENT:
+        return values.clone(memory_format=torch.contiguous_format)
+    return values
+
+
+def broadcast_rows(table: torch.Tensor, trials: int) -> torch.Tensor:
+    """One [B, ...] table as the records of ``trials`` trials: a view with stride 0 over the
+    trials, for one trial too (what :func:`rows_dot` reads as "shared")."""
+    return table.as_strided((trials, *table.shape), (0, *table.stride()))
+
+
+def _shared(features: torch.Tensor) -> bool:
+    return features.stride(0) == 0
+
+
+def rows_dot(features: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
+    """[N, B, d] x [N, d] -> [N, B]: each trial's records dotted with its own vector.
+
+    Records shared by the trials (:func:`broadcast_rows`, as in full-batch descent) go
+    through one BLAS product per trial, ``vector @ table^T``, with both operands' rows
+    contiguous, zero-padded to whole 64-byte blocks and aligned: every output is then a dot
+    product of two aligned contiguous vectors, whose bits do not depend on how many trials
+    share the call. (MKL's products in other layouts, on unaligned rows, or as one matrix
+    product over all trials gave trial-count-dependent bits on some shapes.) No [N, B, d]
+    temporary is built. Per-trial records (gathered mini-batches) are multiplied and summed
+    along the feature axis.
+    """
+    if not _shared(features):
+        return (features * vectors[:, None, :]).sum(-1)
+    table = _aligned_rows(features[0]).expand(features.shape[0], -1, -1)
+    return torch.bmm(_aligned_rows(vectors)[:, None, :], table.transpose(1, 2))[:, 0]
+
+
+def weighted_rows_sum(coefficients: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
+    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial. Shared records: one BLAS product
+    per trial against the transposed table (aligned rows, see :func:`rows_dot`); per-trial
+    records: multiplied and summed along the record axis."""
+    if not _shared(features):
+        return (coefficients[..., None] * features).sum(1)
+    table = _aligned_rows(features[0].T).expand(features.shape[0], -1, -1)
+    products = torch.bmm(_aligned_rows(coefficients)[:, None, :], table.transpose(1, 2))
+    return products[:, 0, :features.shape[2]]
 
 
 def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
@@ -271,14 +331,14 @@ class LogisticRegression(LinearModel):
     ) -> torch.Tensor:
         """Sum_i weights_i * Pi_{C_clip}(grad logistic loss_i): [N, B, d] -> [N, d]."""
         _check_batched(params, features, self.dim)
-        margins = (features * params[:, None, :]).sum(-1) * labels
+        margins = rows_dot(features, params) * labels
         coefficient = -labels * elementwise_per_trial(torch.sigmoid, -margins)
         if clip is not None:
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
             norms = coefficient.abs() * feature_norms
             coefficient = coefficient * clip_scale(norms, clip)
-        return ((coefficient * weights)[..., None] * features).sum(1)
+        return weighted_rows_sum(coefficient * weights, features)
 
     def _curvature(self, params: torch.Tensor, features: torch.Tensor,
                    labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

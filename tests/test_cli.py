@@ -128,3 +128,29 @@ def test_calibration_prints_the_neighbour_epsilon_exactly(capsys: pytest.Capture
     assert record["certified_epsilon"] <= 1.0
     assert float(neighbour.group(1)) == record["neighbour_epsilon"] > float(neighbour.group(2))
     assert float(neighbour.group(2)) == record["target_epsilon"] == 1.0
+
+
+def test_bench_trials_all_prints_one_row_per_algorithm(capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    import audits.bench
+
+    # two cheap algorithms stand for the registry: one with its own benchmark, one generic
+    monkeypatch.setattr(audits.bench, "adapter_names", lambda: ("noisy-gd", "d2d"))
+    out = run_json(capsys, "bench", "trials", "--algorithm", "all", "--n", "4")
+    assert [row["algorithm"] for row in out["rows"]] == ["noisy-gd", "d2d"]
+    for row in out["rows"]:
+        assert row["loop_matches_batched"] is True
+        assert row["batched_trials_per_s"] > 0 and row["loop_trials_per_s"] > 0
+    assert "loop: run_trials(mode='loop')" in out["rows"][1]["note"]
+    assert main(["bench", "trials", "--algorithm", "all", "--n", "4"]) == 0
+    captured = capsys.readouterr()
+    table = captured.out.splitlines()
+    assert table[1].split()[:2] == ["algorithm", "batched/s"]
+    assert [line.split()[0] for line in table[2:]] == ["noisy-gd", "d2d"]
+    assert all(line.split()[-1] == "yes" for line in table[2:])
+    assert "bench trials: noisy-gd" in captured.err
+
+
+def test_bench_trials_all_refuses_a_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["bench", "trials", "--algorithm", "all", "--n", "2", "--model", "cnn"]) == 1
+    assert capsys.readouterr().err.strip().startswith("error:")

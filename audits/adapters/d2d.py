@@ -221,12 +221,14 @@ class D2DMechanism(SpecMechanism):
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   mode: str = "batched") -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (``mode``
+        "loop" runs them one by one, the benchmark's baseline)."""
         from empirical.mechanisms.neel2021 import run_d2d
 
         return run_request_trials(run_d2d, self, self.data(), seed=seed,
-                                          first_trial=first_trial, n_trials=n_trials)
+                                  first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 class D2DAdapter(AdapterBase):

@@ -163,12 +163,14 @@ class LangevinMechanism(SpecMechanism):
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   mode: str = "batched") -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (``mode``
+        "loop" runs them one by one, the benchmark's baseline)."""
         from empirical.mechanisms.chien2024lu import run_langevin
 
         return run_request_trials(run_langevin, self, self.data(), seed=seed,
-                                          first_trial=first_trial, n_trials=n_trials)
+                                  first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 class LangevinAdapter(AdapterBase):

@@ -162,7 +162,7 @@ def _dataset_choice(args: argparse.Namespace) -> tuple[str, str | None]:
 
 def _empirical_options(args: argparse.Namespace) -> bool:
     return any(getattr(args, k, None) not in (None, False)
-               for k in ("dataset", "path", "trials", "device", "out", "reduced"))
+               for k in ("dataset", "path", "trials", "device", "out", "reduced", "setting"))
 
 
 def cmd_reproduce(args: argparse.Namespace) -> None:
@@ -176,7 +176,8 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
         known = {r["id"] for r in rows}
-        rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True}
+        rows += [{"id": r.id, "title": r.title, "runs_mechanisms": True,
+                  **({"settings": list(r.settings)} if r.settings else {})}
                  for r in empirical_reproductions().values() if r.id not in known]
         emit({"reproductions": rows}, args.json, "\n".join(f"{r['id']}  {r['title']}" for r in rows))
         return
@@ -184,15 +185,23 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
     # An id the bound engine also reproduces runs there unless a mechanism option is given.
     bound_ids = {r.id for r in list_reproductions()}
     if empirical is not None and (args.id not in bound_ids or _empirical_options(args)):
+        chosen = {}
+        if args.setting is not None:
+            if args.setting not in empirical.settings:
+                offered = (f"one of {', '.join(empirical.settings)}" if empirical.settings
+                           else "none (it has one setting)")
+                raise CommandError(f"--setting {args.setting!r}: {args.id} offers {offered}")
+            chosen = {"setting": args.setting}
         result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
-                               device=args.device or "cpu", out_dir=args.out, reduced=args.reduced)
+                               device=args.device or "cpu", out_dir=args.out, reduced=args.reduced,
+                               **chosen)
         emit(result, args.json, empirical.summary(result))
         if not empirical.passed(result):
             raise SystemExit(1)
         return
     if _empirical_options(args):
         raise CommandError(f"{args.id} is a bound reproduction: it takes no --dataset, --path, "
-                           "--trials, --device, --out or --reduced")
+                           "--trials, --device, --out, --reduced or --setting")
     repro = get_reproduction(args.id)
     result = repro.run()
     out = {"reproduction": repro.id, "title": repro.title, "citation": repro.citation.describe(),
@@ -226,13 +235,19 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
 def cmd_bench_trials(args: argparse.Namespace) -> None:
     """``unlearn bench trials``: batched against per-trial trials of an algorithm."""
-    from audits.cli.bench import trials_benchmark
+    from audits.cli.bench import ALL_ALGORITHMS, trials_benchmark, trials_table
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
 
     try:
         res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
-                               dataset=args.dataset, model=args.model)
+                               dataset=args.dataset, model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
+    if args.algorithm == ALL_ALGORITHMS:
+        emit(res, args.json, trials_table(res))
+        return
     keys = ", ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, (dict, list)))
     emit(res, args.json, keys)
 
@@ -318,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", help="output folder (default reproduce-out)")
     p.add_argument("--reduced", action="store_true",
                    help="a few short points per panel (CI); not the paper's setting")
+    p.add_argument("--setting", help="a named variant of the reproduction's constants (listed "
+                   "by 'unlearn reproduce --json'; default the first)")
     p.set_defaults(func=cmd_reproduce)
 
     p_bench = sub.add_parser("bench", help="benchmarks (ratios measured in one run)")
@@ -330,7 +347,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", help="whose bound (default: the default algorithm's)")
     p.set_defaults(func=cmd_bench_bounds)
     p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
-    p.add_argument("--algorithm", help="a registered algorithm (default: the default one)")
+    p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
+                   "one (default: the default algorithm)")
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
     p.add_argument("--device", default="cpu")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")

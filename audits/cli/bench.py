@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 import bounds
-from audits.registry import default_adapter, get_adapter
+from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
-__all__ = ["add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark"]
+__all__ = ["ALL_ALGORITHMS", "add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark",
+           "trials_table"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -119,13 +120,28 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     }
 
 
+ALL_ALGORITHMS = "all"
+
+
 def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, device: str = "cpu",
-                     dataset: str | None = None, model: str | None = None) -> dict[str, Any]:
+                     dataset: str | None = None, model: str | None = None,
+                     progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Batched against per-trial trials of an algorithm (its adapter's ``benchmark_trials``).
 
-    An adapter without its own benchmark is timed generically on its demo spec: one
-    ``run_trials`` call for all trials against one call per trial (outputs compared).
+    An adapter without its own benchmark is timed generically on its demo spec (see
+    :func:`_generic_trials_benchmark`). ``algorithm`` ``"all"`` runs every registered
+    algorithm in turn (``progress`` is told each name as it starts) and returns their rows.
     """
+    if algorithm == ALL_ALGORITHMS:
+        if dataset is not None or model is not None:
+            raise ValueError("--algorithm all runs each algorithm on its own benchmark data and "
+                             "model; leave --dataset and --model out")
+        rows = []
+        for name in adapter_names():
+            if progress is not None:
+                progress(f"bench trials: {name} ({n_trials} trials)")
+            rows.append(trials_benchmark(algorithm=name, n_trials=n_trials, device=device))
+        return {"benchmark": "trials", "n_trials": n_trials, "device": device, "rows": rows}
     adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
                                                                       path="--algorithm")
     options = {} if dataset is None else {"dataset": dataset}
@@ -142,30 +158,63 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
 
 
+def _rate_and_unit(row: dict[str, Any], side: str) -> tuple[float, str]:
+    for unit in ("trials", "models"):
+        if f"{side}_{unit}_per_s" in row:
+            return float(row[f"{side}_{unit}_per_s"]), unit
+    raise KeyError(f"benchmark row of {row.get('algorithm')} has no {side} rate")
+
+
+def trials_table(res: dict[str, Any]) -> str:
+    """The rows of ``bench trials --algorithm all`` side by side: rates, ratio, identity."""
+    lines = [f"batched against per-trial loop, {res['n_trials']} trials, device {res['device']}",
+             f"  {'algorithm':<28} {'batched/s':>10} {'loop/s':>9} {'unit':<6} {'ratio':>7} "
+             f"{'identical':>9}"]
+    for row in res["rows"]:
+        batched, unit = _rate_and_unit(row, "batched")
+        loop, _ = _rate_and_unit(row, "loop")
+        same = row.get("loop_matches_batched")
+        lines.append(f"  {row['algorithm']:<28} {batched:>10.1f} {loop:>9.1f} {unit:<6} "
+                     f"{batched / loop:>6.1f}x {('-' if same is None else 'yes' if same else 'NO'):>9}")
+    return "\n".join(lines)
+
+
 def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[str, Any]:
+    """One ``run_trials`` call for all trials against the first trials one at a time: in the
+    mechanism's own loop mode where ``run_trials`` takes ``mode`` (the per-trial baseline
+    without the per-call preparation), else one ``run_trials`` call per trial."""
     from audits.runner import prepare_audit
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
     mechanism = prepare_audit(spec).mechanism
+    has_loop = "mode" in inspect.signature(mechanism.run_trials).parameters
     mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up
     start = time.perf_counter()
     batched = mechanism.run_trials(seed=0, first_trial=0, n_trials=n_trials).to_arrays()
     batched_seconds = time.perf_counter() - start
     loop_trials = min(n_trials, 32)
     start = time.perf_counter()
-    looped = [mechanism.run_trials(seed=0, first_trial=i, n_trials=1).to_arrays()
-              for i in range(loop_trials)]
+    if has_loop:
+        whole = mechanism.run_trials(seed=0, first_trial=0, n_trials=loop_trials,
+                                     mode="loop").to_arrays()
+        looped = [{key: value[i:i + 1] for key, value in whole.items()}
+                  for i in range(loop_trials)]
+    else:
+        looped = [mechanism.run_trials(seed=0, first_trial=i, n_trials=1).to_arrays()
+                  for i in range(loop_trials)]
     loop_seconds = time.perf_counter() - start
     matches = all(np.array_equal(batched[key][i], row[key][0])
                   for i, row in enumerate(looped) for key in row)
     batched_rate, loop_rate = n_trials / batched_seconds, loop_trials / loop_seconds
+    how = ("run_trials(mode='loop')" if has_loop
+           else "one run_trials call per trial, its preparation included")
     return {"n_trials": n_trials, "device": device, "batched_seconds": batched_seconds,
             "batched_trials_per_s": batched_rate, "loop_trials_timed": loop_trials,
             "loop_seconds": loop_seconds, "loop_trials_per_s": loop_rate,
             "speedup": batched_rate / loop_rate, "loop_matches_batched": matches,
-            "note": "generic benchmark on the adapter's demo spec (TrialMechanism.run_trials)"}
+            "note": f"generic benchmark on the adapter's demo spec; loop: {how}"}
 
 
 # ----------------------------------------------------------------------------------------------

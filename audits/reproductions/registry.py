@@ -44,8 +44,8 @@ def summary_lines(result: Mapping[str, Any]) -> str:
 class EmpiricalReproduction:
     """A figure or table reproduced by running mechanisms (and auditing them).
 
-    ``run(dataset=(name, path), trials=N, device=..., out_dir=..., reduced=bool)`` returns the
-    JSON-ready result, which ``summary`` turns into terminal text. A result with ``matches``
+    ``run(dataset=(name, path), trials=N, device=..., out_dir=..., reduced=bool[, setting=NAME])``
+    returns the JSON-ready result, which ``summary`` turns into terminal text. A result with ``matches``
     and ``total`` passes when every row matches (``unlearn reproduce`` exits 1 otherwise).
     """
 
@@ -53,6 +53,9 @@ class EmpiricalReproduction:
     title: str
     run: Callable[..., dict[str, Any]]
     summary: Callable[[Mapping[str, Any]], str] = summary_lines
+    # Named variants of the constants ``run(setting=NAME)`` accepts, the default first; empty
+    # when the reproduction has one setting (``run`` is then never given ``setting``).
+    settings: tuple[str, ...] = ()
 
     def passed(self, result: Mapping[str, Any]) -> bool:
         """Whether every row of ``result`` matched (True for results without rows to match)."""

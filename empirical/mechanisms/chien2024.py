@@ -35,6 +35,7 @@ from empirical.mechanisms.common import (
     batch_gradient,
     check_config,
     counts_for,
+    full_batch_gradient,
     learn_unlearn_retrain,
     lsi_init_std,
     noisy_step,
@@ -42,7 +43,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LOGISTIC_SMOOTHNESS
+from empirical.models import LOGISTIC_SMOOTHNESS, LinearModel
 from empirical.trials import TrialRandom, trial_seed
 
 __all__ = [
@@ -238,8 +239,14 @@ def run_pnsgd(
             if step_noise_std > 0:
                 noise = random.normal(stream, (n_batches, n_params)) * step_noise_std
             for j in range(n_batches):
-                gradient = batch_gradient(counted, params, data, batches[:, j, :],
-                                          batch_size=batch, clip=config.clip, l2=config.l2)
+                if n_batches == 1:
+                    # One batch of every row: its order does not change the sum, so the shared
+                    # rows serve through broadcast views instead of a gathered copy per trial.
+                    gradient = full_batch_gradient(counted, params, data, clip=config.clip,
+                                                   l2=config.l2)
+                else:
+                    gradient = batch_gradient(counted, params, data, batches[:, j, :],
+                                              batch_size=batch, clip=config.clip, l2=config.l2)
                 params = noisy_step(params, gradient, step_size=config.step_size,
                                     noise=None if noise is None else noise[:, j],
                                     radius=config.radius)
@@ -274,10 +281,11 @@ def run_pnsgd(
         return outputs
 
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
-    bytes_per_trial = 2 * (
-        itemsize * (n_batches * n_params + model.workspace_elements(batch) + 12 * n_params)
-        + 8 * 3 * n
-    )
+    workspace = model.workspace_elements(batch)
+    if n_batches == 1 and isinstance(model, LinearModel):
+        workspace = 12 * n  # full batch on broadcast rows: a dozen [n] vectors per trial
+    bytes_per_trial = 2 * (itemsize * (n_batches * n_params + workspace + 12 * n_params)
+                           + 8 * 3 * n)
     outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     smoothness = model.smoothness
     return PNSGDResult(

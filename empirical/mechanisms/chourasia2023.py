@@ -48,16 +48,16 @@ from empirical.mechanisms.common import (
     ModelSamples,
     TrialOptions,
     TrialResult,
-    batch_gradient,
     check_config,
     check_number,
     counts_for,
     evaluate,
+    full_batch_gradient,
     noisy_step,
     prepare_mechanism,
     result_fields,
 )
-from empirical.models import LinearModel, clip_scale, pairwise_dot
+from empirical.models import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
 from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [
@@ -155,7 +155,7 @@ class LinearLoss(LinearModel):
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
             coefficient = coefficient * clip_scale(feature_norms, clip)
-        return (coefficient[..., None] * features).sum(1)
+        return weighted_rows_sum(coefficient, features)
 
     def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
                          labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -291,41 +291,38 @@ def run_noisy_gd(
         init_std *= config.noise_multiplier_scale
     step_noise_std = config.step_noise_std * config.noise_multiplier_scale
     tensor = setup.tensor
-    all_rows = torch.arange(n, device=resolved)
 
-    def descend(params: torch.Tensor, data: DataVersion, rows: torch.Tensor, steps: int,
-                random: TrialRandom, stream: str) -> torch.Tensor:
-        """K steps of Algorithm 2 (full batch: the rows of every trial's database)."""
+    def descend(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
+                stream: str) -> torch.Tensor:
+        """K steps of Algorithm 2 (full batch: every row of the shared or per-trial database)."""
         if steps == 0:
             return params
         noise = None
         if step_noise_std > 0:
             noise = random.normal(stream, (steps, n_params)) * step_noise_std
         for k in range(steps):
-            gradient = batch_gradient(model, params, data, rows, batch_size=n, clip=config.clip,
-                                      l2=config.l2)
+            gradient = full_batch_gradient(model, params, data, clip=config.clip, l2=config.l2)
             params = noisy_step(params, gradient, step_size=config.step_size,
                                 noise=None if noise is None else noise[:, k], radius=None)
         return params
 
-    def per_trial(data: DataVersion, size: int) -> tuple[DataVersion, torch.Tensor]:
-        """The shared database as one editable copy per trial (flat [N n, ...]) and its rows."""
-        flat = DataVersion(*(t.repeat(size, *([1] * (t.dim() - 1))) for t in (
+    def per_trial(data: DataVersion, size: int) -> DataVersion:
+        """The shared database as one editable copy per trial ([N, n, ...])."""
+        return DataVersion(*(t.expand(size, *t.shape).clone() for t in (
             data.features, data.labels, data.weights, data.norms)))
-        rows = torch.arange(size, device=resolved)[:, None] * n + all_rows[None, :]
-        return flat, rows
 
     def apply_batched(data: DataVersion, edit: BatchedRequest, size: int) -> DataVersion:
-        flat_rows = (torch.arange(size, device=resolved)[:, None] * n + edit.indices).reshape(-1)
+        trials = torch.arange(size, device=resolved)[:, None].expand_as(edit.indices)
+        at = (trials.reshape(-1), edit.indices.reshape(-1))
         features, labels, weights = data.features.clone(), data.labels.clone(), data.weights.clone()
         norms = data.norms.clone()
         if edit.features is None:
-            weights[flat_rows] = 0.0
+            weights[at] = 0.0
         else:
-            new = edit.features.reshape(-1, features.shape[1]).to(features)
-            features[flat_rows] = new
-            labels[flat_rows] = edit.labels.reshape(-1).to(labels)
-            norms[flat_rows] = new.square().sum(-1).sqrt()
+            new = edit.features.reshape(-1, features.shape[-1]).to(features)
+            features[at] = new
+            labels[at] = edit.labels.reshape(-1).to(labels)
+            norms[at] = new.square().sum(-1).sqrt()
         return DataVersion(features, labels, weights, norms)
 
     def interaction(random: TrialRandom, start: int, prefix: str,
@@ -336,20 +333,19 @@ def run_noisy_gd(
         database already carries every fixed edit (so the fixed requests change nothing)."""
         size = random.size
         params = random.normal(f"init/{prefix}", (n_params,)) * init_std
-        shared_rows = all_rows.expand(size, n)
-        data, rows = versions[start], shared_rows
-        params = descend(params, data, rows, config.learn_steps, random, f"noise/{prefix}/learn")
+        data = versions[start]
+        params = descend(params, data, config.learn_steps, random, f"noise/{prefix}/learn")
         if prefix == "curator":
             outputs.update(evaluate(model, "learned", params, sets))
         position = 0
         if adaptive_requests:
-            data, rows = per_trial(data, size)
+            data = per_trial(data, size)
             chosen = []
             for position in range(adaptive_requests):
                 edit = requester(position=position, published=params, random=random)
                 chosen.append(edit.indices)
                 data = apply_batched(data, edit, size)
-                params = descend(params, data, rows, unlearn_steps[position], random,
+                params = descend(params, data, unlearn_steps[position], random,
                                  f"noise/{prefix}/delete/{position}")
             outputs[f"{prefix}/adaptive_indices"] = torch.stack(chosen, dim=1)
         for offset in range(len(fixed)):
@@ -365,7 +361,7 @@ def run_noisy_gd(
                     data = apply_batched(data, edit, size)
             else:
                 data = target
-            params = descend(params, data, rows, unlearn_steps[position], random,
+            params = descend(params, data, unlearn_steps[position], random,
                              f"noise/{prefix}/delete/{position}")
         return params
 
@@ -380,13 +376,12 @@ def run_noisy_gd(
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
     total_steps = config.learn_steps + sum(unlearn_steps)
     per_trial_data = (dataset.dim + 4) * n if adaptive_requests else 0
-    bytes_per_trial = 2 * itemsize * (
-        total_steps * n_params + model.workspace_elements(n) + 12 * n_params + 2 * per_trial_data
-        + 4 * n * dataset.dim)  # the gathered full batch and its elementwise temporaries
+    # A step's temporaries are a dozen [n] vectors per trial (the products are per-trial BLAS
+    # calls on the shared rows); the noise of a whole phase is drawn at once.
+    bytes_per_trial = itemsize * (total_steps * n_params + 12 * (n + n_params)
+                                  + 2 * per_trial_data)
     chunk_size = None
     if options.mode == "batched" and resolved.type == "cpu":
-        # Full-batch steps build [chunk, n, d] temporaries; on CPU they are fastest while they
-        # stay near the caches (measured on digits: ~8-16 trials per chunk beat both 1 and 256).
         chunk_size = chunk_size_for(n_trials=options.n_trials, bytes_per_trial=bytes_per_trial,
                                     device=resolved, memory_budget=CPU_CACHE_BUDGET)
     outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, chunk_size=chunk_size)

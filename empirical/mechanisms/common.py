@@ -9,7 +9,7 @@ A mechanism module (one per paper) combines these pieces instead of copying them
 * :func:`noisy_step`: one step x <- Pi_R(x - eta * g + noise) with the projection onto the ball
   C_R and the (already scaled) Gaussian noise of noisy projected (S)GD;
 * :func:`batch_gradient`: the mean clipped data gradient of a mini-batch plus the l2 term;
-* :func:`full_batch_gradient`: the same on every row of a shared data version (broadcast views);
+* :func:`full_batch_gradient`: the same on every row of a data version (shared: broadcast views);
 * :class:`ScoreSets` and :func:`evaluate`, :func:`model_samples`: the losses and accuracies an
   audit reads, and the per-side :class:`ModelSamples`;
 * :func:`prepare_mechanism` (:class:`MechanismSetup`): the setup every mechanism starts with
@@ -41,7 +41,7 @@ import torch
 
 from empirical.data import Dataset, RequestSequence, UnlearningRequest
 from empirical.mechanisms.counting import CountingModel
-from empirical.models import LogisticRegression, TrialModel, clip_scale
+from empirical.models import LogisticRegression, TrialModel, broadcast_rows, clip_scale
 from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [
@@ -166,21 +166,25 @@ def batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion,
 
 def full_batch_gradient(model: TrialModel, params: torch.Tensor, data: DataVersion, *,
                         clip: float | None, l2: float) -> torch.Tensor:
-    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x over every row of a shared data version: [N, P].
+    """(1/n) sum_i clip_M(grad l_i(x)) + lambda x over every row of a data version: [N, P].
 
-    The arithmetic of :func:`batch_gradient` on all n rows, on broadcast views of the shared
-    data instead of per-trial gathered copies (full-batch (projected) gradient descent of D2D,
-    seed 000 App. N.3 Algorithm 2, and of Langevin unlearning, App. P).
+    The arithmetic of :func:`batch_gradient` on all n rows: of a shared data version ([n, d]
+    rows) through broadcast views instead of per-trial gathered copies, or of one version per
+    trial ([N, n, d] rows, e.g. edited by an adaptive requester). Full-batch (projected)
+    gradient descent of D2D (seed 000 App. N.3 Algorithm 2), Langevin unlearning (App. P) and
+    Noisy-GD (seed 001 Algorithm 2).
     """
-    trials, n = params.shape[0], data.features.shape[0]
+    trials = params.shape[0]
+    if data.features.dim() == 3:  # one version per trial
+        features, labels, weights, norms = data.features, data.labels, data.weights, data.norms
+    else:
+        features = broadcast_rows(data.features, trials)
+        labels, weights, norms = (t.expand(trials, t.shape[0])
+                                  for t in (data.labels, data.weights, data.norms))
     gradient = model.data_gradient_sum(
-        params,
-        data.features.expand(trials, *data.features.shape),
-        data.labels.expand(trials, n),
-        data.weights.expand(trials, n),
-        clip=clip,
-        feature_norms=None if clip is None else data.norms.expand(trials, n),
-    ) / n
+        params, features, labels, weights, clip=clip,
+        feature_norms=None if clip is None else norms,
+    ) / features.shape[1]
     if l2:
         gradient = gradient + l2 * params
     return gradient

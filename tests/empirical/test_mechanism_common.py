@@ -57,7 +57,8 @@ def test_full_batch_gradient_is_the_quadratic_closed_form_and_the_gathered_batch
     got = full_batch_gradient(model, params, version, clip=None, l2=0.25)
     expected = [[2.0 * (3 * x - 7.0) / 4 + 0.25 * x] for x in (0.5, -3.0)]
     np.testing.assert_array_equal(got.numpy(), expected)
-    # Logistic loss with clipping: the broadcast views give the gathered batch's bits.
+    # Logistic loss with clipping: the broadcast rows (one BLAS product per trial) give the
+    # gathered batch's sum (multiplied and summed per trial) up to rounding.
     digits = _small_digits()
     version = tensor_versions([(digits.features, digits.labels, np.ones(digits.n))], _tensor)[0]
     logistic = LogisticRegression(digits.dim)
@@ -65,7 +66,8 @@ def test_full_batch_gradient_is_the_quadratic_closed_form_and_the_gathered_batch
     rows = torch.arange(digits.n).expand(3, digits.n)
     gathered = batch_gradient(logistic, params, version, rows, batch_size=digits.n, clip=0.05,
                               l2=0.1)
-    assert torch.equal(full_batch_gradient(logistic, params, version, clip=0.05, l2=0.1), gathered)
+    torch.testing.assert_close(full_batch_gradient(logistic, params, version, clip=0.05, l2=0.1),
+                               gathered, rtol=1e-12, atol=1e-15)
 
 
 def test_noisy_step_projects_onto_the_ball():

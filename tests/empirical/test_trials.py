@@ -18,6 +18,8 @@ from empirical.models import (
     clip_scale,
     elementwise_per_trial,
     pairwise_dot,
+    rows_dot,
+    weighted_rows_sum,
 )
 from empirical.trials import (
     DEFAULT_CPU_MEMORY_BUDGET,
@@ -266,3 +268,35 @@ def test_functional_cnn_runs_batched_on_flat_records():
                                      torch.ones_like(labels[1:2]), clip=1.0)
     torch.testing.assert_close(single[0], gradient[1])
     assert model.logits(params, features[0]).shape == (3, 4, 2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", [(256, 64), (33, 17), (17, 33), (1000, 10), (7, 100), (1, 1)])
+def test_blas_row_products_are_exact_sums_with_bits_independent_of_the_trial_count(shape, dtype):
+    # Odd shapes are the ones where MKL's products in other layouts (or on unaligned rows) gave
+    # a trial's bits that depended on how many trials shared the call.
+    n, d = shape
+    generator = torch.Generator().manual_seed(n * 1000 + d)
+    table = torch.randn(n, d, dtype=dtype, generator=generator)
+    vectors = torch.randn(9, d, dtype=dtype, generator=generator)
+    coefficients = torch.randn(9, n, dtype=dtype, generator=generator)
+    per_trial = table.repeat(9, 1, 1)
+    for records in (table.expand(9, n, d), per_trial):
+        dots = rows_dot(records, vectors)
+        sums = weighted_rows_sum(coefficients, records)
+        for trial in range(9):
+            one = slice(trial, trial + 1)
+            # a trial alone (as loop mode runs it) and in a chunk of 4 get the same bits
+            chunk = slice(trial - trial % 4, trial - trial % 4 + 4)
+            at = trial % 4
+            assert torch.equal(rows_dot(records[one], vectors[one])[0], dots[trial])
+            assert torch.equal(weighted_rows_sum(coefficients[one], records[one])[0], sums[trial])
+            assert torch.equal(rows_dot(records[chunk], vectors[chunk])[at], dots[trial])
+            assert torch.equal(weighted_rows_sum(coefficients[chunk], records[chunk])[at],
+                               sums[trial])
+        # the values are the sums (float64 reference from the same inputs)
+        exact_dots = vectors.double() @ table.double().T
+        exact_sums = coefficients.double() @ table.double()
+        tolerance = 1e-12 if dtype == torch.float64 else 1e-4
+        torch.testing.assert_close(dots.double(), exact_dots, rtol=tolerance, atol=tolerance * d)
+        torch.testing.assert_close(sums.double(), exact_sums, rtol=tolerance, atol=tolerance * n)
