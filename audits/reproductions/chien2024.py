@@ -549,7 +549,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
     """Total unlearning epochs of PNSGD over ``removals`` sequential removals under each of
     :data:`ACCOUNTINGS` at this setting's constants (eta the float the mechanism runs), or why
     none certifies; the finite-T ones use the setting's burn-in T of ``batch``."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from bounds.papers.chien2024 import FINITE_BURN_IN_METHODS, sequential_epochs
     from empirical.models import logistic_constants
 
@@ -563,7 +563,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
         try:
             schedule = sequential_epochs(
                 requests=removals, epsilon=epsilon, delta=1.0 / n, sigma=Fraction(sigma),
-                eta=largest_float_at_most(max_step), m=m, L=L, M=Fraction(setting.clip), n=n,
+                eta=float_down(max_step), m=m, L=L, M=Fraction(setting.clip), n=n,
                 b=n if batch == "full" else int(batch), R=Fraction(setting.radius),
                 method=method, **({"T": T} if finite else {}),
                 **_ACCOUNTING_OPTIONS.get(method, {}))
@@ -584,12 +584,12 @@ def _is_stress_test(setting: Fig3Setting) -> bool:
 
 def _contraction_note(setting: Fig3Setting) -> str:
     """Per-epoch contraction c^{n/b} of the headline's mini-batch here and on MNIST."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     def per_epoch(n: int, b: int, lam: float) -> float:
         m, _, max_step = logistic_constants(Fraction(lam))
-        return float((1 - Fraction(largest_float_at_most(max_step)) * m) ** (n // b))
+        return float((1 - Fraction(float_down(max_step)) * m) ** (n // b))
 
     batch = setting.headline_batches[0]
     n, _ = _n_and_dim(setting, batch)

@@ -185,19 +185,19 @@ def test_time_shift_never_needs_more_epochs_than_the_runs_certificate():
     """At matched constants (2 removals), the run's schedule function and the engine's
     thm3.2+thm3.11 accounting agree request by request, and the time-shift accounting is never
     longer (its bound is never larger)."""
-    from audits.adapters.pnsgd import largest_float_at_most
     from audits.reproductions.chien2024 import (
         fig3_setting,
         pnsgd_accountings,
         pnsgd_sequence_epochs,
     )
+    from bounds.numerics import float_down
 
     setting = dataclasses_replace(fig3_setting(constants="matched"), removals=2)
     lam = 0.011264
     for batch, b in ((4, 4), ("full", 256)):
         acc = pnsgd_accountings(setting, batch, epsilon=1.0, sigma=0.03, removals=2)
         run = pnsgd_sequence_epochs(
-            epsilon=1.0, sigma=0.03, eta=largest_float_at_most(1 / (Fraction(1, 4) + Fraction(lam))),
+            epsilon=1.0, sigma=0.03, eta=float_down(1 / (Fraction(1, 4) + Fraction(lam))),
             l2=lam, clip=1.0, n=256, b=b, T=dict(setting.burn_in)[batch], R=100.0, removals=2)
         assert tuple(acc["thm3.2+thm3.11"]["epochs_per_request"]) == run
         for ours, chain in zip(acc["time-shift"]["epochs_per_request"], run, strict=True):
