@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import broken_note, delta_label, float_at_most
+from audits.adapters.certificates import broken_note, delta_label
 from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
 from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
@@ -35,6 +35,7 @@ from audits.fields import SpecError, choice, fail, number, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
 
@@ -112,7 +113,7 @@ def guo_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    budget = float_at_most(removals * Fraction(params.residual_per_removal))
+    budget = float_down(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:

@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
@@ -25,6 +25,7 @@ from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
 
@@ -121,7 +122,7 @@ def pnsgd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, flo
     require_unit_features(data, "for L = 1/4 + lambda")
     lam, L, max_step = logistic_constants(Fraction(params.l2))
     if params.step_size == "1/L":
-        eta = float_at_most(max_step)
+        eta = float_down(max_step)
     else:
         eta = float(params.step_size)
         if Fraction(eta) > max_step:

@@ -46,3 +46,11 @@ def test_exact_floats_are_their_own_rounding() -> None:
     assert float_down(Fraction(1, 4)) == float_up(Fraction(1, 4)) == 0.25
     assert float_down(Fraction(1, 10)) == 0.09999999999999999
     assert float_up(Fraction(1, 10)) == 0.1
+
+
+def test_one_over_l_of_the_demo_is_the_largest_float_not_above_it() -> None:
+    # L = 1/4 + 1 = 5/4: 1/L = 4/5 is not a float; the float nearest 0.8 is above it
+    exact = Fraction(4, 5)
+    assert Fraction(0.8) > exact
+    assert float_down(exact) == math.nextafter(0.8, 0.0)
+    assert float_up(exact) == 0.8
