@@ -11,6 +11,9 @@ from bounds.numerics import (
     interval_endpoints,
     iv_expm1,
     iv_log1p,
+    log_ratio_float,
+    log_ratio_iv,
+    log_ratio_mp,
     max2,
     min2,
     one_minus_pow1p_float,
@@ -24,6 +27,7 @@ from bounds.special import glme_float, glme_generic
 
 NUMPY_FUNCS: dict[str, Any] = {
     "Pow1p": pow1p_float,
+    "LogRatio": log_ratio_float,
     "OneMinusPow1p": one_minus_pow1p_float,
     "log1p": np.log1p,
     "expm1": np.expm1,
@@ -31,6 +35,7 @@ NUMPY_FUNCS: dict[str, Any] = {
 }
 MP_FUNCS: dict[str, Any] = {
     "Pow1p": pow1p_mp,
+    "LogRatio": log_ratio_mp,
     "OneMinusPow1p": one_minus_pow1p_mp,
     "log1p": mpmath.log1p,
     "expm1": mpmath.expm1,
@@ -40,6 +45,7 @@ MP_FUNCS: dict[str, Any] = {
 }
 IV_FUNCS: dict[str, Any] = {
     "Pow1p": lambda y, x: pow1p_iv(y, x),
+    "LogRatio": log_ratio_iv,
     "OneMinusPow1p": lambda y, x: 1 - pow1p_iv(y, x),
     "exp": mpmath.iv.exp,
     "log": mpmath.iv.log,

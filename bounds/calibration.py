@@ -52,6 +52,9 @@ class Calibration:
         which exceeds the target (``None`` when ``value`` is at the edge of the domain).
       certified: false for a literal printed variant or a bound outside its certificate
         conditions (``notes`` says why): the arithmetic is the same, the guarantee is not.
+      quantity: ``"epsilon"``, or ``"delta"`` for a bound whose value is a δ (guarantee kind
+        ``unlearning_delta``); the ``*_epsilon`` attributes then hold δ values, and
+        :meth:`to_dict` names them ``*_delta``.
     """
 
     bound_id: str
@@ -68,22 +71,25 @@ class Calibration:
     notes: tuple[str, ...]
     provenance: Mapping[str, Any]
     certified: bool = True
+    quantity: str = "epsilon"
 
     def to_dict(self) -> dict[str, Any]:
         """The calibration as plain JSON data."""
+        q = self.quantity
         return {
             "bound": self.bound_id,
             "solve": self.parameter,
             "value": self.value,
-            "target_epsilon": self.target_epsilon,
+            "quantity": q,
+            f"target_{q}": self.target_epsilon,
             "delta": self.delta,
             "conversion": self.conversion,
             "conversion_citation": CONVERSION_CITATIONS.get(self.conversion or "", None),
-            "certified_epsilon": self.certified_epsilon,
+            f"certified_{q}": self.certified_epsilon,
             "certified": self.certified,
             "alpha": self.alpha,
             "neighbour": self.neighbour,
-            "neighbour_epsilon": self.neighbour_epsilon,
+            f"neighbour_{q}": self.neighbour_epsilon,
             "inputs": {k: _plain(v) for k, v in self.inputs.items()},
             "notes": list(self.notes),
             "provenance": dict(self.provenance),
@@ -168,7 +174,7 @@ def calibrate(
     bound_id: str | Bound,
     *,
     solve: str,
-    epsilon: float,
+    epsilon: float | None = None,
     delta: float | None = None,
     conversion: str = "mironov",
     rtol: float = 1e-9,
@@ -183,7 +189,9 @@ def calibrate(
       solve: the parameter to solve for: ``sigma``, ``K``, ``T``, ``requests`` (the request
         index ``s`` of sequential bounds) or any parameter with a declared monotonicity.
       epsilon: target ε.
-      delta: target δ (Rényi bounds are converted with ``conversion`` at the best order α).
+      delta: δ: of the conversion for Rényi bounds (at the best order α), the value of the
+        bound's own ``delta`` parameter for (ε, δ) bounds that take one, or the target itself
+        for a bound whose value is a δ (``unlearning_delta``, where ``epsilon`` is not given).
       conversion: ``"mironov"`` (the papers' choice) or ``"balle2020"``.
       rtol: relative tolerance of continuous solutions.
       alpha_min, alpha_max: range searched for the Rényi order.
@@ -211,11 +219,30 @@ def calibrate(
     alpha_min, alpha_max = check_alpha_range(alpha_min, alpha_max)
     if name in params:
         raise BoundError(f"do not pass {name}: it is the unknown")
+    quantity = "delta" if bound.guarantee.kind == "unlearning_delta" else "epsilon"
+    if quantity == "delta":
+        if epsilon is not None:
+            raise BoundError(f"{bound.id} bounds a delta, not an epsilon: give the target delta "
+                             "(--delta), not a target epsilon")
+        epsilon, delta = delta, None
+    elif bound.guarantee.renyi_order is None and "delta" in bound.parameter_names and name != "delta":
+        # An (epsilon, delta) bound with its own delta parameter: the given delta is that input.
+        if delta is not None and "delta" in params:
+            raise BoundError(f"{bound.id}: delta given twice (as --delta and as delta=...); give it "
+                             "once")
+        if delta is not None:
+            params = {**params, "delta": delta}
+        elif "delta" not in params:
+            raise BoundError(f"{bound.id} takes delta: give it with --delta")
+        delta = resolve_delta(params["delta"], bound.id)
+    if epsilon is None:
+        raise BoundError(f"give the target {quantity} of {bound.id}")
     if not (isinstance(epsilon, (int, float)) and 0 < epsilon and math.isfinite(epsilon)):
-        raise BoundError(f"target epsilon must be a positive finite number, got {epsilon!r}")
+        raise BoundError(f"target {quantity} must be a positive finite number, got {epsilon!r}")
     if conversion not in CONVERSIONS:
         raise BoundError(f"unknown conversion {conversion!r}; choose one of {CONVERSIONS}")
-    if bound.guarantee.kind not in ("renyi_unlearning", "renyi_dp", "eps_delta_unlearning"):
+    if bound.guarantee.kind not in ("renyi_unlearning", "renyi_dp", "eps_delta_unlearning",
+                                    "unlearning_delta"):
         raise BoundError(f"{bound.id} bounds a {bound.guarantee.kind}, not a privacy loss")
     if bound.guarantee.renyi_order == name:
         raise BoundError("the Rényi order is optimised, not calibrated")
@@ -272,7 +299,19 @@ def calibrate(
         notes=tuple(notes),
         provenance={**bound.provenance(), "solver": f"least/greatest {name} ({direction} bound)"},
         certified=is_certificate,
+        quantity=quantity,
     )
+
+
+def resolve_delta(value: Any, where: str) -> float:
+    """A δ input as a float in (0, 1), for reporting (the bound itself uses the exact value)."""
+    from bounds.values import resolve_values
+
+    exact = resolve_values({"delta": value}, context=where)["delta"]
+    number = float(exact)
+    if not 0 < number < 1:
+        raise BoundError(f"{where}: delta must lie in (0, 1) as a float, got {value!r}")
+    return number
 
 
 def _monotone_alternatives(bound: Bound, name: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Callable, Iterable, Mapping
 from fractions import Fraction
 from typing import Any, Literal
@@ -20,6 +21,7 @@ from bounds.errors import BoundError, PreconditionError
 from bounds.numerics import (
     call_float,
     check_finite,
+    float_down,
     float_up,
     interval_endpoints,
     interval_ready,
@@ -49,6 +51,12 @@ FLOAT_NOTE = (
     "float evaluation: IEEE-754 round-to-nearest, so the direction of rounding is not "
     "controlled; use precision='interval' for a certified upper bound"
 )
+_FLOAT_NOTES = {
+    "upper": FLOAT_NOTE,
+    "lower": FLOAT_NOTE.replace("upper bound", "lower bound (the safe end of this kind of "
+                                 "quantity)"),
+    "both": FLOAT_NOTE.replace("a certified upper bound", "a rigorous enclosure"),
+}
 
 
 
@@ -59,7 +67,8 @@ class Citation:
     Attributes:
       paper: short key of the paper, e.g. ``"chien2024"``.
       reference: full bibliographic reference.
-      seed: file name of the paper's text in ``shared/seeds``.
+      seed: file name of the paper's text in ``shared/seeds`` (empty for a textbook result
+        outside the seed papers).
       label: the paper's own numbering, e.g. ``"Theorem 3.2"``.
       section: section or appendix holding the statement (and proof).
     """
@@ -70,10 +79,17 @@ class Citation:
     label: str
     section: str = ""
 
+    def __post_init__(self) -> None:
+        # Citations are user-facing text: no empty field, no left-over placeholder.
+        for name in ("paper", "reference", "label"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"citation of {self.paper or '?'}: empty {name}")
+
     def describe(self) -> str:
         """One line: reference, label, section and seed."""
         where = f", {self.section}" if self.section else ""
-        return f"{self.reference}, {self.label}{where} [seed {self.seed}]"
+        seed = f" [seed {self.seed}]" if self.seed else ""  # textbook results have no seed text
+        return f"{self.reference}, {self.label}{where}{seed}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -171,6 +187,11 @@ class Guarantee:
         if self.kind not in GUARANTEE_KINDS:
             raise ValueError(f"unknown guarantee kind {self.kind!r}")
 
+    @property
+    def safe_end(self) -> str:
+        """``"upper"``, ``"lower"`` or ``"both"``: which end of an enclosure errs safely."""
+        return SAFE_END[self.kind]
+
 
 GUARANTEE_KINDS = (
     "renyi_unlearning",  # (alpha, value)-Rényi unlearning: d_alpha(unlearned, retrained) <= value
@@ -179,7 +200,10 @@ GUARANTEE_KINDS = (
     "w_infinity",  # W_infinity distance between two laws <= value
     "excess_risk",  # expected excess empirical risk <= value
     "gradient_residual",  # norm of the gradient residual <= value
-    "noise_scale",  # the noise standard deviation the theorem requires
+    "residual_budget",  # largest accumulated residual a noise level certifies (a budget)
+    "unlearning_delta",  # delta (not epsilon) of (epsilon, delta)-unlearning <= value
+    "noise_scale",  # the noise standard deviation the theorem requires (sufficient)
+    "noise_floor",  # a noise level that is necessary but not sufficient: sigma must exceed it
     "iterations",  # number of iterations the theorem requires
     "exact_divergence",  # exact Rényi divergence of a closed-form model (ground truth)
     "membership_advantage",  # advantage of any membership-inference test <= value
@@ -187,6 +211,19 @@ GUARANTEE_KINDS = (
     "step_size",  # the step size the theorem prescribes, or its largest admissible value
     "gradient_complexity",  # per-example gradient computations (a count, or its growth order)
 )
+
+# Which end of an enclosure is the safe one, by kind of quantity: an upper bound (a divergence,
+# a residual, a sufficient noise level or iteration count) errs safely upward; a budget, a
+# largest admissible step, or a limit below which something is impossible errs safely
+# downward; an exact value or a cost has no safe side.
+SAFE_END: Mapping[str, str] = {
+    "renyi_unlearning": "upper", "renyi_dp": "upper", "eps_delta_unlearning": "upper",
+    "unlearning_delta": "upper", "w_infinity": "upper", "excess_risk": "upper",
+    "gradient_residual": "upper", "residual_budget": "lower", "noise_scale": "upper",
+    "noise_floor": "lower", "iterations": "upper", "exact_divergence": "both",
+    "membership_advantage": "upper", "epsilon_lower_limit": "lower", "step_size": "lower",
+    "gradient_complexity": "both",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,6 +250,8 @@ class Bound:
       certificate_conditions: conditions under which the value is justified by the stated
         hypotheses; outside them the formula is evaluated but never labelled certified (e.g.
         Corollary 3.10 needs T >= Rb/(eta M), erratum E8). ``"literal"`` variants never certify.
+      remark: a function of the exact scalar inputs returning a note shown with the value (or
+        ``None``), e.g. the exact answer where a literal printed form understates it.
     """
 
     id: str
@@ -229,6 +268,7 @@ class Bound:
     notes: tuple[str, ...] = ()
     example: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     certificate_conditions: tuple[Precondition, ...] = ()
+    remark: Callable[[Mapping[str, Any]], str | None] | None = None
 
     def __post_init__(self) -> None:
         names = [p.name for p in self.parameters]
@@ -322,15 +362,69 @@ class Bound:
         return sp.lambdify(self._symbols, self._numeric_expression, modules=[NUMPY_FUNCS, "numpy"])
 
     @functools.cached_property
-    def mp_function(self) -> Callable[..., Any]:
-        """The formula as an mpmath function of the parameters (stable powers)."""
-        return sp.lambdify(self._symbols, self._numeric_expression, modules=[MP_FUNCS, "mpmath"])
+    def _exact_split(self) -> tuple[sp.Expr, tuple[sp.Expr, ...], tuple[sp.Symbol, ...]]:
+        """The numeric expression with every exact linear combination of inputs replaced.
+
+        ``n - m`` rounded after converting ``n`` and ``m`` one by one cancels (at n ~ 2^53 in
+        float, at n ~ 10^digits in mp); each sum of rational multiples of parameters and a
+        rational constant is instead formed exactly from the exact inputs and rounded once.
+        Returns (expression with placeholders, the combinations, the placeholder symbols).
+        """
+        parameters = set(self._symbols)
+        found: list[sp.Expr] = []
+
+        def linear(node: sp.Expr) -> bool:
+            if not isinstance(node, sp.Add):
+                return False
+            symbolic = 0
+            for term in node.args:
+                if term.is_Rational:
+                    continue
+                coeff, rest = term.as_coeff_Mul()
+                if not (coeff.is_Rational and rest in parameters):
+                    return False
+                symbolic += 1
+            return symbolic >= 1 and len(node.args) >= 2
+
+        def walk(node: sp.Expr) -> sp.Expr:
+            if linear(node):
+                if node not in found:
+                    found.append(node)
+                return _placeholder(found.index(node))
+            if node.is_Atom or not node.args:
+                return node
+            args = [walk(a) for a in node.args]
+            return node.func(*args) if args != list(node.args) else node
+
+        expression = walk(self._numeric_expression)
+        return expression, tuple(found), tuple(_placeholder(i) for i in range(len(found)))
 
     @functools.cached_property
-    def interval_function(self) -> Callable[..., Any]:
-        """The formula as an mpmath interval function of the parameters (rigorous)."""
-        return sp.lambdify(self._symbols, interval_ready(self._numeric_expression),
-                           modules=[IV_FUNCS])
+    def _split_float(self) -> Callable[..., Any]:
+        expression, _, extra = self._exact_split
+        return sp.lambdify([*self._symbols, *extra], expression, modules=[NUMPY_FUNCS, "numpy"])
+
+    @functools.cached_property
+    def _split_mp(self) -> Callable[..., Any]:
+        expression, _, extra = self._exact_split
+        return sp.lambdify([*self._symbols, *extra], expression, modules=[MP_FUNCS, "mpmath"])
+
+    @functools.cached_property
+    def _split_iv(self) -> Callable[..., Any]:
+        expression, _, extra = self._exact_split
+        return sp.lambdify([*self._symbols, *extra], interval_ready(expression), modules=[IV_FUNCS])
+
+    def _combinations(self, values: Mapping[str, Any]) -> list[Any]:
+        """The exact values of :attr:`_exact_split`'s combinations (float arrays for arrays)."""
+        subs = {real_symbol(n): values[n] for n in self.parameter_names}
+        out = []
+        for combo in self._exact_split[1]:
+            if any(isinstance(subs[s], np.ndarray) for s in combo.free_symbols):
+                fn = sp.lambdify(sorted(combo.free_symbols, key=str), combo, modules="numpy")
+                out.append(fn(*[to_float_array(subs[s]) for s in sorted(combo.free_symbols, key=str)]))
+            else:
+                out.append(combo.xreplace(subs))
+        return out
 
     @functools.cached_property
     def _precondition_functions(self) -> list[tuple[Precondition, Callable[..., Any]]]:
@@ -371,32 +465,89 @@ class Bound:
         values = self.resolve(params)
         self.check(values)
         notes: list[str] = []
+        if self.variant == "literal" or self.remark is not None or self.certificate_conditions:
+            notes.extend(self._remarks(values))
+        combos = self._combinations(values)
         if precision == "float":
-            args = [to_float_array(values[n]) for n in self.parameter_names]
-            value, underflow = call_float(self.float_function, args)
-            if underflow:
-                notes.append(
-                    "float underflow: a term was rounded toward zero, so the float value may "
-                    "lie below the exact one; re-evaluate with precision='mp' or 'interval'"
-                )
-            check_finite(self.id, value)
-            notes.append(FLOAT_NOTE)
-            return Evaluation(self, squeeze(value), "float", 16, None, None, tuple(notes), values)
+            return self._evaluate_float(values, combos, notes)
         if precision == "mp":
             with mpmath.workdps(digits):
                 args = [to_mp(values[n]) for n in self.parameter_names]
-                value = self.mp_function(*args)
-                check_finite(self.id, value)
+                args += [to_mp(c) for c in combos]
+                value = self._mp_value(args)
             return Evaluation(self, value, "mp", digits, None, None, tuple(notes), values)
         with iv_precision(digits):
             args = [to_interval(values[n]) for n in self.parameter_names]
-            enclosure = self.interval_function(*args)
-            enclosure = mpmath.iv.mpf(enclosure)
+            args += [to_interval(c) for c in combos]
+            try:
+                enclosure = mpmath.iv.mpf(self._split_iv(*args))
+            except ZeroDivisionError:
+                raise BoundError(f"{self.id}: division by zero at these inputs") from None
         lo, hi = interval_endpoints(enclosure)
         if not (mpmath.isfinite(lo) and mpmath.isfinite(hi)):
             raise BoundError(f"{self.id}: interval evaluation is not finite ({enclosure})")
         mid = (lo + hi) / 2
         return Evaluation(self, mid, "interval", digits, lo, hi, tuple(notes), values)
+
+    def _mp_value(self, args: list[Any]) -> Any:
+        try:
+            value = self._split_mp(*args)
+        except ZeroDivisionError:
+            raise BoundError(f"{self.id}: division by zero at these inputs") from None
+        check_finite(self.id, value)
+        return value
+
+    def _evaluate_float(self, values: Mapping[str, Any], combos: list[Any],
+                        notes: list[str]) -> Evaluation:
+        """Float value; an overflow, a division by zero or an input outside the float range is
+        never rounded silently: a scalar is recomputed in mpmath (with a note), an array refused.
+        """
+        args = [to_float_array(values[n]) for n in self.parameter_names]
+        args += [to_float_array(c) for c in combos]
+        scalar = all(is_exact(values[n]) for n in self.parameter_names)
+        lost = [n for n in self.parameter_names if is_exact(values[n]) and _leaves_float_range(values[n])]
+        lost += [str(c) for c in combos if is_exact(c) and _leaves_float_range(c)]
+        value, flags = call_float(self._split_float, args)
+        if lost or flags["overflow"]:
+            why = (f"the input {lost[0]} is outside the normal float range" if lost else
+                   "an intermediate result overflowed the float range")
+            if not scalar:
+                raise BoundError(f"{self.id}: float evaluation is not reliable here ({why}); "
+                                 "evaluate point by point with precision='mp'")
+            with mpmath.workdps(30):
+                exact = self._mp_value([to_mp(values[n]) for n in self.parameter_names]
+                                       + [to_mp(c) for c in combos])
+                value = float(exact)
+            notes.append(f"float evaluation: {why}, so the value was computed in mpmath at 30 "
+                         "digits and rounded to the nearest float")
+            if exact != 0 and (value == 0 or abs(value) < _FLOAT_TINY):
+                notes.append(f"the value {mpmath.nstr(exact, 6)} is below the normal float range; "
+                             "the float shown is rounded (to 0 if below 5e-324): use precision='mp'")
+            elif not math.isfinite(value):
+                raise BoundError(f"{self.id}: the value {mpmath.nstr(exact, 6)} exceeds the float "
+                                 "range; use precision='mp'")
+        elif flags["underflow"]:
+            notes.append(
+                "float underflow: a term was rounded toward zero, so the float value may "
+                "lie below the exact one; re-evaluate with precision='mp' or 'interval'"
+            )
+        check_finite(self.id, value)
+        notes.append(_FLOAT_NOTES[self.guarantee.safe_end])
+        return Evaluation(self, squeeze(value), "float", 16, None, None, tuple(notes), values)
+
+    def _remarks(self, values: Mapping[str, Any]) -> list[str]:
+        """Notes on a value that is not a certificate at these inputs (see :attr:`remark`)."""
+        out = []
+        scalar = all(is_exact(values[n]) for n in self.parameter_names)
+        if self.variant == "literal" or (self.certificate_conditions and scalar):
+            ok, why = self.certificate_status(values)
+            if not ok:
+                out.append(why)
+        if self.remark is not None and scalar:
+            extra = self.remark(values)
+            if extra:
+                out.append(extra)
+        return out
 
     def __call__(self, **params: Any) -> Any:
         """Float value of the bound (checked); see :meth:`evaluate`."""
@@ -465,9 +616,10 @@ class Bound:
 class Evaluation:
     """The value of a bound at some inputs, with its precision and provenance.
 
-    For ``precision == "interval"``, ``[lower, upper]`` encloses the exact value of the formula
-    and ``upper`` is a certified upper bound. ``value`` is a float or numpy array for
-    ``"float"``, an ``mpmath.mpf`` otherwise.
+    For ``precision == "interval"``, ``[lower, upper]`` encloses the exact value of the formula;
+    which end is the certificate depends on the kind of quantity (:data:`SAFE_END`): the
+    upper end of a divergence or a sufficient noise level, the lower end of a budget.
+    ``value`` is a float or numpy array for ``"float"``, an ``mpmath.mpf`` otherwise.
     """
 
     bound: Bound
@@ -489,11 +641,34 @@ class Evaluation:
             )
         return float_up(self.upper)
 
+    @property
+    def certified_lower(self) -> float:
+        """A float that is <= the exact value; only available for interval evaluations."""
+        if self.precision != "interval":
+            raise BoundError(
+                "only an interval evaluation yields a certified lower bound; "
+                "evaluate with precision='interval'"
+            )
+        return float_down(self.lower)
+
+    @property
+    def certified_safe(self) -> float:
+        """The end that errs safely for this kind of quantity (:data:`SAFE_END`).
+
+        Raises for a kind without a safe side (an exact value, a cost).
+        """
+        end = self.bound.guarantee.safe_end
+        if end == "both":
+            raise BoundError(f"{self.bound.id} gives a {self.bound.guarantee.kind}, which has no "
+                             "safe side; use certified_lower and certified_upper")
+        return self.certified_upper if end == "upper" else self.certified_lower
+
     def to_dict(self) -> dict[str, Any]:
         """The evaluation as plain JSON data (inputs, value, precision, notes)."""
         out: dict[str, Any] = {
             "bound": self.bound.id,
             "guarantee": self.bound.guarantee.kind,
+            "safe_end": self.bound.guarantee.safe_end,
             "precision": self.precision,
             "digits": self.digits,
             "inputs": {k: jsonable(v) for k, v in self.inputs.items()},
@@ -505,8 +680,28 @@ class Evaluation:
             out["value_digits"] = mpmath.nstr(self.value, self.digits)
         if self.precision == "interval":
             out["interval"] = [mpmath.nstr(self.lower, self.digits), mpmath.nstr(self.upper, self.digits)]
-            out["certified_upper"] = self.certified_upper
+            end = self.bound.guarantee.safe_end
+            if end in ("upper", "both"):
+                out["certified_upper"] = self.certified_upper
+            if end in ("lower", "both"):
+                out["certified_lower"] = self.certified_lower
         return out
+
+
+def _placeholder(index: int) -> sp.Symbol:
+    return sp.Symbol(f"_exact_combination_{index}", real=True)
+
+
+_FLOAT_TINY = 2.2250738585072014e-308  # the least normal float
+
+
+def _leaves_float_range(value: sp.Expr) -> bool:
+    """Whether an exact nonzero input rounds to 0, to a subnormal or to infinity as a float."""
+    if value == 0:
+        return False
+    with mpmath.workdps(20):
+        size = abs(to_mp(value))
+    return size < _FLOAT_TINY or size > 1.7976931348623157e308
 
 
 def describe_parameters(params: Iterable[Parameter]) -> list[str]:

@@ -86,6 +86,23 @@ class OneMinusPow1p(sp.Function):
     nargs = 2
 
 
+class LogRatio(sp.Function):
+    """``log(a/b)`` given ``(a, b, a - b)``: ``log1p((a - b)/b)`` when a/b is within a factor
+    of two of 1, where ``log(a/b)`` would cancel; ``a - b`` is formed exactly from the inputs
+    (numeric code only)."""
+
+    nargs = 3
+
+
+def _is_linear_in_symbols(e: sp.Expr) -> bool:
+    if e.is_Symbol:
+        return True
+    if not isinstance(e, sp.Add):
+        return False
+    terms = [t.as_coeff_Mul() for t in e.args if not t.is_Rational]
+    return bool(terms) and all(c.is_Rational and r.is_Symbol for c, r in terms)
+
+
 def _is_one_plus(e: sp.Basic) -> bool:
     return isinstance(e, sp.Add) and sp.S.One in e.args
 
@@ -127,6 +144,14 @@ def stabilise(expr: sp.Expr) -> sp.Expr:
             return OneMinusPow1p(*other.args)
         if isinstance(other, sp.exp):
             return -expm1(other.args[0])
+    if isinstance(node, sp.Add) and len(node.args) == 2 and sp.S.NegativeOne in node.args:
+        other = node + 1
+        if isinstance(other, sp.exp):  # exp(u) - 1 loses every digit for tiny u
+            return expm1(other.args[0])
+    if isinstance(node, sp.log):
+        num, den = sp.fraction(node.args[0])
+        if den != 1 and _is_linear_in_symbols(num) and _is_linear_in_symbols(den):
+            return LogRatio(num, den, num - den)
     return node
 
 
@@ -229,17 +254,42 @@ def pow1p_iv(y: Any, x: Any) -> Any:
     return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
 
 
-def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, bool]:
-    """``fn(*args)`` under numpy error flags: (value, whether a term underflowed)."""
-    flags = {"underflow": False}
+def log_ratio_float(a: Any, b: Any, diff: Any) -> Any:
+    """log(a / b) in numpy, as log1p(diff / b) when a is near b (diff = a - b formed exactly)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        near = np.abs(diff) <= np.abs(b) / 2
+        return np.where(near, np.log1p(diff / b), np.log(a / b))
+
+
+def log_ratio_mp(a: Any, b: Any, diff: Any) -> Any:
+    """log(a / b) in mpmath, as log1p(diff / b) when a is near b (diff = a - b formed exactly)."""
+    if abs(diff) <= abs(b) / 2:
+        return mpmath.log1p(diff / b)
+    return mpmath.log(a / b)
+
+
+def log_ratio_iv(a: Any, b: Any, diff: Any) -> Any:
+    """Rigorous interval enclosure of log(a / b), through log1p(diff / b) when a is near b."""
+    ratio = mpmath.iv.mpf(diff) / mpmath.iv.mpf(b)
+    lo, hi = interval_endpoints(ratio)
+    if max(abs(lo), abs(hi)) <= 0.5:
+        return iv_log1p(ratio)
+    return mpmath.iv.log(mpmath.iv.mpf(a) / mpmath.iv.mpf(b))
+
+
+def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str, bool]]:
+    """Call a numpy evaluator, recording whether it underflowed, overflowed or divided by 0."""
+    flags = {"underflow": False, "overflow": False}
 
     def on_error(kind: str, _flag: int) -> None:
         if "underflow" in kind:
             flags["underflow"] = True
+        if "overflow" in kind or "divide" in kind:
+            flags["overflow"] = True
 
-    with np.errstate(under="call", over="ignore", divide="ignore", invalid="ignore", call=on_error):
+    with np.errstate(under="call", over="call", divide="call", invalid="ignore", call=on_error):
         value = fn(*args)
-    return value, flags["underflow"]
+    return value, flags
 
 
 def check_finite(bound_id: str, value: Any) -> None:

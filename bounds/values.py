@@ -107,6 +107,8 @@ def parse_exact(text: str) -> sp.Expr | None:
         return sp.Rational(s)
     m = re.fullmatch(r"([+-]?\d+)\s*/\s*(\d+)", s)
     if m:
+        if int(m.group(2)) == 0:
+            raise BoundError(f"value {shorten(s)!r} divides by zero")
         return sp.Rational(int(m.group(1)), int(m.group(2)))
     return None
 

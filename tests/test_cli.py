@@ -132,10 +132,10 @@ def test_calibration_prints_the_neighbour_epsilon_exactly(capsys: pytest.Capture
 
 def test_bench_trials_all_prints_one_row_per_algorithm(capsys: pytest.CaptureFixture[str],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    from audits.cli import bench
+    import audits.cli.bench
 
     # two cheap algorithms stand for the registry: one with its own benchmark, one generic
-    monkeypatch.setattr(bench, "adapter_names", lambda: ("noisy-gd", "d2d"))
+    monkeypatch.setattr(audits.cli.bench, "adapter_names", lambda: ("noisy-gd", "d2d"))
     out = run_json(capsys, "bench", "trials", "--algorithm", "all", "--n", "4")
     assert [row["algorithm"] for row in out["rows"]] == ["noisy-gd", "d2d"]
     for row in out["rows"]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
@@ -144,10 +145,9 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
 
 def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
     """Certificate, sigma and T of eq. (4) by Theorem 4.2 (adaptive accountant or the paper's recursion)."""
-    import mpmath
-
     from bounds.papers.koloskova2025 import (
         least_steps_model_clipping,
+        log_upper_end,
         model_clipping_log_delta_certified,
         smallest_sigma_model_clipping,
     )
@@ -181,7 +181,7 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
     log_delta = model_clipping_log_delta_certified(sigma=sigma, T=steps, adaptive=adaptive,
                                                    **{k: v for k, v in common.items()
                                                       if k != "delta"})
-    if not log_delta <= mpmath.log(mpmath.mpf(repr(delta))):
+    if not log_delta <= log_upper_end(delta):
         raise SpecError(f"spec.algorithm: T = {steps} steps at sigma = {sigma!r} do not reach "
                         f"delta = {delta:g} by {bound_id} (log delta_T <= {float(log_delta):.6g})")
     calibration["certified_log_delta_T"] = float(log_delta)
@@ -200,10 +200,9 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
 
 def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float]:
     """Certificate and sigma of eq. (1): the exact Gaussian mechanism or eq. (1) as printed."""
-    import mpmath
-
     import bounds
-    from bounds.papers.koloskova2025 import log_theta
+    from bounds.numerics import interval_endpoints
+    from bounds.papers.koloskova2025 import log_gaussian_delta, log_upper_end
 
     params: OutputPerturbationParams = spec.algorithm
     eps = spec.certificate.target_epsilon
@@ -223,9 +222,11 @@ def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Cert
         sigma = params.sigma
         calibration = {"parameter": None}
     # The exact hockey-stick delta of the Gaussian mechanism of sensitivity 2 C0 (Lemma A.3).
-    log_d = log_theta(epsilon=eps, r=2 * params.C0 / sigma, precision="interval", digits=30)
-    upper = log_d.b if hasattr(log_d, "b") else log_d
-    if not upper <= mpmath.log(mpmath.mpf(repr(delta))):
+    # From the exact inputs: r = 2 C0/sigma is never formed in floating point.
+    log_d = log_gaussian_delta(epsilon=eps, sensitivity=2 * Fraction(params.C0), sigma=sigma,
+                               digits=30)
+    upper = interval_endpoints(log_d)[1]
+    if not upper <= log_upper_end(delta):
         raise SpecError(f"spec.algorithm.sigma: {sigma!r} does not reach delta = {delta:g} "
                         f"(exact Gaussian mechanism, sensitivity 2 C0)")
     assumptions = ["release Pi_C0(x_hat) + N(0, sigma^2 I): any two inputs are within 2 C0",

@@ -139,6 +139,7 @@ def noisy_gd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Any, float, i
     n = data.dataset.n
     delta = cert_spec.resolve_delta(n)
     p = params.adaptive_requests
+    r = spec.request.size
     expected = ADAPTIVE_BOUND if p else BOUND
     bound = bounds.get(cert_spec.bound or expected)
     if bound.id != expected:
@@ -156,18 +157,23 @@ def noisy_gd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Any, float, i
         f"clipping (max feature norm {data.max_norm:.6g}); lam = {params.l2} > 0",
         f"eta = {eta!r} = 1/(2(lam + beta)) rounded down, and rho = N(0, sigma^2/(lam (1 - eta "
         "lam/2)) I_d): Theorem 5.1's step and initialisation",
-        "one request replacing one record (r = 1); a removal is a null record (zero loss), "
-        "which keeps the loss convex, smooth and Lipschitz",
-        ("the reference is Definition 4.1's map pi = Noisy-GD for K_A + K_Abar steps on the "
-         "edited database from a fresh rho (the curator run on data that never held the "
-         "record); the theorem only asserts that some pi exists") if not p else
+        (f"one request editing r = {r} record(s); a removal is a null record (zero loss), which "
+         "keeps the loss convex, smooth and Lipschitz"),
+        ("the reference is Definition 4.1's per-record map pi(D_0 o <ind, y>) for the request's "
+         "first record: Noisy-GD for K_A steps from a fresh rho on D_0 with only that record "
+         "replaced, then the request's K_Abar deletion steps on the edited database (the curator "
+         "run from data that never held the record, the other edits fixed in advance); the "
+         "guarantee of eq. (9) is per record, which is why r is absent from Theorem 5.1, and the "
+         "theorem only asserts that some pi exists") if not p else
         (f"p = {p} adaptive requests before the target's, each followed by K_Abar steps; the "
          "requester replaces a record that is not a target by the direction of the model it "
          "saw. The reference is Definition 4.1's pi_i^Q, which sees D_0 with the target "
          "replaced and knows Q: curator and requester interact from that database (the "
          "requester answering the reference's own releases). The proof of Theorem 4.3 (eq. "
-         "56) uses another pi; by the same argument (Rényi DP of the p releases seen, then the "
-         "non-adaptive deletion given the requests) this one meets epsilon_dd + p epsilon_dp"),
+         "56) uses another pi; by the same argument this one meets epsilon_dd + p epsilon_dp: "
+         "the p releases the requester saw are (q, epsilon_dp)-Rényi DP in the target record, "
+         "and conditioned on those releases (hence on the requests they determine) the rest is "
+         "the non-adaptive deletion, within epsilon_dd (adaptive composition of Rényi DP)"),
         "the audit tests both directions; Theorem 5.1 is stated for R_q(deleted || pi), and "
         "its ingredients (Rényi DP of learning, contraction of the deletion steps on one "
         "database) are symmetric in the two databases",
@@ -250,9 +256,13 @@ class NoisyGDMechanism(SpecMechanism):
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
+        # Definition 4.1's per-record reference (the request's first record) for r > 1; at
+        # r = 1 it is the retrained curator.
+        record = 0 if not self.adaptive_requests and len(data.indices) > 1 else None
         return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
-                                          n_trials=n_trials, model=model, requester=requester,
-                                          adaptive_requests=self.adaptive_requests, mode=mode)
+                                  n_trials=n_trials, model=model, requester=requester,
+                                  adaptive_requests=self.adaptive_requests, mode=mode,
+                                  reference_record=record)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -281,13 +291,16 @@ class NoisyGDAdapter(AdapterBase):
     bench_reproduction = "chourasia2023:footnote5"
 
     def check_spec(self, spec: AuditSpec) -> None:
-        """Cross-field rules: one request replacing one record, and the usual sigma / K_Abar calibration
-        rules."""
+        """Cross-field rules: one request (r >= 1 records; r = 1 with an adaptive requester), and
+        the usual sigma / K_Abar calibration rules."""
         request = spec.request
-        if request.requests != 1 or request.size != 1:
-            raise fail("spec.request", "Noisy-GD is audited on one request replacing one "
-                       "record (r = 1): the audit's reference for several edits is not the "
-                       "one Theorem 5.1 describes")
+        if request.requests != 1:
+            raise fail("spec.request", "Noisy-GD is audited on one request (of r >= 1 records): "
+                       "the reference of Definition 4.1 is built for that request")
+        if request.size != 1 and spec.algorithm.adaptive_requests:
+            raise fail("spec.request", "an adaptive requester is audited with one record per "
+                       "request (r = 1): the per-record reference of a larger request under "
+                       "adaptive requests is not built")
         check_sigma_calibration(spec, steps=("K_Abar", "unlearn_steps"))
         if spec.certificate.target_epsilon is None:
             return

@@ -11,6 +11,7 @@ unless ``--debug`` is given. With ``--json`` the same error is also printed on s
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sqlite3
@@ -105,8 +106,16 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
     ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
     out = ev.to_dict()
     if args.precision == "interval":
-        summary = (f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
-                   f"  (certified upper {ev.certified_upper!r})")
+        summary = f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
+        end = b.guarantee.safe_end
+        if end == "both":  # an exact value or a cost: neither end is "the" certificate
+            summary += (f"  (encloses the exact value: lower {ev.certified_lower!r}, "
+                        f"upper {ev.certified_upper!r})")
+        else:
+            safe = ev.certified_upper if end == "upper" else ev.certified_lower
+            shown = (repr(safe) if math.isfinite(safe) and (safe != 0 or ev.lower == ev.upper == 0)
+                     else f"beyond the float range, the interval's {end} end")
+            summary += f"  (certified {end} {shown}: the safe end for kind {b.guarantee.kind})"
     elif args.precision == "mp":
         summary = f"{b.id} = {mpmath.nstr(ev.value, args.digits)}"
     else:
@@ -132,18 +141,34 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
 def cmd_calibrate(args: argparse.Namespace) -> None:
     """``unlearn calibrate``: the least sigma/K/T (or most requests) for a target (epsilon, delta)."""
     params = parse_assignments(args.params)
-    cal = calibrate(args.id, solve=args.solve, epsilon=args.epsilon, delta=args.delta,
+    bound = bounds.get(args.id)
+    if bound.guarantee.kind == "unlearning_delta":
+        if args.epsilon is not None:
+            raise UsageError(f"{bound.id} bounds a delta: give the target with --delta, not --epsilon")
+        if args.delta is None:
+            raise UsageError(f"{bound.id} bounds a delta: give the target with --delta")
+    elif args.epsilon is None:
+        raise UsageError("the following arguments are required: --epsilon")
+    delta = args.delta
+    if "delta" in params:  # a bound's own delta input, given as key=value
+        if delta is not None:
+            raise CommandError(f"{bound.id}: delta given twice (as --delta and as delta=...); "
+                               "give it once")
+        if "delta" in bound.parameter_names:
+            delta = params.pop("delta")
+    cal = calibrate(bound, solve=args.solve, epsilon=args.epsilon, delta=delta,
                     conversion=args.conversion, alpha_min=args.alpha_min,
                     alpha_max=args.alpha_max, **params)
+    q = cal.quantity
     if cal.value is None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
         label = "certified" if cal.certified else "NOT certified"
-        summary = (f"{cal.parameter} = {cal.value!r}  ({label} epsilon {cal.certified_epsilon:.10g}"
+        summary = (f"{cal.parameter} = {cal.value!r}  ({label} {q} {cal.certified_epsilon:.10g}"
                    f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:
-            summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives epsilon "
+            summary += (f"\n  check: {cal.parameter} = {cal.neighbour!r} gives {q} "
                         # repr, the shortest text that reads back as the same float: at 10
                         # digits an epsilon just above the target printed as the target.
                         f"{cal.neighbour_epsilon!r} > target {cal.target_epsilon!r}")
@@ -317,8 +342,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("id")
     p.add_argument("params", nargs="*", metavar="key=value")
     p.add_argument("--solve", required=True, help="sigma, K, T, requests or another parameter")
-    p.add_argument("--epsilon", type=positive_number, required=True)
-    p.add_argument("--delta", type=probability)
+    p.add_argument("--epsilon", type=positive_number,
+                   help="target epsilon (required, except for a bound whose value is a delta)")
+    p.add_argument("--delta", type=probability,
+                   help="delta of the conversion, the bound's own delta input, or the target of a "
+                        "bound whose value is a delta")
     with_conversion(p)
     p.set_defaults(func=cmd_calibrate)
 
@@ -366,6 +394,26 @@ def build_parser() -> argparse.ArgumentParser:
         add_audit_commands(sub, with_json)
     add_descriptions(parser)
     return parser
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, argv: Sequence[str], extra: Sequence[str]) -> str:
+    """A hint naming the one option of the command that an unrecognised abbreviation
+    (``--eps``) could stand for."""
+    current, options = parser, set()
+    for token in [None, *argv]:
+        if token is not None:
+            subparsers = [a for a in current._actions if isinstance(a, argparse._SubParsersAction)]
+            if not subparsers or token not in subparsers[0].choices:
+                continue
+            current = subparsers[0].choices[token]
+        options = {o for a in current._actions for o in a.option_strings if o.startswith("--")}
+    for token in extra:
+        name = token.split("=", 1)[0]
+        if name.startswith("--"):
+            matches = sorted(o for o in options if o.startswith(name) and o != name)
+            if len(matches) == 1:
+                return f" (did you mean {matches[0]}?)"
+    return ""
 
 
 def _error_kind(error: BaseException) -> str:
@@ -432,7 +480,8 @@ def _run(argv: list[str]) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # key=value pairs may follow options; anything else is an error
         if not hasattr(args, "params") or any("=" not in e or e.startswith("-") for e in extra):
-            parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}")
+            parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}"
+                         + _did_you_mean(parser, argv, extra))
         args.params = [*args.params, *extra]
     args.func(args)
     return 0

@@ -170,6 +170,9 @@ def probability(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number: {one_line(repr(text), 60)}")
     if not 0 < value < 1:
         raise argparse.ArgumentTypeError(f"not in (0, 1): {one_line(repr(text), 60)}")
+    if float(value) == 0:  # exactly positive, but it would reach the bounds as 0.0
+        raise argparse.ArgumentTypeError(
+            f"below the smallest positive float (about 4.9e-324): {one_line(repr(text), 60)}")
     return float(value)
 
 
@@ -181,6 +184,9 @@ def positive_number(text: str) -> float:
     number = float(value)
     if not math.isfinite(number):
         raise argparse.ArgumentTypeError(f"too large: {one_line(repr(text), 60)}")
+    if number == 0:
+        raise argparse.ArgumentTypeError(
+            f"below the smallest positive float (about 4.9e-324): {one_line(repr(text), 60)}")
     return number
 
 

@@ -55,7 +55,9 @@ def reproduce_theorem32(*, trials: int = 2000, seed: int = ATTACK_SEED,
     """Theorem 3.2: every release is (epsilon, 0)-close to retraining, and the paper says the
     deleted bit can be "correctly inferred" from the later releases. Rows per number of observed
     releases: the claim (success -> 1) against the measured success of the optimal adversary,
-    and the ceiling 1/2 + TV/2 that the finite total KL divergence implies (erratum C7)."""
+    the exact optimal success (the measurement is a sampling estimate of it, standard error
+    about 0.01 at 2000 trials), and Pinsker's ceiling 1/2 + sqrt(KL/2)/2 from the finite total
+    KL divergence (erratum C7)."""
     from empirical.adaptive_attacks import secret_state_attack
 
     result = secret_state_attack(epsilon=epsilon, first=1, checkpoints=(1, 10, 100, 1000),
@@ -66,7 +68,11 @@ def reproduce_theorem32(*, trials: int = 2000, seed: int = ATTACK_SEED,
         common = {"releases": row["releases"], "interval": f"[{low:.4f}, {high:.4f}]"}
         rows.append({**common, "claim": "correct inference", "published": 1.0,
                      "computed": row["success_estimate"], "match": bool(high >= 1.0)})
-        rows.append({**common, "claim": "ceiling 1/2 + TV/2 (C7)",
+        rows.append({**common, "claim": "exact optimal success (C7)",
+                     "published": round(row["success_exact"], 6),
+                     "computed": row["success_estimate"],
+                     "match": bool(low <= row["success_exact"] <= high)})
+        rows.append({**common, "claim": "Pinsker ceiling 1/2 + sqrt(KL/2)/2 (C7)",
                      "published": round(row["success_ceiling"], 6),
                      "computed": row["success_estimate"], "match": bool(low <= row["success_ceiling"])})
     return {"rows": rows, "matches": sum(r["match"] for r in rows), "total": len(rows),
@@ -121,8 +127,10 @@ _register(
           "against the measured success (simulated)",
     label="Theorem 3.2",
     rule="a claim row matches when the 99% interval of the measured success (2000 trials, "
-         "seed 1) reaches it; the claim of identification does not reproduce, the KL ceiling "
-         "does (erratum C7)",
+         "seed 1) reaches it (the exact optimal success: when it contains it); the measured "
+         "success is a sampling estimate of the exact optimum (standard error about 0.010), "
+         "below Pinsker's ceiling from the exact KL; the claim of identification does not "
+         "reproduce (erratum C7)",
     run=reproduce_theorem32)
 _register(
     "chourasia2023:sum-example",

@@ -426,6 +426,28 @@ THM3II = register(Bound(
     example={"eps_prime": "2.2803", "sigma": 10, "delta": "1e-4"},
 ))
 
+def _literal_epsilon_remark(values: Mapping[str, Any]) -> str | None:
+    """Beyond epsilon = 1 the printed epsilon understates the exact Gaussian-mechanism one."""
+    with mpmath.workdps(30):
+        eps_prime_, sigma_, delta_ = (mpmath.mpf(sp.Rational(values[k]).p) / sp.Rational(values[k]).q
+                                      if values[k].is_Rational else mpmath.mpf(float(values[k]))
+                                      for k in ("eps_prime", "sigma", "delta"))
+        printed = c_of_delta(delta_) * eps_prime_ / sigma_
+    if printed <= 1:
+        return None
+    head = (f"WARNING: the printed epsilon {mpmath.nstr(printed, 6)} exceeds 1, outside Dwork-Roth "
+            "Thm 3.22 that Theorem 3 (ii) rests on")
+    try:
+        exact = exact_gaussian_epsilon(eps_prime=float(eps_prime_), sigma=float(sigma_),
+                                       delta=float(delta_))
+    except (ArithmeticError, ValueError):  # inputs beyond the float search: no number to quote
+        return f"{head}; it is not certified here (docs/errata-guo2020.md, G2)"
+    return (f"{head}; the exact Gaussian mechanism at these inputs needs epsilon {exact:.6g} "
+            "(guo2020.exact_gaussian_epsilon), so this value "
+            + ("understates the privacy loss" if exact > printed else "is not certified here")
+            + " (docs/errata-guo2020.md, G2)")
+
+
 THM3II_LITERAL = register(Bound(
     id="guo2020:thm3ii/literal",
     title="Theorem 3 (ii) as printed, without the epsilon <= 1 range of the cited theorem",
@@ -436,6 +458,7 @@ THM3II_LITERAL = register(Bound(
     assumptions=_THM3II_ASSUMPTIONS,
     variant="literal",
     monotone=THM3II.monotone,
+    remark=_literal_epsilon_remark,
     notes=("Not certified for epsilon > 1: at delta = 1e-4 the exact delta of the Gaussian "
            "mechanism exceeds delta from epsilon ~ 8.38 on (docs/errata-guo2020.md, G2).",),
     example={"eps_prime": "22.803", "sigma": 10, "delta": "1e-4"},
@@ -463,9 +486,10 @@ ALG2_BUDGET = register(Bound(
     parameters=(P_SIGMA, P_EPS_GAUSS, P_DELTA),
     expression=sigma * eps / C_OF_DELTA,
     guarantee=Guarantee(
-        "gradient_residual",
+        "residual_budget",
         "largest accumulated gradient-residual bound beta that Theorem 3 (ii) certifies at "
-        "(epsilon, delta); Algorithm 2 retrains once beta exceeds it",
+        "(epsilon, delta); Algorithm 2 retrains once beta exceeds it (a budget: the lower end "
+        "is the safe one)",
     ),
     assumptions=_THM3II_ASSUMPTIONS + (
         "beta accumulates Corollary 2 per batch, with ||X||_2 exact or bounded from above; beta is "
@@ -503,7 +527,7 @@ THM5_DELTA = register(Bound(
     citation=THM5.citation,
     parameters=(P_DELTA_DP, P_DELTA_CR),
     expression=delta_dp + delta_cr,
-    guarantee=Guarantee("eps_delta_unlearning", "delta (not epsilon) of the combined "
+    guarantee=Guarantee("unlearning_delta", "delta (not epsilon) of the combined "
                         "(eps_dp + eps_cr, delta_dp + delta_cr)-certified removal"),
     assumptions=_THM5_ASSUMPTIONS,
     monotone={"delta_dp": "increasing", "delta_cr": "increasing"},

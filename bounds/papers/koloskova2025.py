@@ -45,8 +45,10 @@ from bounds.conversions import best_epsilon
 from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
 from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.numerics import interval_endpoints
+from bounds.numerics import interval_endpoints as _interval_endpoints
+from bounds.numerics import iv_precision as _iv_precision
 from bounds.registry import Reproduction, register, register_reproduction
-from bounds.values import symbols
+from bounds.values import exact_interval, symbols
 
 REFERENCE = (
     "Koloskova, Allouah, Jha, Guerraoui, Koyejo. Certified Unlearning for Neural Networks. "
@@ -141,7 +143,10 @@ def _iv_point(fn: Any, args: Sequence[Any], digits: int) -> tuple[Any, Any]:
         value = fn(*args)
         if mpmath.isinf(value):
             return value, value
-        slack = abs(value) * mpmath.mpf(10) ** (-(digits + 5)) + mpmath.mpf(10) ** (-(10 * digits))
+        # Relative slack only: an absolute floor would swallow values such as log theta ~ -1e-2180
+        # (1 - theta is a Gaussian tail far below any fixed floor), whose enclosure must not
+        # reach 0. _log_theta_mp returns 0 only where theta = 1 exactly (no noise).
+        slack = abs(value) * mpmath.mpf(10) ** (-(digits + 5))
         return value - slack, value + slack
 
 
@@ -190,6 +195,30 @@ class _NumericFunction(sp.Function):
         return sp.Float(value, dps=mpmath.libmp.prec_to_dps(prec))
 
 
+def _theta_float(eps: Any, r: Any) -> float:
+    """theta_eps(r) rounded to the nearest float from a 30-digit evaluation: the float log-space
+    form loses up to ~1e-10 relative where theta is tiny (eq. 9 is an exact value)."""
+    if not (r > 0 and math.isfinite(r)):
+        return 1.0 if r == math.inf else 0.0
+    with mpmath.workdps(30):
+        return float(mpmath.exp(_log_theta_mp(mpmath.mpf(eps), mpmath.mpf(r), mpmath.mpf(1))))
+
+
+class Theta(sp.Function):
+    """``theta_eps(r)`` of eq. (9), arguments ``(eps, r)``; float values come from mpmath."""
+
+    nargs = 2
+    _imp_ = staticmethod(_dispatch(
+        np.vectorize(_theta_float, otypes=[float]),
+        lambda e, r: mpmath.exp(_log_theta_mp(e, r, mpmath.mpf(1))),
+        lambda e, r: mpmath.iv.exp(_log_theta_iv(e, r, mpmath.mpf(1))),
+    ))
+
+    def _latex(self, printer: Any) -> str:
+        e, r = (printer._print(x) for x in self.args)
+        return rf"\theta_{{{e}}}\left({r}\right)"
+
+
 class LogTheta(_NumericFunction):
     """``log theta_eps(dist/scale)`` of eq. (9); ``scale = 0`` (no noise) gives ``log 1 = 0``.
 
@@ -206,14 +235,38 @@ class LogTheta(_NumericFunction):
 
 
 def log_theta(*, epsilon: Any, r: Any, precision: str = "float", digits: int = 50) -> Any:
-    """log theta_epsilon(r) of eq. (9) (Theorem 4.2); ``r = inf`` gives 0."""
+    """log theta_epsilon(r) of eq. (9) (Theorem 4.2); ``r = inf`` gives 0.
+
+    ``"interval"`` returns an enclosure from the exact inputs (a float ``r`` is taken at its
+    exact binary value); for a Gaussian mechanism prefer :func:`log_gaussian_delta`, which
+    never forms r = sensitivity/sigma in floating point.
+    """
     if precision == "float":
         return _log_theta_np(epsilon, 1.0 if math.isinf(float(r)) else r,
                              0.0 if math.isinf(float(r)) else 1.0)
+    if precision == "interval":
+        if math.isinf(float(r)):
+            return mpmath.iv.mpf(0)
+        return log_gaussian_delta(epsilon=epsilon, sensitivity=r, sigma=1, digits=digits)
     with mpmath.workdps(digits):
         if mpmath.isinf(mpmath.mpf(r)):
             return mpmath.mpf(0)
         return _log_theta_mp(mpmath.mpf(epsilon), mpmath.mpf(r), mpmath.mpf(1))
+
+
+def log_gaussian_delta(*, epsilon: Any, sensitivity: Any, sigma: Any, digits: int = 30) -> Any:
+    """Interval enclosure of log delta(epsilon) = log theta_eps(sensitivity/sigma) of the Gaussian
+    mechanism (Lemma A.3), from the exact inputs (numbers, Fractions or exact strings)."""
+    with _iv_precision(digits):
+        return _log_theta_iv(exact_interval(epsilon), exact_interval(sensitivity),
+                             exact_interval(sigma))
+
+
+def log_upper_end(value: Any, digits: int = 30) -> Any:
+    """The lower end of an enclosure of log(value) for an exact input: the largest log delta
+    a certificate may reach."""
+    with _iv_precision(digits):
+        return _interval_endpoints(mpmath.iv.log(exact_interval(value)))[0]
 
 
 def theta(*, epsilon: Any, r: Any, precision: str = "float", digits: int = 50) -> Any:
@@ -403,7 +456,17 @@ def _analytic_sigma_float(eps: float, delta: float, sens: float) -> float:
             hi = mid
         else:
             lo = mid
-    return math.exp(hi)
+    # A noise level rounds up: the float log theta is accurate to ~1e-12 only, so the answer is
+    # re-checked at 30 digits from the exact binary inputs and raised until it passes.
+    sigma = math.exp(hi)
+    with mpmath.workdps(30):
+        target = mpmath.log(mpmath.mpf(delta))
+        e, d = mpmath.mpf(eps), mpmath.mpf(sens)
+        for _ in range(10_000):
+            if _log_theta_mp(e, d, mpmath.mpf(sigma)) <= target:
+                return sigma
+            sigma = math.nextafter(sigma * (1 + 2.0**-44), math.inf)
+    raise BoundError("analytic Gaussian sigma: the 30-digit re-check failed")  # pragma: no cover
 
 
 def _analytic_sigma_mp(eps: Any, delta: Any, sens: Any, direction: int = +1) -> Any:
@@ -802,13 +865,14 @@ EQ9 = register(Bound(
     citation=cite("Theorem 4.2, eq. (9)", "Section 4.1; Lemma A.3"),
     parameters=(P_EPS, Parameter("r", "distance of the two Gaussian means over the noise std",
                                  lower=0, lower_open=True)),
-    expression=sp.exp(LogTheta(eps, r, 1)),
+    expression=Theta(eps, r),
     guarantee=Guarantee("exact_divergence", "E_eps(N(mu1, s^2 I) || N(mu2, s^2 I)) with r = "
                         "||mu1 - mu2||/s (exact; the per-step contraction factor at r = 2 C2/sigma)"),
     monotone={"r": "increasing", "epsilon": "decreasing"},
     notes=("Evaluated in log space (module docstring): no rounding to 1 for large r, no underflow "
-           "for small r.", "Lemma A.3 prints Q with 1/sqrt(pi); the normal tail needs 1/sqrt(2 pi) "
-           "as in (9) (erratum K6)."),
+           "for small r; float values are rounded from a 30-digit evaluation.",
+           "Lemma A.3 prints Q with 1/sqrt(pi); the normal tail needs 1/sqrt(2 pi) as in (9) "
+           "(erratum K6)."),
     example={"epsilon": 1, "r": 2},
 ))
 
@@ -860,7 +924,9 @@ ADAPTIVE = register(Bound(
     id="koloskova2025:thm4.2/adaptive",
     title="Model clipping: least T of the adaptive accountant delta_{t+1} = delta_t "
           "theta_{eps_t}(2C2/sigma), eps_t = log(1 + (e^eps - 1)/delta_t)",
-    citation=cite("Theorem 4.2 (tightened)", "proved in docs/improved-koloskova2025.md"),
+    citation=cite("Theorem 4.2 (tightened)", "proved in docs/improved-koloskova2025.md; each step "
+                  "is Balle, Barthe, Gaboardi and Geumlek 2019 (NeurIPS), Theorem 1, the "
+                  "(gamma, eps~)-Dobrushin case, with gamma the exact Gaussian hockey-stick"),
     parameters=MC_PARAMS,
     expression=AdaptiveModelClippingSteps(eps, delta, C0, C2, sigma0, sigma),
     guarantee=ITERATIONS,
@@ -930,8 +996,9 @@ register(Bound(
     citation=cite("Section 4.1, eq. (14)"),
     parameters=(P_EPS, P_C2),
     expression=sp.sqrt(8 * sp.log(sp.Rational(5, 4))) * C2 / eps,
-    guarantee=Guarantee("noise_scale", "limit of (11) as T -> infinity: the Lemma A.4 route needs "
-                        "sigma above this value for every finite T (not sufficient by itself)"),
+    guarantee=Guarantee("noise_floor", "limit of (11) as T -> infinity: the Lemma A.4 route needs "
+                        "sigma above this value for every finite T (necessary, not sufficient by "
+                        "itself: no sigma at or below it is certified by eq. (11))"),
     preconditions=(PRE_EPS_BELOW_1,),
     assumptions=EQ11.assumptions,
     monotone={"epsilon": "decreasing", "C2": "increasing"},
@@ -1128,10 +1195,13 @@ def least_steps_gradient_clipping(*, epsilon: float, delta: float, conversion: s
 def model_clipping_log_delta_certified(*, epsilon: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any,
                                        T: int, adaptive: bool = False, digits: int = 30) -> Any:
     """Upper bound on log delta_T (each step rounded up in mp): the certified side."""
+    with _iv_precision(digits + _EXTRA_DIGITS):
+        # Each exact input is enclosed and the end that makes theta larger is taken: theta
+        # decreases in epsilon and in the noise scale and increases in the distance.
+        ends = [_interval_endpoints(exact_interval(x)) for x in (epsilon, C0, C2, sigma0, sigma)]
     with mpmath.workdps(digits + _EXTRA_DIGITS):
         slack = mpmath.mpf(10) ** (-(digits + 5))
-        e, c0, c2, s0, s = (mpmath.mpf(str(x)) if not isinstance(x, mpmath.mpf) else x
-                            for x in (epsilon, C0, C2, sigma0, sigma))
+        e, c0, c2, s0, s = ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][0]
         cur = _log_theta_mp(e, 2 * c0, s0)
         cur += abs(cur) * slack + slack
         for _ in range(int(T)):
@@ -1153,7 +1223,7 @@ def least_steps_model_clipping(*, epsilon: Any, delta: Any, C0: Any, C2: Any, si
     steps = int(mpmath.ceil(value.upper))
     log_d = model_clipping_log_delta_certified(epsilon=epsilon, C0=C0, C2=C2, sigma0=sigma0,
                                                sigma=sigma, T=steps, adaptive=adaptive)
-    if not log_d <= mpmath.log(mpmath.mpf(str(delta))):
+    if not log_d <= log_upper_end(delta):
         raise SolverError(f"{bound_id}: the step count {steps} does not re-check")
     neighbour = neighbour_value = None
     if steps > 1:

@@ -51,11 +51,13 @@ from empirical.mechanisms.common import (
     check_config,
     check_number,
     counts_for,
+    data_versions,
     evaluate,
     full_batch_gradient,
     noisy_step,
     prepare_mechanism,
     result_fields,
+    tensor_versions,
 )
 from empirical.models import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
 from empirical.trials import TrialRandom, chunk_size_for
@@ -270,8 +272,15 @@ def run_noisy_gd(
     options: TrialOptions,
     requester: Requester | None = None,
     adaptive_requests: int = 0,
+    reference_record: int | None = None,
 ) -> NoisyGDResult:
     """Noisy-GD learn -> (adaptive requests, then ``request``) -> deletion, and the reference.
+
+    The reference is by default the curator retrained on the final database (every edit in
+    place from the start). With ``reference_record`` s (non-adaptive, one fixed request) it is
+    Definition 4.1's per-record map pi(D_0 o <ind_s, y_s>): learning on D_0 with only the s-th
+    edited record of the request replaced, then the same request's deletion steps. The
+    guarantee of Theorem 5.1 is per record, so it does not depend on the request's size r.
 
     With ``requester`` and ``adaptive_requests`` p,
     the requester issues p requests before the fixed ones, each after seeing the model the
@@ -291,6 +300,19 @@ def run_noisy_gd(
         init_std *= config.noise_multiplier_scale
     step_noise_std = config.step_noise_std * config.noise_multiplier_scale
     tensor = setup.tensor
+    record_version = None
+    if reference_record is not None:
+        if adaptive_requests or len(fixed) != 1:
+            raise ValueError("reference_record needs one fixed request and no adaptive requests")
+        edited = fixed[0]
+        if not 0 <= reference_record < len(edited.indices):
+            raise ValueError(f"reference_record must index the request's {len(edited.indices)} "
+                             f"records, got {reference_record}")
+        s = reference_record
+        single = UnlearningRequest((edited.indices[s],)) if edited.is_removal else UnlearningRequest(
+            (edited.indices[s],), edited.replacement_features[s:s + 1],
+            edited.replacement_labels[s:s + 1])
+        record_version = tensor_versions(data_versions(dataset, (single,)), tensor)[1]
 
     def descend(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
                 stream: str) -> torch.Tensor:
@@ -334,6 +356,8 @@ def run_noisy_gd(
         size = random.size
         params = random.normal(f"init/{prefix}", (n_params,)) * init_std
         data = versions[start]
+        if prefix == "reference" and record_version is not None:
+            data = record_version  # pi(D_0 o <ind, y>): only the target record replaced
         params = descend(params, data, config.learn_steps, random, f"noise/{prefix}/learn")
         if prefix == "curator":
             outputs.update(evaluate(model, "learned", params, sets))
@@ -369,8 +393,9 @@ def run_noisy_gd(
         outputs: dict[str, torch.Tensor] = {}
         outputs.update(evaluate(model, "unlearned", interaction(random, 0, "curator", outputs),
                                 sets))
+        start = 0 if record_version is not None else len(fixed)
         outputs.update(evaluate(model, "retrained",
-                                interaction(random, len(fixed), "reference", outputs), sets))
+                                interaction(random, start, "reference", outputs), sets))
         return outputs
 
     itemsize = torch.empty((), dtype=setup.dtype).element_size()

@@ -171,3 +171,24 @@ def test_report_hook_validates_and_draws_extra_line_plots(tmp_path) -> None:
     broken = {**plot, "series": [{"label": "a", "x": [1, 2], "y": [1.0]}]}
     with pytest.raises(ValueError, match=r"plots\.extra\[0\]\.series\[0\]"):
         validate_report({**report, "plots": {**report["plots"], "extra": [broken]}})
+
+
+def test_corrected_worst_case_curve_adds_the_accumulated_residual_to_b() -> None:
+    """Removal k's perturbation is b + u_k: the corrected bound at ||b|| + (sum so far),
+    recomputed at 60 digits from gamma m^2 (2C + ||b||/n)^2/(lam^2 (n - m)) with m = 1, C = 1."""
+    from audits.reproductions.guo2020 import corrected_worst_case_curve
+
+    lam, sigma, d, tau = 0.05, 2.0, 5, 1e-4
+    n_before = [40 - k for k in range(6)]
+    curve = corrected_worst_case_curve(gamma="1/4", lam=lam, n_before=n_before, sigma=sigma, d=d,
+                                       tau=tau)
+    with mpmath.workdps(60):
+        b = mpmath.mpf(sigma) * (mpmath.sqrt(d) + mpmath.sqrt(2 * mpmath.log(1 / mpmath.mpf(tau))))
+        total, expected, at_b_only = mpmath.mpf(0), [], mpmath.mpf(0)
+        for n in n_before:
+            total += (2 + (b + total) / n) ** 2 / (4 * mpmath.mpf(lam) ** 2 * (n - 1))
+            at_b_only += (2 + b / n) ** 2 / (4 * mpmath.mpf(lam) ** 2 * (n - 1))
+            expected.append(total)
+    for got, want in zip(curve, expected, strict=True):
+        assert abs(got / want - 1) < 1e-12
+    assert curve[-1] > at_b_only * (1 + 1e-3)  # ||b|| alone would understate it

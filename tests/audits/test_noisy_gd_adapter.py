@@ -69,7 +69,8 @@ def test_registered_under_its_name_and_the_example_is_the_demo():
     ({"algorithm": {"sigma": 0.01}}, "spec.algorithm.sigma: is calibrated"),
     ({"certificate": {"calibrate": "K_Abar"}}, "spec.algorithm.sigma: is required when K_Abar"),
     ({"certificate": {"target_epsilon": None}}, "spec.algorithm.sigma: is required when"),
-    ({"request": {"size": 2, "indices": [0, 1]}}, "spec.request: Noisy-GD is audited on one"),
+    ({"request": {"size": 2, "indices": [0, 1]}, "algorithm": {"adaptive_requests": 1}},
+     "spec.request: an adaptive requester is audited with one record"),
     ({"model": {"name": "tiny-mlp"}}, "spec.model.name: must be one of"),
     ({"certificate": {"calibrate": "K"}}, "spec.certificate.calibrate: must be one of"),
 ])
@@ -144,6 +145,15 @@ def test_reduced_audit_catches_noise_shrunk_below_the_certificate():
     cert = result.report["certificate"]
     assert cert["epsilon"] == honest.epsilon and "deliberately_broken" in cert["provenance"]
     assert all(v["epsilon"] > cert["epsilon"] for v in result.report["verdict"]["violations"])
+
+
+def test_request_of_several_records_is_audited_against_the_per_record_reference():
+    spec = AuditSpec.from_dict(_with({"request": {"size": 2, "indices": [0, 1]}}))
+    prepared = prepare_audit(spec)
+    assumptions = json.dumps(prepared.certificate.provenance)
+    assert "r = 2 record(s)" in assumptions and "per-record map pi(D_0 o <ind, y>)" in assumptions
+    batch = prepared.mechanism.run_trials(seed=0, first_trial=0, n_trials=2)
+    assert batch.unlearned.statistics["params"].shape == batch.retrained.statistics["params"].shape
 
 
 def test_linear_model_needs_beta_and_runs():

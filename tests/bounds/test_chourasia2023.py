@@ -368,6 +368,36 @@ def test_c3_table1_row_drops_a_log_one_over_delta_factor():
     assert printed > from_theorem  # the printed row ignores delta
 
 
+def test_c3_table1_row_holds_as_omega_once_n_is_large():
+    """C3(c) is a presentation note: with x = eps n/sqrt(d) and c = eps + 2 log(1/delta), the
+    exact order n log min{n, x/sqrt(2c)} is at least half the printed n log min{n, x} exactly
+    when x >= 2c (recomputed at 60 digits), so the Omega row holds from there on."""
+    from pathlib import Path
+
+    import mpmath
+
+    with mpmath.workdps(60):
+        for epsilon, delta_dp, d in ((1, "1e-6", 100), ("0.5", "1e-3", 10), (4, "1e-12", 1000)):
+            e, dl = mpmath.mpf(epsilon), mpmath.mpf(delta_dp)
+            c = e + 2 * mpmath.log(1 / dl)
+            threshold_n = 2 * c * mpmath.sqrt(d) / e  # x = 2c
+            for factor, holds in (("1.0001", True), (10, True), (1000, True), ("0.9", False)):
+                n = threshold_n * mpmath.mpf(factor)
+                x = e * n / mpmath.sqrt(d)
+                exact = n * mpmath.log(min(n, x / mpmath.sqrt(2 * c)))
+                printed = n * mpmath.log(min(n, x))
+                assert (exact >= printed / 2) is holds, (epsilon, delta_dp, d, factor)
+            n = 10**6
+            exact_pkg = paper.THM51_SAVINGS_ORDER(q=1 + 2 / float(e) * math.log(1 / float(dl)),
+                                                  epsilon_dd=float(e) / 2, n=n, d=d, r=1)
+            printed_pkg = paper.TABLE1_NOISY_GD(epsilon=float(e), n=n, d=d)
+            assert printed_pkg / 2 <= exact_pkg < printed_pkg
+    erratum = (Path(__file__).resolve().parents[2] / "docs" / "errata-chourasia2023.md").read_text()
+    heading = next(line for line in erratum.splitlines() if line.startswith("**(c) Table 1"))
+    assert "presentation note, not an error" in heading
+    assert "εn/√d ≥ 2(ε + 2 log(1/δ))" in erratum
+
+
 def test_c3_nonconvex_saving_is_theta_dn_not_dn_log_n_over_r():
     lam, beta, q, d, B = 1.0, 1.0, 2.0, 10, math.e**2
     eps_dd = math.log(B) / 4

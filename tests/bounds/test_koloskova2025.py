@@ -558,3 +558,30 @@ def test_eq10_is_not_declared_monotone_where_it_is_not() -> None:
     assert not {"sigma", "C2", "epsilon"} & set(eq10.monotone)
     assert steps.monotone["sigma"] == "decreasing" and steps.monotone["C2"] == "increasing"
     assert [steps.evaluate(precision="float", **{**base, "sigma": s}).value for s in (1, 3)] == [1, 1]
+
+
+def test_erratum_k4_accountant_is_balle_2019_theorem_1_with_the_exact_gaussian_gamma():
+    """Each adaptive step is Balle et al. 2019, Theorem 1 ((gamma, eps~)-Dobrushin case):
+    delta' = gamma delta with gamma = E_{e^eps~}(N(0,s^2) || N(r s, s^2)) = theta_{eps~}(r) and
+    eps~ = log(1 + (e^eps - 1)/delta), recomputed here at 60 digits from Phi."""
+    from pathlib import Path
+
+    from bounds.papers.koloskova2025 import model_clipping_log_deltas
+
+    def theta(e, r):
+        return mpmath.ncdf(r / 2 - e / r) - mpmath.exp(e) * mpmath.ncdf(-r / 2 - e / r)
+
+    eps, C0, C2, sigma0, sigma = 1.0, 1.0, 1.0, 1.5, 1.0
+    logs = model_clipping_log_deltas(epsilon=eps, C0=C0, C2=C2, sigma0=sigma0, sigma=sigma, T=3,
+                                     adaptive=True)
+    with mpmath.workdps(60):
+        delta = theta(mpmath.mpf(eps), mpmath.mpf(2 * C0) / sigma0)
+        for t in range(1, 4):
+            eps_tilde = mpmath.log(1 + mpmath.expm1(eps) / delta)
+            delta = delta * theta(eps_tilde, mpmath.mpf(2 * C2) / sigma)
+            assert abs(logs[t] - float(mpmath.log(delta))) < 1e-9 * abs(logs[t])
+    adaptive = bounds.get("koloskova2025:thm4.2/adaptive").citation.describe()
+    assert "Balle, Barthe, Gaboardi and Geumlek 2019" in adaptive and "Theorem 1" in adaptive
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    assert "Theorem 1 of\nBalle, Barthe, Gaboardi and Geumlek 2019" in (
+        docs / "errata-koloskova2025.md").read_text()

@@ -153,3 +153,31 @@ def test_sum_example_satisfies_both_definitions_and_leaks():
     assert result["outcomes"]["D_prime"]["released"] == -2
     assert result["success_probability"] == 1.0
     assert result["requests_delete"] == {"D": 2, "D_prime": 2}  # r = 2, not a 1-requester
+
+
+def test_optimal_success_is_exact_and_saturates_below_one():
+    """Against independent values: one release in closed form at 60 digits, two releases by
+    integrating max(p0, p1)/2 over the plane (the Bayes success with a uniform prior)."""
+    import mpmath
+
+    with mpmath.workdps(60):
+        one = 1 - mpmath.exp(-mpmath.mpf(1) / 2) / 2  # 1/2 + TV/2, TV = 1 - e^(-eps mu/2)
+    assert abs(attacks.secret_state_optimal_success(epsilon=1.0, first=1, releases=1)
+               - float(one)) < 1e-7
+
+    def laplace(x, shift):
+        return 0.5 * math.exp(-abs(x - shift))
+
+    def half_max(y, x):
+        return 0.5 * max(laplace(x, 0) * laplace(y, 0), laplace(x, 1) * laplace(y, 0.5))
+
+    pieces = (-40, 0, 0.5, 1, 40)
+    two = sum(integrate.dblquad(half_max, xa, xb, ya, yb, epsabs=1e-11)[0]
+              for xa, xb in zip(pieces, pieces[1:], strict=False)
+              for ya, yb in zip(pieces, pieces[1:], strict=False))
+    assert abs(attacks.secret_state_optimal_success(epsilon=1.0, first=1, releases=2) - two) < 1e-6
+    values = [attacks.secret_state_optimal_success(epsilon=1.0, first=1, releases=k)
+              for k in (1, 10, 100)]
+    assert [round(v, 4) for v in values] == [0.6967, 0.7204, 0.7257]
+    ceiling = attacks.secret_state_success_ceiling(epsilon=1.0, first=1, releases=None)
+    assert values[-1] < math.exp(1) / (1 + math.exp(1)) < ceiling  # Pinsker's 0.787 is a bound

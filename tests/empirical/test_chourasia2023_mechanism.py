@@ -348,3 +348,47 @@ def test_reference_under_a_requester_replays_the_interaction_from_the_edited_dat
     np.testing.assert_allclose(result.retrained.params, np.stack([reference, reference]),
                                rtol=1e-12)
     assert not np.allclose(curator, reference)  # the target's trace through the requester
+
+
+# ------------------------------------------------------------------------------------------
+# Several records per request: Definition 4.1's per-record reference.
+
+
+def _aligned_request(dataset: Dataset, r: int) -> UnlearningRequest:
+    """r records with the same (x, y), each replaced by (x, -y): the gradients align."""
+    return UnlearningRequest(tuple(range(r)), dataset.features[:r].copy(), -dataset.labels[:r])
+
+
+def _aligned_dataset(n: int = 16, d: int = 3) -> Dataset:
+    features = np.tile(np.eye(d)[:1], (n, 1))
+    features[8:] = _dataset(n=n - 8, d=d).features  # 8 aligned records, then generic ones
+    labels = np.ones(n)
+    return Dataset("aligned", features, labels, features[:4], labels[:4], "test fixture")
+
+
+@pytest.mark.parametrize("r", [1, 2, 4, 8])
+def test_per_record_reference_divergence_does_not_grow_with_the_request_size(r):
+    """Without noise the outputs are the means; R_q = q ||gap||^2/(2 v0) of the Gaussian laws.
+
+    Per record (eq. 9: only the target replaced in the reference's database) the gap is that
+    of one record, c^K_Abar (1 - c^K_A) 2L/(lam n), for every r; against the reference that
+    retrains on the whole edited database it is r times larger (group privacy)."""
+    dataset = _aligned_dataset()
+    request = _aligned_request(dataset, r)
+    q = 2.0
+    base = _theorem51_config(q=q, lam=0.5, beta=0.5, eps_dp=1.0, n=dataset.n, K_A=25, K_Abar=3)
+    silent = NoisyGDConfig(step_size=base.step_size, sigma=base.sigma, learn_steps=25,
+                           unlearn_steps=3, l2=0.5, noise_multiplier_scale=0.0)
+    v0 = base.rho_variance()
+    c = 1 - base.step_size * base.l2
+    one_record = c**3 * (1 - c**25) * 2 / (base.l2 * dataset.n)  # ||(s_D - s_D')/lam||, L = 1
+    expected = q * one_record**2 / (2 * v0)
+
+    def renyi(reference_record):
+        result = run_noisy_gd(dataset, request, config=silent, reference_record=reference_record,
+                              options=TrialOptions(n_trials=1, seed=5, model=LinearLoss(dataset.dim)))
+        gap = result.unlearned.params[0] - result.retrained.params[0]
+        return q * float(gap @ gap) / (2 * v0)
+
+    assert renyi(0) == pytest.approx(expected, rel=1e-9)
+    assert renyi(None) == pytest.approx(r**2 * expected, rel=1e-9)
