@@ -49,9 +49,9 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
     import torch
 
     import bounds
-    from empirical.data import removal_request
     from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+    from empirical.requests import removal_request
 
     gamma_value = gamma_of("logistic", tight=gamma == "tight")
     rows = _removal_rows(dataset.n, removals, seed)
@@ -118,9 +118,9 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
 
     import bounds
-    from empirical.data import removal_request
     from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+    from empirical.requests import removal_request
 
     budget_bound = bounds.get("guo2020:alg2/budget")
     rows = _removal_rows(dataset.n, removals, seed)

@@ -18,10 +18,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from empirical.data import drop_to_multiple, load_dataset, random_replacement_request
+from empirical.data import drop_to_multiple, load_dataset
 from empirical.mechanisms import common as mechanisms_common
 from empirical.mechanisms.chien2024 import paper_logistic_config, run_pnsgd
 from empirical.mechanisms.common import TrialOptions
+from empirical.requests import random_replacement_request
 from empirical.trials import resolve_device
 
 __all__ = ["BENCH_DEFAULTS", "CPU_BENCH_THREADS", "trials_benchmark"]

@@ -27,7 +27,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     ModelSamples,
     TrialOptions,
@@ -44,6 +44,7 @@ from empirical.mechanisms.common import (
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.models import LOGISTIC_SMOOTHNESS, LinearModel
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom, trial_seed
 
 __all__ = [

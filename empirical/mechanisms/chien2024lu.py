@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -43,6 +43,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]

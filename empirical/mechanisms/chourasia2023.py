@@ -42,7 +42,7 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -60,6 +60,7 @@ from empirical.mechanisms.common import (
     tensor_versions,
 )
 from empirical.models import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [

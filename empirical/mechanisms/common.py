@@ -39,9 +39,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.counting import CountingModel
 from empirical.models import LogisticRegression, TrialModel, broadcast_rows, clip_scale
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [

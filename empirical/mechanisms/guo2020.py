@@ -51,7 +51,7 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -63,6 +63,7 @@ from empirical.mechanisms.common import (
     prepare_mechanism,
     result_fields,
 )
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = [

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -52,6 +52,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "full_batch_gradient",

@@ -18,14 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import (
-    Dataset,
-    RequestSequence,
-    UnlearningRequest,
-    digits_3_vs_8,
-    removal_request,
-    replacement_request,
-)
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chien2024 import (
     PAPER_BURN_IN_EPOCHS,
     PNSGDConfig,
@@ -35,6 +28,7 @@ from empirical.mechanisms.chien2024 import (
 )
 from empirical.mechanisms.common import TrialOptions
 from empirical.models import FunctionalClassifier, QuadraticLoss, TinyCNN, TinyMLP
+from empirical.requests import RequestSequence, UnlearningRequest, removal_request, replacement_request
 
 SIDES = ("learned", "unlearned", "retrained")
 

@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from bounds.papers import chourasia2023 as paper
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, removal_request
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chourasia2023 import (
     BatchedRequest,
     LinearLoss,
@@ -29,6 +29,7 @@ from empirical.mechanisms.chourasia2023 import (
     stationary_init_variance,
 )
 from empirical.mechanisms.common import TrialOptions, data_versions
+from empirical.requests import UnlearningRequest, removal_request
 
 SIDES = ("learned", "unlearned", "retrained")
 

@@ -162,7 +162,8 @@ def test_preconditioned_training_meets_the_tolerance_and_agrees_with_newton() ->
 
 
 def digits_removals(count: int):
-    from empirical.data import load_dataset, removal_request
+    from empirical.data import load_dataset
+    from empirical.requests import removal_request
 
     return load_dataset("digits"), [removal_request([i]) for i in range(count)]
 
@@ -190,7 +191,8 @@ def test_run_guo_batched_equals_loop_and_respects_the_budget() -> None:
 
 
 def test_run_guo_refuses_replacements() -> None:
-    from empirical.data import load_dataset, replacement_request
+    from empirical.data import load_dataset
+    from empirical.requests import replacement_request
 
     dataset = load_dataset("digits")
     with pytest.raises(ValueError, match="removals only"):

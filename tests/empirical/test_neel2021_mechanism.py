@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, replacement_request
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.common import TrialOptions, tensor_versions
 from empirical.mechanisms.neel2021 import (
     D2DConfig,
@@ -27,6 +27,7 @@ from empirical.mechanisms.neel2021 import (
     run_d2d,
 )
 from empirical.models import LogisticRegression, QuadraticLoss
+from empirical.requests import UnlearningRequest, replacement_request
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset
