@@ -145,9 +145,9 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
 
 def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
     """Certificate, sigma and T of eq. (4) by Theorem 4.2 (adaptive accountant or the paper's recursion)."""
+    from bounds.hockey_stick import log_upper_end
     from bounds.papers.koloskova2025 import (
         least_steps_model_clipping,
-        log_upper_end,
         model_clipping_log_delta_certified,
         smallest_sigma_model_clipping,
     )
@@ -201,8 +201,8 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
 def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float]:
     """Certificate and sigma of eq. (1): the exact Gaussian mechanism or eq. (1) as printed."""
     import bounds
+    from bounds.hockey_stick import log_gaussian_delta, log_upper_end
     from bounds.numerics import interval_endpoints
-    from bounds.papers.koloskova2025 import log_gaussian_delta, log_upper_end
 
     params: OutputPerturbationParams = spec.algorithm
     eps = spec.certificate.target_epsilon

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 import bounds
+from bounds import hockey_stick as H
 from bounds.conversions import best_epsilon
 from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.papers import koloskova2025 as K
@@ -149,10 +150,10 @@ def test_theta_golden_values(e, r_, digits: str) -> None:
     reference = ref.theta(e, r_)
     assert mpmath.nstr(reference, 12) == mpmath.nstr(mpmath.mpf(digits), 12)
     assert mpmath.almosteq(reference, ref.theta_by_quadrature(e, r_), rel_eps=1e-20)
-    declared = K.theta(epsilon=str(e), r=str(r_), precision="mp", digits=50)
+    declared = H.theta(epsilon=str(e), r=str(r_), precision="mp", digits=50)
     with mpmath.workdps(80):
         assert mpmath.almosteq(declared, reference, rel_eps=mpmath.mpf(10) ** -45)
-    assert K.theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(reference), rel=1e-12)
+    assert H.theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(reference), rel=1e-12)
 
 
 def test_theta_log_space_at_the_extremes() -> None:
@@ -160,19 +161,19 @@ def test_theta_log_space_at_the_extremes() -> None:
     for e, r_ in ((1, 40), (1, "0.02"), (30, 50), ("0.01", 200)):
         reference = ref.theta(e, r_)
         exact_log = mpmath.log(reference)
-        assert K.log_theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(exact_log), rel=1e-10)
+        assert H.log_theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(exact_log), rel=1e-10)
         if reference < 1 - 1e-12:
             one_minus = float(1 - reference)
-            assert 1 - math.exp(K.log_theta(epsilon=float(e), r=float(r_))) == pytest.approx(
+            assert 1 - math.exp(H.log_theta(epsilon=float(e), r=float(r_))) == pytest.approx(
                 one_minus, rel=1e-6) or one_minus < 1e-15
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1e-3, 30), st.floats(1e-2, 60), st.floats(1.0001, 3))
 def test_theta_monotone_in_r_and_epsilon(e: float, r_: float, factor: float) -> None:
-    base = K.log_theta(epsilon=e, r=r_)
-    assert K.log_theta(epsilon=e, r=r_ * factor) >= base
-    assert K.log_theta(epsilon=e * factor, r=r_) <= base
+    base = H.log_theta(epsilon=e, r=r_)
+    assert H.log_theta(epsilon=e, r=r_ * factor) >= base
+    assert H.log_theta(epsilon=e * factor, r=r_) <= base
     assert base <= 0
 
 
@@ -311,7 +312,7 @@ def test_model_clipping_accountants_dominate_exact_two_steps(e: float, c2: float
     assert exact_2 <= float(adaptive[2]) + 1e-12 <= float(paper[2]) + 2e-12
     exact_1 = float(ref.theta(e, 2 * c2 / sigma))
     assert exact_1 == pytest.approx(float(adaptive[1]), rel=1e-12)  # one step: tight
-    declared = K.model_clipping_log_deltas(epsilon=e, C0=c2, C2=c2, sigma0=0, sigma=sigma, T=2, adaptive=True)
+    declared = H.model_clipping_log_deltas(epsilon=e, C0=c2, C2=c2, sigma0=0, sigma=sigma, T=2, adaptive=True)
     assert math.exp(declared[2]) == pytest.approx(float(adaptive[2]), rel=1e-9)
 
 
@@ -533,13 +534,13 @@ def test_best_epsilon_on_a9_matches_reference_conversions() -> None:
 def test_adaptive_steps_interval_widens_past_its_cap_and_still_encloses() -> None:
     # About 12,800 adaptive steps: more than interval mode's recursion cap, fewer than float's.
     params = dict(epsilon=1, delta="1e-5", C0=10, C2=1, sigma0=1, sigma="0.26")
-    assert K._INTERVAL_ITERATION_CAP < 12_000 < K._ADAPTIVE_ITERATION_CAP
+    assert H.INTERVAL_ITERATION_CAP < 12_000 < H.ADAPTIVE_ITERATION_CAP
     adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
     exact = adaptive.evaluate(precision="float", **params).value
     enclosure = adaptive.evaluate(precision="interval", digits=40, **params)
     closed = bounds.get("koloskova2025:thm4.2/steps").evaluate(precision="interval", digits=40,
                                                                **params)
-    assert K._INTERVAL_ITERATION_CAP < exact < closed.lower
+    assert H.INTERVAL_ITERATION_CAP < exact < closed.lower
     assert enclosure.lower == 1 and enclosure.upper == closed.upper
 
 
@@ -566,7 +567,7 @@ def test_erratum_k4_accountant_is_balle_2019_theorem_1_with_the_exact_gaussian_g
     eps~ = log(1 + (e^eps - 1)/delta), recomputed here at 60 digits from Phi."""
     from pathlib import Path
 
-    from bounds.papers.koloskova2025 import model_clipping_log_deltas
+    from bounds.hockey_stick import model_clipping_log_deltas
 
     def theta(e, r):
         return mpmath.ncdf(r / 2 - e / r) - mpmath.exp(e) * mpmath.ncdf(-r / 2 - e / r)
