@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from audits import progress
 from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
 from audits.report.schema import (
@@ -192,17 +193,24 @@ def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
     overlap = float(r.max() - u.min()) if above else float(u.max() - r.min())
     if overlap < 0:
         return u, r
-    # A gap wider than both spreads, so that a pilot's normal fits put their threshold in it.
-    gap = overlap + float(np.ptp(u)) + float(np.ptp(r))
-    gap = gap if gap > 0 else max(1.0, abs(float(u.max())), abs(float(r.max())))
-    return (u + gap, r) if above else (u - gap, r)
+    # Past the overlap by more than both spreads (so that a pilot's normal fits put their
+    # threshold in the gap) and by a margin that survives rounding at the scores' magnitude.
+    spread = float(np.ptp(u)) + float(np.ptp(r))
+    magnitude = max(float(np.max(np.abs(u))), float(np.max(np.abs(r))))
+    gap = overlap + spread + max(overlap, spread, 1.0, 1e-6 * magnitude)
+    moved = u + gap if above else u - gap
+    apart = moved.min() > r.max() if above else moved.max() < r.min()
+    if not (np.all(np.isfinite(moved)) and apart):
+        raise ValueError("the scores are too large to be pulled apart in floating point")
+    return moved, r
 
 
-def _above(attack: _AttackScores, orientation: str) -> bool:
-    """The side the reference violation moves the unlearned scores to for one orientation (an
-    orientation-free test takes the side their mean lies on)."""
-    if orientation in ("greater", "less"):
-        return orientation == "greater"
+def _above(attack: _AttackScores, direction: str) -> bool:
+    """The side the reference violation moves the attack's unlearned scores to: the stated
+    score direction, else the side their mean lies on. One reference per attack, shared by all
+    its tests, so that scores already apart are their own reference for every test."""
+    if direction in ("greater", "less"):
+        return direction == "greater"
     return float(attack.unlearned.mean()) >= float(attack.retrained.mean())
 
 
@@ -215,6 +223,8 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
     entries = []
     reach = 0.0
     for attack in attacks:
+        u, r = _pulled_apart(attack.unlearned, attack.retrained, above=_above(attack, direction))
+        apart = _AttackScores(attack.name, u, r, None, attack.details)
         for name in statistics:
             for orientation in _orientations(name, direction):
                 try:
@@ -224,12 +234,15 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
                 except ValueError as error:
                     notes.append(f"statistic {name} not run for attack {attack.name}: {error}")
                     continue
-                u, r = _pulled_apart(attack.unlearned, attack.retrained,
-                                     above=_above(attack, orientation))
-                apart = _AttackScores(attack.name, u, r, None, attack.details)
-                test_reach = float(_one_lower_bound(
-                    apart, name=name, orientation=orientation, delta=delta,
-                    alpha_each=alpha_each, seed=seed, privacy_direction=privacy_direction).epsilon)
+                try:
+                    test_reach = float(_one_lower_bound(
+                        apart, name=name, orientation=orientation, delta=delta,
+                        alpha_each=alpha_each, seed=seed,
+                        privacy_direction=privacy_direction).epsilon)
+                except ValueError as error:  # e.g. scores too large to shift: no reach claimed
+                    notes.append(f"reach of statistic {name} for attack {attack.name} not "
+                                 f"computed ({error}); it counts as unable to refute")
+                    test_reach = 0.0
                 reach = max(reach, test_reach)
                 above = lb.positive_above if orientation != "less" else not lb.positive_above
                 threshold = lb.threshold if orientation != "less" else -lb.threshold
@@ -280,7 +293,7 @@ def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
 
 
 def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alpha_each: float,
-                 seed: int, family: int, confidence: float) -> list[dict]:
+                 seed: int, family: int, confidence: float, direction: str) -> list[dict]:
     """The histogram Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
     Bins come from a seeded random 10% of each side's trials (discarded afterwards), so they are
@@ -304,10 +317,14 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
         result = renyi_audit(attack.unlearned, attack.retrained, **settings)
         c = result.curve
         # The same test (same split, bin rule and level) on the scores pulled apart.
-        apart = renyi_audit(*_pulled_apart(attack.unlearned, attack.retrained,
-                                           above=_above(attack, "both")), **settings)
-        ceiling = [max(f, b) if two_sided else f
-                   for f, b in zip(apart.curve.forward, apart.curve.backward, strict=True)]
+        try:
+            apart = renyi_audit(*_pulled_apart(attack.unlearned, attack.retrained,
+                                               above=_above(attack, direction)), **settings)
+            ceiling = [max(f, b) if two_sided else f
+                       for f, b in zip(apart.curve.forward, apart.curve.backward, strict=True)]
+            could = apart.violation
+        except ValueError:  # scores too large to shift: no reach claimed
+            ceiling, could = [0.0] * len(c.orders), False
         out.append({
             "attack": attack.name,
             "kind": KIND_LOWER_BOUND,
@@ -325,7 +342,7 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
             "estimate_forward": [_finite(v) for v in c.estimate_forward],
             "estimate_backward": [_finite(v) for v in c.estimate_backward],
             "ceiling": ceiling,
-            "could_refute": apart.violation,
+            "could_refute": could,
             "violating_orders": list(result.violating_orders),
             "violation": result.violation,
             "edges": list(c.edges),
@@ -336,8 +353,21 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
     return out
 
 
-def _renyi_could_refute(entry: Mapping[str, Any]) -> bool:
-    return bool(entry["could_refute"])
+def _could_refute(attacks: list[_AttackScores], lower_bounds: list[dict], renyi: list[dict],
+                  certified: float) -> bool:
+    """Whether the design as run could have refuted the certificate: for EVERY attack, some
+    test of that attack refutes it on the attack's reference violation (its scores pulled
+    apart). Requiring every attack keeps a mechanism whose scores lie apart under one attack
+    from being called CONSISTENT because another attack's reference would have been refuted."""
+    if not attacks:
+        return False
+
+    def refutes(name: str) -> bool:
+        return (any(e["details"]["reach"] > certified for e in lower_bounds
+                    if e["attack"] == name)
+                or any(e["could_refute"] for e in renyi if e["attack"] == name))
+
+    return all(refutes(attack.name) for attack in attacks)
 
 
 def _number(value: float | str) -> float:
@@ -386,15 +416,17 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
 
     def could_refute(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
+        # One reference for every test: unlearned scores above (below for direction "less").
         u, r = 3.0 + rng.random(n), rng.random(n)
+        if direction == "less":
+            u = -u
         for name in statistics:
             if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
                                 privacy_direction=privacy_direction) <= certificate.epsilon:
                 continue  # not even zero errors would refute: skip the run
             for orientation in _orientations(name, direction):
-                side = -u if orientation == "less" else u
                 try:
-                    lb = _one_lower_bound(_AttackScores("reference", side, r, None, {}),
+                    lb = _one_lower_bound(_AttackScores("reference", u, r, None, {}),
                                           name=name, orientation=orientation, delta=delta,
                                           alpha_each=alpha_each, seed=seed + draw,
                                           privacy_direction=privacy_direction)
@@ -528,7 +560,8 @@ POSSIBLE_CAUSES = (
 
 
 def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
-             confidence: float, renyi: list[dict], *, family: int, alpha_each: float,
+             confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
+             alpha_each: float,
              trials_needed: Any, n_trials: int) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     certified = certificate.epsilon
@@ -546,7 +579,6 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
     levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
               f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
               f"{confidence:g}")
-    could_refute = ceiling > certified or any(_renyi_could_refute(e) for e in renyi)
     causes: list[str] = []
     needed = None
     if violations or renyi_violations:
@@ -623,6 +655,7 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                   ) -> dict:
     """The report dict (schema ``report.json``) of a finished audit: certificate, lower bounds,
     estimates, verdict, utility, plots."""
+    progress.phase("analysing the scores (lower bounds, estimates, Rényi tests)")
     notes = list(notes)
     delta = certificate.delta
     if not 0 < delta < 1:
@@ -644,8 +677,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                                         alpha_each=alpha_each, family=family,
                                         privacy_direction=privacy_direction, notes=notes)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
-                         confidence=confidence) if use_renyi else []
-    could = reach > certificate.epsilon or any(_renyi_could_refute(e) for e in renyi)
+                         confidence=confidence, direction=direction) if use_renyi else []
+    could = _could_refute(scored, lower_bounds, renyi, certificate.epsilon)
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
@@ -658,7 +691,8 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
     plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
     if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
         plots["extra"] = [dict(plot) for plot in extra_plots]
-    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, family=family,
+    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, could_refute=could,
+                       family=family,
                        alpha_each=alpha_each, trials_needed=needed, n_trials=main.n_trials)
     report = {
         "schema": SCHEMA_ID,

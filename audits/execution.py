@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from audits import progress as progress_lines
 from audits.fields import SpecError
 from audits.protocols import (
     TrialBatch,
@@ -124,6 +125,9 @@ class _Progress:
             self._bar.update(1)
             return
         elapsed = time.perf_counter() - self._start
+        if progress_lines.active():  # one line each, so that heartbeat lines cannot overwrite them
+            progress_lines.line(f"{self.done}/{self.total} chunks ({what}), {elapsed:.0f} s")
+            return
         line = f"{self.label}: {self.done}/{self.total} chunks ({what}), {elapsed:.0f} s"
         end = "\r" if self._tty and self.done < self.total else "\n"
         print(line, end=end, file=sys.stderr, flush=True)
@@ -170,6 +174,8 @@ def _compute_chunk(mechanism: TrialMechanism, plan: _Plan) -> tuple[dict[str, np
 class _MemorySink:
     """The store's interface for audits without an output directory."""
 
+    where = "memory"
+
     def __init__(self) -> None:
         self._chunks: dict[tuple[str, int], dict[str, np.ndarray]] = {}
 
@@ -186,6 +192,7 @@ class _MemorySink:
 class _StoreSink:
     def __init__(self, store: ChunkStore) -> None:
         self.store = store
+        self.where = str(store.path)
 
     def finished(self) -> set[tuple[str, int]]:
         return self.store.finished()
@@ -323,6 +330,17 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
         raise ValueError(f"backend must be 'local' or 'ray', got {backend!r}")
     done = sink.finished()
     todo = [p for p in plans if (p.phase, p.chunk) not in done]
+    if progress and len(todo) < len(plans):
+        reused = len(plans) - len(todo)
+        message = (f"reusing {reused} of {len(plans)} chunks already stored in {sink.where}; "
+                   f"computing {len(todo)}" if todo else
+                   f"all {len(plans)} chunks already stored in {sink.where}: nothing to compute")
+        if progress_lines.active():
+            progress_lines.announce(message)
+        else:
+            print(f"{label}: {message}", file=sys.stderr, flush=True)
+    elif progress and todo:
+        progress_lines.phase(f"computing {len(todo)} chunks of trials")
     bar = _Progress(len(todo), enabled=progress, label=label)
     cluster = None
     try:

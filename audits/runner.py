@@ -15,6 +15,7 @@ Entry points:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -26,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
 from audits.analysis import build_report
 from audits.execution import code_version, printable, resolve_device, run_chunks
@@ -166,6 +168,16 @@ def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
 # Entry points.
 
 
+def reported(run: Callable[..., AuditResult]) -> Callable[..., AuditResult]:
+    """Progress lines (phases, stored chunks reused, a heartbeat) on stderr with ``progress=True``."""
+    @functools.wraps(run)
+    def wrapper(*args: Any, **kwargs: Any) -> AuditResult:
+        with progress_lines.reporting("audit", enabled=bool(kwargs.get("progress"))):
+            return run(*args, **kwargs)
+    return wrapper
+
+
+@reported
 def run_audit(
     spec: AuditSpec | Mapping[str, Any] | str | Path,
     *,
@@ -205,6 +217,7 @@ def run_audit(
             _refuse_foreign_report(out_dir, replace=replace, field="spec", value=spec.to_dict())
 
     refusals()  # before the certificate is computed: a refused folder costs nothing
+    progress_lines.phase("preparing the audit (data, model, certificate)")
     prepared = prepare_audit(spec, backend=backend)
     spec_json = spec.canonical_json()
     audit_key = hashlib.sha256(
@@ -236,6 +249,7 @@ def run_audit(
 
 
 
+@reported
 def audit_mechanism(
     mechanism: TrialMechanism,
     *,

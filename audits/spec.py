@@ -85,6 +85,8 @@ DATASETS: dict[str, str] = {
     "synthetic-mnist-shape": "Gaussian data of the MNIST 3-vs-8 shape",
     "mnist": "MNIST class pair from a user-supplied path",
     "cifar10": "CIFAR-10 class pair from a user-supplied path",
+    "npz": "your own arrays X, y (optionally X_test, y_test) from a .npz path; classes states "
+           "the label pair",
 }
 # Limits checked when a spec is read, before any work: what no audit can finish is refused
 # there, naming the field, instead of running out of memory or time after the trials started.
@@ -103,10 +105,12 @@ MAX_WORK = 1e16
 # these are the usual class pairs).
 _DATA_SHAPES = {"digits": (357, 64), "breast-cancer": (569, 30),
                 "synthetic-mnist-shape": (13248, 784), "mnist": (14000, 784),
-                "cifar10": (12000, 3072)}
+                "cifar10": (12000, 3072),
+                # users' arrays are not read to validate a spec: a large tabular set
+                "npz": (100_000, 1_000)}
 _STEP_SUFFIXES = ("_epochs", "_iterations", "_steps")
 _DATASET_ALIASES = {"digits-3-vs-8": "digits", "synthetic": "synthetic-gaussian"}
-_PATH_DATASETS = ("mnist", "cifar10")
+_PATH_DATASETS = ("mnist", "cifar10", "npz")
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float64", "float32")
 
@@ -117,10 +121,12 @@ DTYPES = ("float64", "float32")
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """Which data: an embedded set, a synthetic one, or MNIST/CIFAR-10 from ``path``.
+    """Which data: an embedded set, a synthetic one, MNIST/CIFAR-10 or your own arrays
+    (``npz``) from ``path``.
 
-    ``classes`` and ``n_train`` apply to the file datasets; ``n``, ``d``, ``n_test`` and
-    ``seed`` to ``synthetic-gaussian``.
+    ``classes`` and ``n_train`` apply to the file datasets (``npz`` requires ``classes``, the
+    label pair: integers or strings, the first one +1); ``n``, ``d``, ``n_test`` and ``seed``
+    to ``synthetic-gaussian``.
     """
 
     name: str = "digits"
@@ -146,8 +152,21 @@ class DatasetSpec:
             raise fail(f"{p}.path", f"must be a non-empty string, got {self.path!r}")
         for key in ("classes", "n_train"):
             if getattr(self, key) is not None and not file_based:
-                raise fail(f"{p}.{key}", "applies to the file datasets (mnist, cifar10) only")
-        if self.classes is not None:
+                raise fail(f"{p}.{key}", "applies to the file datasets (mnist, cifar10, npz) only")
+        if name == "npz" and self.classes is None:
+            raise fail(f"{p}.classes", "is required for the npz dataset: the two labels of y to "
+                       "tell apart, e.g. classes = [0, 1] (the first one is the +1 class)")
+        if name == "npz" and self.classes is not None:
+            classes = self.classes
+            if isinstance(classes, str) or not isinstance(classes, Sequence) or len(classes) != 2:
+                raise fail(f"{p}.classes", f"must be two labels, got {classes!r}")
+            for i, c in enumerate(classes):
+                if isinstance(c, bool) or not isinstance(c, int | str):
+                    raise fail(f"{p}.classes[{i}]", f"must be an integer or a string label, got {c!r}")
+            if classes[0] == classes[1]:
+                raise fail(f"{p}.classes", f"must be two different labels, got {list(classes)}")
+            object.__setattr__(self, "classes", tuple(classes))
+        elif self.classes is not None:
             classes = self.classes
             if isinstance(classes, str) or not isinstance(classes, Sequence) or len(classes) != 2:
                 raise fail(f"{p}.classes", f"must be two class labels, got {classes!r}")

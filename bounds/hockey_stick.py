@@ -247,10 +247,50 @@ def adaptive_epsilon_mp(eps: Any, log_delta: Any) -> Any:
     return mpmath.log1p(mpmath.expm1(eps) * mpmath.exp(-log_delta))
 
 
-ADAPTIVE_ITERATION_CAP = 100_000  # beyond this, fall back to the closed form (an upper bound)
-# Interval mode runs the recursion twice at extra precision (about 4,500 steps a second), so it
-# widens to the valid enclosure [1, closed form] sooner rather than spend minutes per evaluation.
-INTERVAL_ITERATION_CAP = 5_000
+# Past this many exact steps the adaptive recursion advances in blocks: k steps at once, each as
+# long as the block's first step. Later steps are never shorter (log delta_{t+1} is
+# nondecreasing in log delta_t, docs/improved-koloskova2025.md), so a block can only overstate
+# delta and the count stays on the safe side. A block covers at most _BLOCK_FRACTION of the
+# remaining distance to log delta and is halved until its last step differs from its first by
+# at most STEP_TOLERANCE (relative), so it overstates the count by about that much. The work
+# is at most ADAPTIVE_EVALUATIONS evaluations of theta however large T is (about a second at
+# 60 digits); where they run out, the rest is counted at the last step's length, a looser upper
+# end.
+ADAPTIVE_EXACT_STEPS = 500
+_BLOCK_FRACTION = 0.1
+STEP_TOLERANCE = 1e-2
+ADAPTIVE_EVALUATIONS = 1_500  # then the rest is counted at the current step's length (upper end)
+
+
+def _adaptive_count(cur: Any, log_target: Any, step_at: Any, rounded: Any,
+                    blocks: bool) -> tuple[int, Any, Any]:
+    """Steps of the adaptive recursion from log delta_0 = ``cur`` until log delta_t <= log_target.
+
+    Returns ``(t, None, step)`` when the count ended, or ``(t, cur, step)`` when it stopped early
+    (the exact phase ended and ``blocks`` is false, no progress at this precision, or the
+    evaluation budget ran out), with log delta_t = ``cur`` after ``t`` steps and ``step`` the
+    step from there.
+    """
+    t, evaluations, last = 0, 0, 1
+    step = step_at(cur)
+    while cur > log_target:
+        k = 1
+        if t >= ADAPTIVE_EXACT_STEPS:
+            if not blocks:
+                return t, cur, step
+            # at most twice the last accepted block, so that halving stays cheap
+            k = max(1, min(2 * last, int(_BLOCK_FRACTION * (cur - log_target) / -step)))
+        while True:
+            after = rounded(cur + k * step)
+            if after >= cur or evaluations >= ADAPTIVE_EVALUATIONS:
+                return t, cur, step
+            evaluations += 1
+            following = step_at(after)
+            if k == 1 or abs(following - step) <= STEP_TOLERANCE * abs(step):
+                break
+            k //= 2
+        cur, step, t, last = after, following, t + k, k
+    return t, None, step
 
 
 def _steps_float(eps: float, delta: float, C0: float, C2: float, sigma0: float, sigma: float,
@@ -259,26 +299,32 @@ def _steps_float(eps: float, delta: float, C0: float, C2: float, sigma0: float, 
     cur = float(log_theta_float(eps, 2 * C0, sigma0))
     step = float(log_theta_float(eps, 2 * C2, sigma))
     closed = max(1.0, math.ceil((cur - log_target) / -step)) if step < 0 else math.inf
+    if not math.isfinite(closed):
+        raise BoundError("model clipping: theta rounds to 1, no finite step count in float")
     if not adaptive:  # eq. (10) rounded up, O(1) even when theta is close to 1
-        if not math.isfinite(closed):
-            raise BoundError("model clipping: theta rounds to 1, no finite step count in float")
         return float(closed)
-    t = 0
-    while cur > log_target:
-        if t >= ADAPTIVE_ITERATION_CAP:  # the adaptive count never exceeds Theorem 4.2's
-            return float(closed)
-        # cur > log_target > -inf here, so eps_t is finite
-        step = float(log_theta_float(adaptive_epsilon_float(eps, cur), 2 * C2, sigma))
-        cur += step
-        t += 1
-    return float(max(t, 1))
+
+    def step_at(log_delta: float) -> float:
+        if log_delta < _FLOAT_LOG_FLOOR:  # delta_t ~ 0: eps_t overflows; the count has ended
+            return -math.inf
+        return float(log_theta_float(adaptive_epsilon_float(eps, log_delta), 2 * C2, sigma))
+
+    t, stopped, step = _adaptive_count(cur, log_target, step_at, lambda x: x, blocks=True)
+    if stopped is not None:  # later steps are never shorter than this one
+        t += math.ceil((stopped - log_target) / -step)
+    # the adaptive count never exceeds Theorem 4.2's
+    return float(min(max(t, 1), closed))
 
 
 def _steps_mp(eps: Any, delta: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any, adaptive: bool,
-              direction: int = 0, iteration_cap: int = ADAPTIVE_ITERATION_CAP) -> Any:
+              direction: int = 0) -> Any:
     """Least T >= 1 with delta_T <= delta. ``direction`` +1 rounds every log delta_t up (safe
-    side: never fewer steps than the exact recursion), -1 down, 0 nearest. Past
-    ``iteration_cap`` steps of the adaptive recursion: the closed form (+1) or 1 (-1)."""
+    side: never fewer steps than the exact recursion), -1 down, 0 nearest. The adaptive recursion
+    is counted step by step for ``ADAPTIVE_EXACT_STEPS`` steps; past that, +1 and 0 continue in
+    blocks (an upper end, within about ``STEP_TOLERANCE`` of the count) and -1 returns a lower
+    end (every later step is at most as long as the step at delta_t = delta). Where blocks stop
+    (no progress at this precision, or ``ADAPTIVE_EVALUATIONS`` spent) the rest is counted at
+    the last step's length, an upper end."""
     slack = mpmath.mpf(10) ** (-(mpmath.mp.dps - 5))
     log_target = mpmath.log(delta)
 
@@ -293,17 +339,23 @@ def _steps_mp(eps: Any, delta: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any, a
     closed = max(mpmath.mpf(1), mpmath.ceil(ratio + direction * (abs(ratio) * slack + slack)))
     if not adaptive:  # eq. (10) rounded up: O(1) even when theta is close to 1
         return closed
-    t = 0
-    while cur > log_target:
-        if t >= iteration_cap:
-            # the adaptive count never exceeds Theorem 4.2's: an upper end (and 1 a lower end)
-            return closed if direction >= 0 else mpmath.mpf(1)
+
+    def step_at(log_delta: Any) -> Any:
         # g(d) = d theta_{log(1 + (e^eps - 1)/d)}(r) is nondecreasing in d, so an upper
         # bound on delta_t yields an upper bound on delta_{t+1}
-        step = log_theta_mp(adaptive_epsilon_mp(eps, cur), 2 * C2, sigma)
-        cur = rounded(cur + step)
-        t += 1
-    return mpmath.mpf(max(t, 1))
+        return log_theta_mp(adaptive_epsilon_mp(eps, log_delta), 2 * C2, sigma)
+
+    t, stopped, step = _adaptive_count(cur, log_target, step_at, rounded, blocks=direction >= 0)
+    if stopped is None:  # the adaptive count never exceeds Theorem 4.2's
+        return min(mpmath.mpf(max(t, 1)), closed) if direction >= 0 else mpmath.mpf(max(t, 1))
+    if direction >= 0:  # later steps are never shorter than this one
+        rest = (stopped - log_target) / -step
+        return min(closed, mpmath.mpf(t) + mpmath.ceil(rest + abs(rest) * slack + slack))
+    # steps lengthen as delta_t falls, and delta_t > delta until the count ends
+    longest = step_at(log_target)
+    longest -= abs(longest) * slack + slack
+    rest = (stopped - log_target) / -longest
+    return mpmath.mpf(t) + max(1, mpmath.ceil(rest - (abs(rest) * slack + slack)))
 
 
 def _steps_iv(adaptive: bool) -> Any:
@@ -314,8 +366,8 @@ def _steps_iv(adaptive: bool) -> Any:
         worst = [ends[0][0], ends[1][0], ends[2][1], ends[3][1], ends[4][0], ends[5][0]]
         best = [ends[0][1], ends[1][1], ends[2][0], ends[3][0], ends[4][1], ends[5][1]]
         with mpmath.workdps(digits + EXTRA_DIGITS):
-            hi = _steps_mp(*worst, adaptive, direction=+1, iteration_cap=INTERVAL_ITERATION_CAP)
-            lo = _steps_mp(*best, adaptive, direction=-1, iteration_cap=INTERVAL_ITERATION_CAP)
+            hi = _steps_mp(*worst, adaptive, direction=+1)
+            lo = _steps_mp(*best, adaptive, direction=-1)
         return mpmath.iv.mpf([lo, hi])
 
     return run

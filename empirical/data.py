@@ -6,7 +6,8 @@ labels in {-1, +1}; an unlearning request replaces a record by N(0, I) features 
 unit norm, as the authors' code does) and a uniformly random label.
 
 The embedded default is scikit-learn's bundled handwritten digits (no download). MNIST and
-CIFAR-10 are read from files the user supplies; nothing here touches the network.
+CIFAR-10, and users' own arrays (:func:`load_arrays`), are read from files the user supplies;
+nothing here touches the network.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ __all__ = [
     "dataset_names",
     "digits_3_vs_8",
     "drop_to_multiple",
+    "load_arrays",
     "load_cifar10",
     "load_dataset",
     "load_mnist",
@@ -456,6 +458,100 @@ def load_cifar10(
                                source=source)
 
 
+ARRAY_TEST_FRACTION = 5  # without X_test and y_test, the last ceil(n / 5) records are the test split
+
+
+def _label_text(value: Any) -> str:
+    return repr(value.item() if isinstance(value, np.generic) else value)
+
+
+def _user_split(archive: Any, path: Path, x_key: str, y_key: str,
+                classes: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """X as float64 [n, d] and y mapped to +1 (``classes[0]``) / -1 (``classes[1]``), checked."""
+    features, labels = np.asarray(archive[x_key]), np.asarray(archive[y_key])
+    if features.ndim != 2 or 0 in features.shape:
+        raise ValueError(f"{path}: {x_key} must be a non-empty [n, d] array (one row per record), "
+                         f"got shape {features.shape}")
+    if labels.ndim != 1 or labels.shape[0] != features.shape[0]:
+        raise ValueError(f"{path}: {y_key} must be a [n] array with one label per row of "
+                         f"{x_key} (n = {features.shape[0]}), got shape {labels.shape}")
+    if features.dtype.kind not in "biuf":
+        raise ValueError(f"{path}: {x_key} must hold numbers, got dtype {features.dtype}")
+    features = features.astype(np.float64)
+    bad_rows = np.flatnonzero(~np.all(np.isfinite(features), axis=1))
+    if bad_rows.size:
+        raise ValueError(f"{path}: {x_key} has NaN or infinite values in {bad_rows.size} row(s), "
+                         f"the first at row {int(bad_rows[0])}")
+    if labels.dtype.kind == "f" and not np.all(np.isfinite(labels)):
+        raise ValueError(f"{path}: {y_key} has NaN or infinite labels")
+    first, second = classes
+    outside = np.flatnonzero((labels != first) & (labels != second))
+    if outside.size:
+        seen = sorted({_label_text(v) for v in labels[outside][:1000]})[:5]
+        raise ValueError(f"{path}: {y_key} has {outside.size} label(s) outside the stated pair "
+                         f"({first!r}, {second!r}), e.g. {', '.join(seen)} (first at row "
+                         f"{int(outside[0])}); keep only the pair's rows, or state the pair")
+    return features, np.where(labels == first, 1.0, -1.0)
+
+
+def load_arrays(path: str | Path, *, classes: tuple[Any, Any], n_train: int | None = None) -> Dataset:
+    """Users' own binary task from a ``.npz`` file (``numpy.savez``; read without pickle).
+
+    Arrays: ``X`` [n, d] numbers and ``y`` [n] labels, and optionally ``X_test`` [m, d] and
+    ``y_test`` [m]. ``classes`` states the label pair: ``classes[0]`` becomes +1 and
+    ``classes[1]`` -1; any other label, a NaN or infinite value, or a wrong shape is refused
+    with the array and row named. Without a test split the last ceil(n / 5) records of X are
+    held out as one (said in the provenance). Rows are scaled to unit l2 norm, as the other
+    loaders do (the certificates assume ||x|| <= 1); ``n_train`` keeps the first records.
+    """
+    path = Path(path)
+    if len(classes) != 2 or classes[0] == classes[1]:
+        raise ValueError(f"classes must be two different labels, got {classes!r}")
+    if path.suffix != ".npz" or not path.is_file():
+        raise ValueError(f"{path} is not a .npz file (numpy.savez with arrays X and y)")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path} cannot be read as a .npz file: {error}") from None
+    with archive:
+        files = set(archive.files)
+        missing = {"X", "y"} - files
+        if missing:
+            raise ValueError(f"{path} lacks array(s) {', '.join(sorted(missing))}; expected X and "
+                             f"y (and optionally X_test, y_test), found {sorted(files) or 'none'}")
+        if ("X_test" in files) != ("y_test" in files):
+            raise ValueError(f"{path} has only one of X_test and y_test: give both or neither")
+        features, labels = _user_split(archive, path, "X", "y", classes)
+        if "X_test" in files:
+            test_features, test_labels = _user_split(archive, path, "X_test", "y_test", classes)
+            held_out = f"test split X_test, y_test ({test_features.shape[0]} records)"
+        else:
+            n_test = -(-features.shape[0] // ARRAY_TEST_FRACTION)
+            if features.shape[0] - n_test < 1:
+                raise ValueError(f"{path}: X has {features.shape[0]} record(s), too few to hold "
+                                 "out a test split; add X_test and y_test")
+            test_features, test_labels = features[-n_test:], labels[-n_test:]
+            features, labels = features[:-n_test], labels[:-n_test]
+            held_out = f"no X_test: the last {n_test} records of X held out as the test split"
+    if test_features.shape[1] != features.shape[1]:
+        raise ValueError(f"{path}: X has {features.shape[1]} features per row, X_test "
+                         f"{test_features.shape[1]}")
+    if not (np.any(labels == 1.0) and np.any(labels == -1.0)):
+        raise ValueError(f"{path}: y must contain both labels of the pair {classes!r} in the "
+                         "training records")
+    features, labels = _take_first(features, labels, n_train, what="n_train")
+    return Dataset(
+        name="npz",
+        features=unit_normalize(features),
+        labels=labels,
+        test_features=unit_normalize(test_features),
+        test_labels=test_labels,
+        provenance=f"arrays X, y from {path}; label {classes[0]!r} (+1) vs {classes[1]!r} (-1); "
+        f"{held_out}; rows scaled to unit l2 norm; {features.shape[0]} train, "
+        f"{test_features.shape[0]} test",
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # Registry.
 
@@ -469,6 +565,7 @@ _NO_PATH_LOADERS: dict[str, Callable[..., Dataset]] = {
 _PATH_LOADERS: dict[str, Callable[..., Dataset]] = {
     "mnist": load_mnist,
     "cifar10": load_cifar10,
+    "npz": load_arrays,
 }
 
 
@@ -478,7 +575,8 @@ def dataset_names() -> tuple[str, ...]:
 
 
 def load_dataset(name: str, *, path: str | Path | None = None, **options: Any) -> Dataset:
-    """Load a dataset by name; ``mnist`` and ``cifar10`` need ``path``, the others refuse it."""
+    """Load a dataset by name; ``mnist``, ``cifar10`` and ``npz`` need ``path``, the others
+    refuse it."""
     if name in _PATH_LOADERS:
         if path is None:
             raise ValueError(f"dataset {name!r} is read from a user-supplied file: pass path=")

@@ -92,3 +92,13 @@ def test_pnsgd_is_registered_through_its_adapter() -> None:
 
     assert "pnsgd" in adapters()
     assert default_adapter().name == "pnsgd"
+
+
+def test_the_default_hypothesis_profiles_do_no_more_work_than_ci() -> None:
+    from hypothesis import settings
+
+    ci = settings.get_profile("ci")
+    for name in ("dev", "ci"):
+        profile = settings.get_profile(name)
+        assert profile.max_examples <= ci.max_examples, name
+        assert profile.deadline is None, name  # slow machines must not fail on timing

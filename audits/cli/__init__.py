@@ -37,6 +37,7 @@ from audits.cli.common import (
     toolkit_version,
     with_json,
 )
+from audits.progress import reporting
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
@@ -483,8 +484,25 @@ def _run(argv: list[str]) -> int:
             parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}"
                          + _did_you_mean(parser, argv, extra))
         args.params = [*args.params, *extra]
-    args.func(args)
+    with reporting(_progress_label(args), enabled=_long_running(args)):
+        args.func(args)
     return 0
+
+
+def _long_running(args: argparse.Namespace) -> bool:
+    """Audits, reproductions and benchmarks print progress (not with --json or --quiet)."""
+    if getattr(args, "json", False) or getattr(args, "quiet", False):
+        return False
+    if args.command == "audit":
+        return args.audit_command in ("demo", "run")
+    return args.command == "bench" or (args.command == "reproduce" and args.id is not None)
+
+
+def _progress_label(args: argparse.Namespace) -> str:
+    words = [args.command, *(getattr(args, f"{args.command}_command", None) or "").split()]
+    if args.command == "reproduce" and args.id is not None:
+        words.append(args.id)
+    return one_line(" ".join(words), 80)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 import bounds
+from audits import progress
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
@@ -61,7 +62,9 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
     def vectorised() -> Any:
         return bound.evaluate(precision="float", **arrays).value
 
+    progress.phase(f"timing {bound.id}: vectorised float over {points} points")
     float_rate, _ = _rate(vectorised, points)
+    progress.phase(f"timing {bound.id}: scalar loop over {loop_points} points")
 
     fn = bound.float_function
     names = bound.parameter_names
@@ -91,10 +94,12 @@ def bounds_benchmark(*, points: int = 1_000_000, loop_points: int = 20_000, seed
         for p in few:
             bound.evaluate(precision="interval", digits=50, **p)
 
+    progress.phase(f"timing {bound.id}: mp and interval evaluation")
     mp_rate, _ = _rate(mp_eval, len(few))
     iv_rate, _ = _rate(iv_eval, len(few))
 
     repro = get_reproduction(adapter.bench_reproduction)
+    progress.phase(f"timing the reproduction {repro.id}")
     start = time.perf_counter()
     result = repro.run()
     table_seconds = time.perf_counter() - start
@@ -188,7 +193,9 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    progress.phase("preparing the demo mechanism")
     mechanism = prepare_audit(spec).mechanism
+    progress.phase(f"timing {n_trials} batched trials, then up to 32 one at a time")
     has_loop = "mode" in inspect.signature(mechanism.run_trials).parameters
     mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up
     start = time.perf_counter()

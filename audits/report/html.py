@@ -23,6 +23,7 @@ from audits.report.text import (
     lower_bound_entries,
     number_value,
     percent_text,
+    score_direction,
 )
 
 
@@ -174,7 +175,7 @@ def _cards(report: Mapping) -> str:
         ("best empirical lower bound", fmt(verdict["max_lower_bound"]),
          f"{percent_text(emp['confidence'])} confidence"),
         ("tightness", fmt(verdict["tightness"], 3), "lower bound / certificate"),
-        ("max certifiable ε", fmt(emp["max_certifiable_epsilon"]),
+        ("largest lower bound N trials could show", fmt(emp["max_certifiable_epsilon"]),
          f"with N = {emp['n_trials']} trials"),
     ]
     if utility is not None:
@@ -249,6 +250,7 @@ def _lower_bound_rows(entries: Sequence[Mapping], certified: float) -> str:
                    "</details>") if entry["details"] else ""
         rows.append(
             f"<tr{klass}><td>{_e(entry['attack'])}</td><td>{_e(entry['statistic'])}</td>"
+            f"<td>{_e(score_direction(entry) or '—')}</td>"
             f"<td>{_e(entry['method'])}{details}</td>"
             f'<td class="num">{_e(bound_confidence(entry))}</td>'
             f'<td class="num"><strong>{_e(fmt(eps, 6))}</strong>{_e(flag)}</td></tr>'
@@ -259,8 +261,8 @@ def _lower_bound_rows(entries: Sequence[Mapping], certified: float) -> str:
 def _empirical_section(report: Mapping) -> str:
     emp, verdict = report["empirical"], report["verdict"]
     certified = number_value(report["certificate"]["epsilon"])
-    head = ("<tr><th>attack</th><th>statistic</th><th>method</th><th>confidence</th>"
-            "<th>ε (lower bound)</th></tr>")
+    head = ("<tr><th>attack</th><th>statistic</th><th>scores</th><th>method</th>"
+            "<th>confidence</th><th>ε (lower bound)</th></tr>")
     bounds = lower_bound_entries(report)
     table = (f"<table>{head}{_lower_bound_rows(bounds, certified)}</table>" if bounds
              else "<p><em>No lower bounds.</em></p>")

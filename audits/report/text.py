@@ -70,10 +70,17 @@ def each_level(report: Mapping) -> float | None:
     return min(levels) if levels else None
 
 
+def score_direction(entry: Mapping) -> str | None:
+    """Which way a lower bound read the scores ("higher score = unlearned", ...): the one thing
+    that tells apart the bounds of an (attack, statistic) pair run in both orientations."""
+    return (entry.get("details") or {}).get("score_direction")
+
+
 def describe_bound(entry: Mapping) -> str:
-    """One lower bound's attack, statistic, method and confidence, as one line."""
-    return (f"attack {entry['attack']}, statistic {entry['statistic']}; {entry['method']}; "
-            f"{bound_confidence(entry)}")
+    """One lower bound's attack, statistic, score direction, method and confidence, as one line."""
+    direction = f", {score_direction(entry)}" if score_direction(entry) else ""
+    return (f"attack {entry['attack']}, statistic {entry['statistic']}{direction}; "
+            f"{entry['method']}; {bound_confidence(entry)}")
 
 
 def lower_bound_entries(report: Mapping) -> list[Mapping]:
@@ -109,8 +116,8 @@ def summary_text(report: Mapping) -> str:
                      f"({describe_bound(best)})")
     lines.append(f"  tightness           {fmt(verdict['tightness'], 3)} "
                  "(best lower bound / certified epsilon)")
-    lines.append(f"  max certifiable     epsilon {fmt(emp['max_certifiable_epsilon'])} "
-                 f"with N = {emp['n_trials']} trials")
+    lines.append(f"  largest showable    epsilon {fmt(emp['max_certifiable_epsilon'])}: the largest "
+                 f"lower bound N = {emp['n_trials']} trials could show")
     if blind_spot(report):
         lines.append("  warning             N trials cannot show a lower bound above the "
                      "certificate: this audit cannot detect a violation")

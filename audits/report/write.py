@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from audits import progress
 from audits.report.html import render_html
 from audits.report.schema import HTML_NAME, JSON_NAME, ReportPaths, atomic_write, validate_report
 
@@ -18,6 +19,7 @@ def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
 
     Nothing is written when validation fails.
     """
+    progress.phase("writing the report (figures, HTML)")
     plain = validate_report(report)
     text = json.dumps(plain, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
     page = render_html(plain)

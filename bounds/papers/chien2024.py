@@ -180,7 +180,7 @@ THM32 = register(Bound(
     monotone={"sigma": "decreasing", "K": "decreasing"},
     notes=(
         "Z_B bounds W_inf(rho^0_{0|B}, nu_{D'|B}), the initial unlearning law; the main text "
-        "of seed 000 writes rho^0_{K|B} (erratum E5).",
+        "of the NeurIPS version writes rho^0_{K|B} (erratum E5).",
         "Not monotone in alpha: alpha(2 alpha - 1)/(alpha - 1) is minimal at 1 + 1/sqrt(2).",
         "Not monotone in T when 2 eta M/(b(1 - c^{n/b})) > 2R: the printed Z_B then exceeds the "
         "diameter 2R and the value can rise with T. To calibrate T use chien2024:thm3.2/capped.",
@@ -1061,7 +1061,7 @@ THM32_TIME_SHIFT = register(Bound(
     parameters=THM32.parameters,
     expression=alpha * time_shift_distance(Z_LEARN) ** 2 / (2 * eta * sigma**2),
     guarantee=RENYI_RU,
-    preconditions=COMMON_PRE + (Precondition(sp.Le(1, T), "at least one learning epoch"),),
+    preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING + _TIME_SHIFT_ASSUMPTIONS,
     variant="improved",
     monotone={"sigma": "decreasing", "K": "decreasing", "alpha": "increasing", "M": "increasing",

@@ -478,7 +478,8 @@ def test_summary_consistent():
     assert "epsilon >= 0.61 (attack loss, statistic epsilon-delta; Clopper-Pearson" in text
     assert "95% confidence" in text
     assert "tightness           0.61" in text
-    assert "epsilon 4.6 with N = 200 trials" in text
+    assert "largest showable    epsilon 4.6: the largest lower bound N = 200 trials could show" in text
+    assert "max certifiable" not in text
     assert re.search(r"accuracy unlearned 0\.9\d+ \+/- 0\.0\d+, retrained 0\.9\d+", text)
     assert "VIOLATION" not in text
     assert len(lines) <= 8
@@ -591,3 +592,21 @@ def test_calibration_neighbour_epsilon_is_printed_in_full():
     page = render_html(report)
     assert "1.0000000010384307" in page and "0.9999999989614534" in page
     assert "0.0041000668588213685" in page
+
+
+def test_rows_of_one_attack_and_statistic_say_which_score_direction_they_read():
+    report = make_report()
+    first = report["empirical"]["lower_bounds"][0]
+    for entry, direction in ((first, "higher score = unlearned"),
+                             (copy.deepcopy(first), "lower score = unlearned")):
+        entry["details"]["score_direction"] = direction
+        if entry is not first:
+            entry["epsilon"] = 0.12
+            report["empirical"]["lower_bounds"].insert(1, entry)
+    report["verdict"]["best_lower_bound"] = copy.deepcopy(first)
+    page = render_html(report)
+    rows = re.findall(r"<tr[^>]*><td>loss</td><td>epsilon-delta</td><td>([^<]*)</td>", page)
+    assert rows[:2] == ["higher score = unlearned", "lower score = unlearned"]
+    assert "<th>scores</th>" in page
+    text = summary_text(report)
+    assert "attack loss, statistic epsilon-delta, higher score = unlearned;" in text

@@ -240,3 +240,18 @@ def test_pilot_threshold_gives_a_verdict_below_thirty_trials(n):
     assert result.status in STATUSES
     entry, = result.report["empirical"]["lower_bounds"]
     assert entry["details"]["n_positive (unlearned)"] == n - 2
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_second_attack_cannot_make_a_mechanism_with_no_privacy_consistent(seed):
+    """One attack separates the worlds, a second sees noise: the second attack's reference
+    would be refuted, but the design could not refute what the first attack shows, so the
+    audit is not CONSISTENT."""
+    cert = Certificate.from_bound("gaussian:rdp", **_GAUSSIAN_RDP)
+    rng = np.random.default_rng(seed)
+    n = 200
+    result = audit_scores(
+        unlearned={"apart": rng.normal(50.0, 1.0, n), "noise": rng.normal(0.0, 1.0, n)},
+        retrained={"apart": rng.normal(0.0, 1.0, n), "noise": rng.normal(0.0, 1.0, n)},
+        certificate=cert, seed=seed, estimators=[])
+    assert result.status != "CONSISTENT", result.summary()

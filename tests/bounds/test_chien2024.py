@@ -618,7 +618,9 @@ def _repository_root():
 
 @pytest.mark.parametrize("bound_id", ["chien2024:thm3.2", "chien2024:thm3.2/capped",
                                       "chien2024:alg5/as-printed", "chien2024:thm3.2/optimal-shift",
-                                      "chien2024:thm3.2+thm3.11/sequence"])
+                                      "chien2024:thm3.2+thm3.11/sequence",
+                                      "chien2024:thm3.2/time-shift",
+                                      "chien2024:thm3.2+thm3.11/sequence/time-shift"])
 def test_burn_in_theorems_refuse_zero_learning_epochs(bound_id):
     """Lemma 2.6 needs at least one noisy iteration: at T = 0 the burn-in term
     alpha (2R)^2/(2 eta sigma^2) would bound the divergence between the stationary law and the

@@ -531,17 +531,41 @@ def test_best_epsilon_on_a9_matches_reference_conversions() -> None:
         assert float(fn(rate, "1e-5")) <= cert.epsilon <= float(fn(rate, "1e-5")) * (1 + 1e-6)
 
 
-def test_adaptive_steps_interval_widens_past_its_cap_and_still_encloses() -> None:
-    # About 12,800 adaptive steps: more than interval mode's recursion cap, fewer than float's.
-    params = dict(epsilon=1, delta="1e-5", C0=10, C2=1, sigma0=1, sigma="0.26")
-    assert H.INTERVAL_ITERATION_CAP < 12_000 < H.ADAPTIVE_ITERATION_CAP
+def test_adaptive_steps_past_the_exact_phase_stay_on_the_safe_side_and_close(monkeypatch) -> None:
+    # 385 adaptive steps (an independent 60-digit recursion), with the step-by-step phase cut to
+    # 100 steps, so mp counts the rest in blocks and interval mode gives an enclosure.
+    monkeypatch.setattr(H, "ADAPTIVE_EXACT_STEPS", 100)
+    params = dict(epsilon=1, delta="1e-5", C0=1, C2=1, sigma0=0, sigma="0.35")
+    exact = ref.least_steps(1, "1e-5", 1, 1, 0, "0.35", adaptive=True, limit=10_000)
+    assert exact == 385
+    assert H.ADAPTIVE_EXACT_STEPS < exact
     adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
-    exact = adaptive.evaluate(precision="float", **params).value
+    mp_count = adaptive.evaluate(precision="mp", digits=40, **params).value
+    assert exact <= mp_count <= exact * (1 + H.STEP_TOLERANCE)
     enclosure = adaptive.evaluate(precision="interval", digits=40, **params)
-    closed = bounds.get("koloskova2025:thm4.2/steps").evaluate(precision="interval", digits=40,
-                                                               **params)
-    assert H.INTERVAL_ITERATION_CAP < exact < closed.lower
-    assert enclosure.lower == 1 and enclosure.upper == closed.upper
+    assert enclosure.lower <= exact <= enclosure.upper
+    assert enclosure.upper <= exact * (1 + H.STEP_TOLERANCE)
+
+
+def test_adaptive_steps_work_is_bounded_when_theta_is_close_to_one(monkeypatch) -> None:
+    # theta_eps(2 C2/sigma) = 1 - 2.5e-23: Theorem 4.2 needs 4.6e23 steps and the adaptive
+    # recursion about 1e23, far beyond stepping one at a time.
+    calls = []
+    real = H.log_theta_mp
+    monkeypatch.setattr(H, "log_theta_mp", lambda *a: calls.append(1) or real(*a))
+    params = dict(epsilon=1, delta="1e-5", C0=1, C2=1, sigma0=0, sigma="0.1")
+    adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
+    closed = bounds.get("koloskova2025:thm4.2/steps").evaluate(precision="mp", digits=30, **params).value
+    count = adaptive.evaluate(precision="mp", digits=30, **params).value
+    assert len(calls) <= H.ADAPTIVE_EVALUATIONS + 10
+    calls.clear()
+    enclosure = adaptive.evaluate(precision="interval", digits=30, **params)
+    assert len(calls) <= 2 * (H.ADAPTIVE_EVALUATIONS + 10)
+    assert enclosure.lower <= count < closed and enclosure.upper < closed
+    assert count == pytest.approx(float(enclosure.upper), rel=1e-9)
+    # the lower end: every step is at most as long as the one at delta_t = delta
+    longest = -ref.log_theta(math.log1p(math.expm1(1) / 1e-5), 20)
+    assert enclosure.lower >= (1 - 1e-9) * math.log(1e5) / float(longest)
 
 
 def test_eq10_is_not_declared_monotone_where_it_is_not() -> None:
