@@ -126,7 +126,7 @@ def _papers_section() -> str:
 
 
 def test_readme_papers_section_lists_what_each_paper_brings() -> None:
-    from bounds.engine import list_reproductions
+    from bounds.registry import list_reproductions
 
     import bounds
     from audits.registry import adapter_names
