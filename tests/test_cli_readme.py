@@ -126,11 +126,10 @@ def _papers_section() -> str:
 
 
 def test_readme_papers_section_lists_what_each_paper_brings() -> None:
-    from bounds.registry import list_reproductions
-
     import bounds
     from audits.registry import adapter_names
     from audits.reproductions.registry import empirical_reproductions
+    from bounds.registry import list_reproductions
 
     section = _papers_section()
     assert "planned" not in section
