@@ -1,7 +1,7 @@
 """Analysis of an audit's trials: attack scores, lower bounds, estimates, plots, verdict.
 
 Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
-:mod:`empirical.statistics` (or :mod:`empirical.threshold_power` for the pilot threshold) whose
+:mod:`empirical.statistics` (or :mod:`empirical.statistics.pilot` for the pilot threshold) whose
 threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
@@ -123,7 +123,7 @@ def _strategy(name: str, seed: int):
 
 
 # Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
-# on the forgotten data" (the convention of empirical.attacks), "less" the reverse, "both" tests
+# on the forgotten data" (the toolkit's score convention), "less" the reverse, "both" tests
 # each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
 DIRECTIONS = ("both", "greater", "less")
 # Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
@@ -168,7 +168,7 @@ def _privacy_direction(certificate: Certificate) -> str:
 def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
                      alpha_each: float, seed: int, privacy_direction: str):
     from empirical import statistics as st
-    from empirical.threshold_power import pilot_epsilon_lower_bound
+    from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
     u, r = attack.unlearned, attack.retrained
     if orientation == "less":
@@ -405,6 +405,10 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
     not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
     until :data:`_NEEDED_CONFIRMATIONS` further draws all refute; None when no size up to
     10^7 refutes."""
+    from fractions import Fraction
+
+    from bounds.calibration import least_integer
+    from bounds.errors import SolverError
     from empirical.renyi_audit import renyi_audit
 
     privacy_direction = _privacy_direction(certificate)
@@ -439,17 +443,12 @@ def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta
                                stop_at_violation=True).violation
         return False
 
-    low, high = max(n_now, 1), max(2 * n_now, 2)
-    while not could_refute(high, 0):
-        low, high = high, 2 * high
-        if high > _NEEDED_MAX:
-            return None
-    while high - low > max(1, low // 20):  # 5% resolution is enough to plan a run
-        mid = (low + high) // 2
-        if could_refute(mid, 0):
-            high = mid
-        else:
-            low = mid
+    n = max(n_now, 1)
+    try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
+        high = least_integer(lambda k: could_refute(k, 0), start=n, hint=n, first_step=n,
+                             limit=_NEEDED_MAX, resolution=Fraction(1, 20))
+    except SolverError:
+        return None
     while not all(could_refute(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
         high = int(math.ceil(high * 1.05))
         if high > _NEEDED_MAX:

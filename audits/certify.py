@@ -67,7 +67,7 @@ def certify(
     """
     from bounds.calibration import calibrate
     from bounds.conversions import CONVERSION_CITATIONS, best_epsilon
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
 
     values = dict(free)
     renyi = bound.guarantee.renyi_order is not None
@@ -125,7 +125,7 @@ def _certify_eps_delta(bound: Any, *, inputs: Mapping[str, Any], values: Mapping
                        extra_provenance: Mapping[str, Any] | None,
                        calibration: Mapping[str, Any] | None) -> CertifiedRun:
     """An (epsilon, delta) bound: its interval upper end at the exact values, no conversion."""
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
 
     if bound.guarantee.kind != "eps_delta_unlearning":
         raise SpecError(f"spec.certificate.bound: {bound.id} bounds a {bound.guarantee.kind}, "

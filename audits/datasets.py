@@ -37,11 +37,7 @@ def build_requests(request_spec: Any, dataset: Any) -> tuple[tuple[int, ...], li
     ``replace`` with ``flip`` puts (-x, y) in place of (x, y); ``random`` draws the paper's
     replacement point with a seed derived from the request seed and the request's position.
     """
-    from empirical.data import (
-        UnlearningRequest,
-        removal_request,
-        replacement_request,
-    )
+    from empirical.requests import UnlearningRequest, removal_request, replacement_request
 
     n = dataset.n
     if request_spec.indices is None:

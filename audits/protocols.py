@@ -14,7 +14,7 @@ Both end in the same analysis, verdict and report as ``unlearn audit run``. The 
 is a :class:`Certificate`, either a number you vouch for or computed from a declared theorem
 (:meth:`Certificate.from_bound`).
 
-Conventions. Scores follow :mod:`empirical.attacks`: higher means "more like a model that
+Conventions. Scores follow one sign convention: higher means "more like a model that
 trained on the forgotten data", so unlearned models are the positive class. A score array is
 ``[n]`` (one score per model) or ``[n, E]`` (one column per forgotten example: the audit bounds
 the mean over columns and plots a per-example estimate). Statistics are ``[n, k]`` arrays (for
@@ -321,7 +321,7 @@ class Certificate:
         whole certified curve on ``orders`` (default :data:`CURVE_ORDERS`), e.g.
         ``Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=1)``."""
         from bounds.conversions import best_epsilon
-        from bounds.engine import get
+        from bounds.registry import get
 
         conv = best_epsilon(bound_id, delta=delta, conversion=conversion, **params)
         bound = get(conv.bound_id)
@@ -381,7 +381,7 @@ def certified_renyi_curve(bound: Any, params: Mapping[str, Any], *,
     guessed. A bound whose inputs hold at one order only (``Guarantee.fixed_order_inputs``), or
     a call that fixes the order, gives a one-point curve. Non-Rényi bounds give ``None``.
     """
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
 
     guarantee = bound.guarantee
     order_name = guarantee.renyi_order

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable, Mapping
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -30,7 +31,9 @@ from bounds.conversions import (
     renyi_to_dp,
     require_fixed_order,
 )
-from bounds.engine import Bound, BoundError, SolverError, get
+from bounds.declarations import Bound
+from bounds.errors import BoundError, SolverError
+from bounds.registry import get
 
 SOLVE_ALIASES = {"requests": "s", "burn-in": "T", "epochs": "K"}
 _INTEGER_LIMIT = 2**53
@@ -71,6 +74,7 @@ class Calibration:
     quantity: str = "epsilon"
 
     def to_dict(self) -> dict[str, Any]:
+        """The calibration as plain JSON data."""
         q = self.quantity
         return {
             "bound": self.bound_id,
@@ -512,9 +516,9 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     :func:`limit_at_infinity`) meets the target, at one Rényi order, in interval arithmetic.
     Returns (proved, note); an unproved limit is never claimed.
     """
-    from bounds.backends import _IV_FUNCS, _MP_FUNCS
+    from bounds.backends import IV_FUNCS, MP_FUNCS
     from bounds.numerics import float_up, interval_endpoints, interval_ready, iv_precision, stabilise
-    from bounds.values import _to_iv, _to_mp
+    from bounds.values import to_interval, to_mp
 
     bound = objective.bound
     sym = bound.parameter(objective.parameter).symbol
@@ -530,12 +534,12 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     if limit is None:
         return False, ""
     free = [bound.parameter(order).symbol] if order and not fixed else []
-    iv_fn = sp.lambdify([*symbols_, *free], interval_ready(stabilise(limit)), modules=[_IV_FUNCS])
-    mp_fn = sp.lambdify([*symbols_, *free], stabilise(limit), modules=[_MP_FUNCS, "mpmath"])
+    iv_fn = sp.lambdify([*symbols_, *free], interval_ready(stabilise(limit)), modules=[IV_FUNCS])
+    mp_fn = sp.lambdify([*symbols_, *free], stabilise(limit), modules=[MP_FUNCS, "mpmath"])
 
     def certified_limit(alpha: float | None) -> float:
         with iv_precision(40):
-            args = [_to_iv(v) for v in known.values()] + ([mpmath.iv.mpf(alpha)] if free else [])
+            args = [to_interval(v) for v in known.values()] + ([mpmath.iv.mpf(alpha)] if free else [])
             value = mpmath.iv.mpf(iv_fn(*args))
             if order:
                 a = alpha if free else float(values[order])
@@ -548,7 +552,7 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
         alpha = None
         if free:
             with mpmath.workdps(30):
-                base_args = [_to_mp(v) for v in known.values()]
+                base_args = [to_mp(v) for v in known.values()]
                 lo = max(objective.alpha_min, 1 + 1e-6) - 1
                 grid = np.geomspace(lo, objective.alpha_max - 1, 400) + 1
                 scores = []
@@ -576,16 +580,43 @@ def _limit_meets_target(objective: _Objective, target: float) -> tuple[bool, str
     )
 
 
-def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT) -> int:
-    """Least k >= start with ``predicate(k)`` true, for a predicate monotone in k."""
-    if predicate(start):
-        return start
-    bad, good = start, start + 1
-    while not predicate(good):
-        bad, good = good, 2 * good
-        if good > limit:
-            raise SolverError(f"no integer up to {limit} satisfies the condition")
-    while good - bad > 1:
+def least_integer(predicate: Callable[[int], bool], *, start: int = 1, limit: int = _INTEGER_LIMIT,
+                  hint: int | None = None, first_step: int = 1, resolution: Fraction = Fraction(0)) -> int:
+    """Least k >= ``start`` with ``predicate(k)`` true, for a predicate monotone in k (false, then
+    true): the one integer search of the toolkit (epochs, step counts, trial counts).
+
+    The search begins at ``hint`` (default ``start``): where the predicate holds there it gallops
+    down (hint - 1, hint - 3, hint - 7, ...), otherwise up (hint + s, then doubling steps, with s =
+    ``first_step``), then bisects; so a good hint costs O(log |answer - hint|) evaluations and
+    ``first_step = hint`` doubles k (2 hint, 4 hint, ...). A probe above ``limit`` raises
+    :class:`SolverError`. With ``resolution`` r > 0 the bisection stops once the bracket is at most
+    max(1, floor(r * k)) wide and returns its upper end, a k where the predicate holds that is
+    within that distance of the least one.
+    """
+    if first_step < 1:
+        raise ValueError(f"first_step must be >= 1, got {first_step}")
+    hint = start if hint is None else max(start, int(hint))
+    if predicate(hint):
+        good, step = hint, 1
+        while good > start:
+            probe = max(start, good - step)
+            if not predicate(probe):
+                bad = probe
+                break
+            good, step = probe, 2 * step
+        else:
+            return good
+    else:
+        bad, step = hint, first_step
+        while True:
+            probe = bad + step
+            if probe > limit:
+                raise SolverError(f"no integer up to {limit} satisfies the condition")
+            if predicate(probe):
+                good = probe
+                break
+            bad, step = probe, 2 * step
+    while good - bad > max(1, math.floor(resolution * bad)):  # predicate(bad) false, (good) true
         mid = (good + bad) // 2
         if predicate(mid):
             good = mid

@@ -27,16 +27,10 @@ import numpy as np
 import sympy as sp
 from scipy import optimize, special
 
-from bounds.engine import (
-    Bound,
-    BoundError,
-    PreconditionError,
-    SolverError,
-    float_up,
-    get,
-    interval_endpoints,
-    iv_precision,
-)
+from bounds.declarations import Bound
+from bounds.errors import BoundError, PreconditionError, SolverError
+from bounds.numerics import float_up, interval_endpoints, iv_precision
+from bounds.registry import get
 
 CONVERSIONS: tuple[str, ...] = ("mironov", "balle2020")
 
@@ -270,6 +264,7 @@ class DPConversion:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The conversion as plain JSON data."""
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,

@@ -16,46 +16,46 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.backends import _IV_FUNCS, _MP_FUNCS, _NUMPY_FUNCS
+from bounds.backends import IV_FUNCS, MP_FUNCS, NUMPY_FUNCS
 from bounds.errors import BoundError, PreconditionError
 from bounds.numerics import (
-    _call_float,
-    _check_finite,
-    _squeeze,
+    call_float,
+    check_finite,
     float_down,
     float_up,
     interval_endpoints,
     interval_ready,
     iv_precision,
+    squeeze,
     stabilise,
 )
 from bounds.values import (
-    _LATEX_NAMES,
-    _exact_truth,
-    _fmt,
-    _fmt_exact,
-    _is_exact,
-    _jsonable,
-    _plain,
-    _symbol,
-    _to_float_array,
-    _to_iv,
-    _to_mp,
+    LATEX_NAMES,
+    exact_truth,
+    format_exact,
+    format_float,
+    is_exact,
+    jsonable,
+    plain_text,
+    real_symbol,
     resolve_values,
+    to_float_array,
+    to_interval,
+    to_mp,
 )
 
 Precision = Literal["float", "mp", "interval"]
 PRECISIONS: tuple[str, ...] = ("float", "mp", "interval")
 
-_FLOAT_NOTE = (
+FLOAT_NOTE = (
     "float evaluation: IEEE-754 round-to-nearest, so the direction of rounding is not "
     "controlled; use precision='interval' for a certified upper bound"
 )
 _FLOAT_NOTES = {
-    "upper": _FLOAT_NOTE,
-    "lower": _FLOAT_NOTE.replace("upper bound", "lower bound (the safe end of this kind of "
+    "upper": FLOAT_NOTE,
+    "lower": FLOAT_NOTE.replace("upper bound", "lower bound (the safe end of this kind of "
                                  "quantity)"),
-    "both": _FLOAT_NOTE.replace("a certified upper bound", "a rigorous enclosure"),
+    "both": FLOAT_NOTE.replace("a certified upper bound", "a rigorous enclosure"),
 }
 
 
@@ -86,6 +86,7 @@ class Citation:
                 raise ValueError(f"citation of {self.paper or '?'}: empty {name}")
 
     def describe(self) -> str:
+        """One line: reference, label, section and seed."""
         where = f", {self.section}" if self.section else ""
         seed = f" [seed {self.seed}]" if self.seed else ""  # textbook results have no seed text
         return f"{self.reference}, {self.label}{where}{seed}"
@@ -109,21 +110,23 @@ class Parameter:
 
     @property
     def symbol(self) -> sp.Symbol:
-        return _symbol(self.name)
+        """The real sympy symbol of this parameter (shared by every bound)."""
+        return real_symbol(self.name)
 
     def domain_text(self) -> str:
+        """The parameter's domain in words, such as ``sigma > 0``."""
         parts = []
         if self.lower is not None:
-            parts.append(f"{self.name} {'>' if self.lower_open else '>='} {_fmt(self.lower)}")
+            parts.append(f"{self.name} {'>' if self.lower_open else '>='} {format_float(self.lower)}")
         if self.upper is not None:
-            parts.append(f"{self.name} {'<' if self.upper_open else '<='} {_fmt(self.upper)}")
+            parts.append(f"{self.name} {'<' if self.upper_open else '<='} {format_float(self.upper)}")
         if self.integer:
             parts.append(f"{self.name} integer")
         return ", ".join(parts) if parts else f"{self.name} real"
 
     def violations(self, value: Any) -> list[str]:
         """Describe how ``value`` (scalar or array) leaves the domain; empty if it does not."""
-        arr = np.asarray(value, dtype=float) if not _is_exact(value) else None
+        arr = np.asarray(value, dtype=float) if not is_exact(value) else None
         msgs: list[str] = []
         if arr is not None:
             if not np.all(np.isfinite(arr)):
@@ -161,7 +164,8 @@ class Precondition:
     description: str
 
     def text(self) -> str:
-        return f"{_plain(self.relation)}  ({self.description})"
+        """The relation and its description, in plain text."""
+        return f"{plain_text(self.relation)}  ({self.description})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -281,23 +285,28 @@ class Bound:
 
     @property
     def paper(self) -> str:
+        """The paper part of the bound's id (before the colon)."""
         return self.id.split(":", 1)[0]
 
     @property
     def parameter_names(self) -> tuple[str, ...]:
+        """Names of the parameters, in declaration order."""
         return tuple(p.name for p in self.parameters)
 
     def parameter(self, name: str) -> Parameter:
+        """The declared parameter called ``name`` (BoundError when there is none)."""
         for p in self.parameters:
             if p.name == name:
                 return p
         raise BoundError(f"{self.id} has no parameter {name!r}; it takes {self.parameter_names}")
 
     def latex(self) -> str:
-        return sp.latex(self.expression, symbol_names=_LATEX_NAMES)
+        """The formula in LaTeX, with Greek parameter names."""
+        return sp.latex(self.expression, symbol_names=LATEX_NAMES)
 
     def text(self) -> str:
-        return _plain(self.expression)
+        """The formula in plain text."""
+        return plain_text(self.expression)
 
     def provenance(self) -> dict[str, Any]:
         """Where the number comes from: theorem, paper, assumptions, variant."""
@@ -324,11 +333,11 @@ class Bound:
         if self.variant == "literal":
             return False, (f"{self.id} is the literal printed form kept for comparison "
                            "(variant 'literal'), not a certificate; see docs/errata.md")
-        if self.certificate_conditions and all(_is_exact(values[n]) for n in self.parameter_names):
-            subs = {_symbol(n): values[n] for n in self.parameter_names}
+        if self.certificate_conditions and all(is_exact(values[n]) for n in self.parameter_names):
+            subs = {real_symbol(n): values[n] for n in self.parameter_names}
             for cond in self.certificate_conditions:
-                if not _exact_truth(cond.relation, subs):
-                    return False, (f"{self.id} certifies only where {_plain(cond.relation)} "
+                if not exact_truth(cond.relation, subs):
+                    return False, (f"{self.id} certifies only where {plain_text(cond.relation)} "
                                    f"[{cond.description}]; it does not hold at these inputs")
         elif self.certificate_conditions:
             return False, f"{self.id}: certificate conditions need scalar inputs"
@@ -350,7 +359,7 @@ class Bound:
 
         For solvers' inner loops; everything user-facing goes through :meth:`evaluate`.
         """
-        return sp.lambdify(self._symbols, self._numeric_expression, modules=[_NUMPY_FUNCS, "numpy"])
+        return sp.lambdify(self._symbols, self._numeric_expression, modules=[NUMPY_FUNCS, "numpy"])
 
     @functools.cached_property
     def _exact_split(self) -> tuple[sp.Expr, tuple[sp.Expr, ...], tuple[sp.Symbol, ...]]:
@@ -393,26 +402,26 @@ class Bound:
     @functools.cached_property
     def _split_float(self) -> Callable[..., Any]:
         expression, _, extra = self._exact_split
-        return sp.lambdify([*self._symbols, *extra], expression, modules=[_NUMPY_FUNCS, "numpy"])
+        return sp.lambdify([*self._symbols, *extra], expression, modules=[NUMPY_FUNCS, "numpy"])
 
     @functools.cached_property
     def _split_mp(self) -> Callable[..., Any]:
         expression, _, extra = self._exact_split
-        return sp.lambdify([*self._symbols, *extra], expression, modules=[_MP_FUNCS, "mpmath"])
+        return sp.lambdify([*self._symbols, *extra], expression, modules=[MP_FUNCS, "mpmath"])
 
     @functools.cached_property
     def _split_iv(self) -> Callable[..., Any]:
         expression, _, extra = self._exact_split
-        return sp.lambdify([*self._symbols, *extra], interval_ready(expression), modules=[_IV_FUNCS])
+        return sp.lambdify([*self._symbols, *extra], interval_ready(expression), modules=[IV_FUNCS])
 
     def _combinations(self, values: Mapping[str, Any]) -> list[Any]:
         """The exact values of :attr:`_exact_split`'s combinations (float arrays for arrays)."""
-        subs = {_symbol(n): values[n] for n in self.parameter_names}
+        subs = {real_symbol(n): values[n] for n in self.parameter_names}
         out = []
         for combo in self._exact_split[1]:
             if any(isinstance(subs[s], np.ndarray) for s in combo.free_symbols):
                 fn = sp.lambdify(sorted(combo.free_symbols, key=str), combo, modules="numpy")
-                out.append(fn(*[_to_float_array(subs[s]) for s in sorted(combo.free_symbols, key=str)]))
+                out.append(fn(*[to_float_array(subs[s]) for s in sorted(combo.free_symbols, key=str)]))
             else:
                 out.append(combo.xreplace(subs))
         return out
@@ -423,7 +432,7 @@ class Bound:
         for pre in self.preconditions:
             rel = pre.relation
             gap = sp.simplify(rel.rhs - rel.lhs) if not isinstance(rel, sp.Eq) else rel.lhs - rel.rhs
-            out.append((pre, sp.lambdify(self._symbols, gap, modules=[_NUMPY_FUNCS, "numpy"])))
+            out.append((pre, sp.lambdify(self._symbols, gap, modules=[NUMPY_FUNCS, "numpy"])))
         return out
 
     # -- evaluation ------------------------------------------------------------------------------
@@ -463,13 +472,13 @@ class Bound:
             return self._evaluate_float(values, combos, notes)
         if precision == "mp":
             with mpmath.workdps(digits):
-                args = [_to_mp(values[n]) for n in self.parameter_names]
-                args += [_to_mp(c) for c in combos]
+                args = [to_mp(values[n]) for n in self.parameter_names]
+                args += [to_mp(c) for c in combos]
                 value = self._mp_value(args)
             return Evaluation(self, value, "mp", digits, None, None, tuple(notes), values)
         with iv_precision(digits):
-            args = [_to_iv(values[n]) for n in self.parameter_names]
-            args += [_to_iv(c) for c in combos]
+            args = [to_interval(values[n]) for n in self.parameter_names]
+            args += [to_interval(c) for c in combos]
             try:
                 enclosure = mpmath.iv.mpf(self._split_iv(*args))
             except ZeroDivisionError:
@@ -485,7 +494,7 @@ class Bound:
             value = self._split_mp(*args)
         except ZeroDivisionError:
             raise BoundError(f"{self.id}: division by zero at these inputs") from None
-        _check_finite(self.id, value)
+        check_finite(self.id, value)
         return value
 
     def _evaluate_float(self, values: Mapping[str, Any], combos: list[Any],
@@ -493,12 +502,12 @@ class Bound:
         """Float value; an overflow, a division by zero or an input outside the float range is
         never rounded silently: a scalar is recomputed in mpmath (with a note), an array refused.
         """
-        args = [_to_float_array(values[n]) for n in self.parameter_names]
-        args += [_to_float_array(c) for c in combos]
-        scalar = all(_is_exact(values[n]) for n in self.parameter_names)
-        lost = [n for n in self.parameter_names if _is_exact(values[n]) and _leaves_float_range(values[n])]
-        lost += [str(c) for c in combos if _is_exact(c) and _leaves_float_range(c)]
-        value, flags = _call_float(self._split_float, args)
+        args = [to_float_array(values[n]) for n in self.parameter_names]
+        args += [to_float_array(c) for c in combos]
+        scalar = all(is_exact(values[n]) for n in self.parameter_names)
+        lost = [n for n in self.parameter_names if is_exact(values[n]) and _leaves_float_range(values[n])]
+        lost += [str(c) for c in combos if is_exact(c) and _leaves_float_range(c)]
+        value, flags = call_float(self._split_float, args)
         if lost or flags["overflow"]:
             why = (f"the input {lost[0]} is outside the normal float range" if lost else
                    "an intermediate result overflowed the float range")
@@ -506,8 +515,8 @@ class Bound:
                 raise BoundError(f"{self.id}: float evaluation is not reliable here ({why}); "
                                  "evaluate point by point with precision='mp'")
             with mpmath.workdps(30):
-                exact = self._mp_value([_to_mp(values[n]) for n in self.parameter_names]
-                                       + [_to_mp(c) for c in combos])
+                exact = self._mp_value([to_mp(values[n]) for n in self.parameter_names]
+                                       + [to_mp(c) for c in combos])
                 value = float(exact)
             notes.append(f"float evaluation: {why}, so the value was computed in mpmath at 30 "
                          "digits and rounded to the nearest float")
@@ -522,14 +531,14 @@ class Bound:
                 "float underflow: a term was rounded toward zero, so the float value may "
                 "lie below the exact one; re-evaluate with precision='mp' or 'interval'"
             )
-        _check_finite(self.id, value)
+        check_finite(self.id, value)
         notes.append(_FLOAT_NOTES[self.guarantee.safe_end])
-        return Evaluation(self, _squeeze(value), "float", 16, None, None, tuple(notes), values)
+        return Evaluation(self, squeeze(value), "float", 16, None, None, tuple(notes), values)
 
     def _remarks(self, values: Mapping[str, Any]) -> list[str]:
         """Notes on a value that is not a certificate at these inputs (see :attr:`remark`)."""
         out = []
-        scalar = all(_is_exact(values[n]) for n in self.parameter_names)
+        scalar = all(is_exact(values[n]) for n in self.parameter_names)
         if self.variant == "literal" or (self.certificate_conditions and scalar):
             ok, why = self.certificate_status(values)
             if not ok:
@@ -569,21 +578,21 @@ class Bound:
                 raise PreconditionError(f"{self.id} ({self.citation.label}): requires {msg}")
         if not self.preconditions:
             return
-        if all(_is_exact(values[n]) for n in self.parameter_names):
-            subs = {_symbol(n): values[n] for n in self.parameter_names}
+        if all(is_exact(values[n]) for n in self.parameter_names):
+            subs = {real_symbol(n): values[n] for n in self.parameter_names}
             for pre in self.preconditions:
-                ok = _exact_truth(pre.relation, subs)
+                ok = exact_truth(pre.relation, subs)
                 if not ok:
                     raise PreconditionError(
-                        f"{self.id} ({self.citation.label}): requires {_plain(pre.relation)} "
+                        f"{self.id} ({self.citation.label}): requires {plain_text(pre.relation)} "
                         f"[{pre.description}]; got "
                         + ", ".join(
-                            f"{s}={_fmt_exact(subs[_symbol(s)])}"
+                            f"{s}={format_exact(subs[real_symbol(s)])}"
                             for s in sorted(x.name for x in pre.relation.free_symbols)
                         )
                     )
             return
-        args = [_to_float_array(values[n]) for n in self.parameter_names]
+        args = [to_float_array(values[n]) for n in self.parameter_names]
         for pre, gap_fn in self._precondition_functions:
             with np.errstate(all="ignore"):
                 gap = np.asarray(gap_fn(*args), dtype=float)
@@ -598,7 +607,7 @@ class Bound:
                 bad = ~(gap <= 0)
             if np.any(bad):
                 raise PreconditionError(
-                    f"{self.id} ({self.citation.label}): requires {_plain(rel)} "
+                    f"{self.id} ({self.citation.label}): requires {plain_text(rel)} "
                     f"[{pre.description}]; violated at {int(np.sum(bad))} of {bad.size} points"
                 )
 
@@ -655,14 +664,15 @@ class Evaluation:
         return self.certified_upper if end == "upper" else self.certified_lower
 
     def to_dict(self) -> dict[str, Any]:
+        """The evaluation as plain JSON data (inputs, value, precision, notes)."""
         out: dict[str, Any] = {
             "bound": self.bound.id,
             "guarantee": self.bound.guarantee.kind,
             "safe_end": self.bound.guarantee.safe_end,
             "precision": self.precision,
             "digits": self.digits,
-            "inputs": {k: _jsonable(v) for k, v in self.inputs.items()},
-            "value": _jsonable(self.value),
+            "inputs": {k: jsonable(v) for k, v in self.inputs.items()},
+            "value": jsonable(self.value),
             "notes": list(self.notes),
             "provenance": self.bound.provenance(),
         }
@@ -690,9 +700,10 @@ def _leaves_float_range(value: sp.Expr) -> bool:
     if value == 0:
         return False
     with mpmath.workdps(20):
-        size = abs(_to_mp(value))
+        size = abs(to_mp(value))
     return size < _FLOAT_TINY or size > 1.7976931348623157e308
 
 
 def describe_parameters(params: Iterable[Parameter]) -> list[str]:
+    """One line per parameter: name, description and domain."""
     return [f"{p.name}: {p.description} ({p.domain_text()})" for p in params]

@@ -1,4 +1,4 @@
-"""A small, safe expression language for parameter values given as text (issue 10).
+"""A small, safe expression language for parameter values given as text.
 
 Users paste values such as ``"1/L"``, ``"0.1"`` or ``"sqrt(2*log(1.25/delta))"`` from papers and
 configs. The text is untrusted: it is parsed with :func:`ast.parse` (``mode="eval"``), only a

@@ -12,6 +12,7 @@ import contextlib
 import functools
 import math
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from typing import Any
 
 import mpmath
@@ -41,28 +42,32 @@ def interval_ready(expr: sp.Expr) -> sp.Expr:
 
 
 
-def _midpoint(x: Any) -> Any:
+def midpoint(x: Any) -> Any:
+    """Midpoint of an mpmath interval; any other number unchanged."""
     if type(x).__name__ == "ivmpf":
         lo, hi = interval_endpoints(x)
         return (lo + hi) / 2
     return x
 
 
-def _min2(ctx: Any, x: Any, y: Any) -> Any:
+def min2(ctx: Any, x: Any, y: Any) -> Any:
+    """``min(x, y)`` in the context ``ctx`` (endpoint-wise, hence rigorous, for intervals)."""
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([min(xa, ya), min(xb, yb)])
     return x if x <= y else y
 
 
-def _max2(ctx: Any, x: Any, y: Any) -> Any:
+def max2(ctx: Any, x: Any, y: Any) -> Any:
+    """``max(x, y)`` in the context ``ctx`` (endpoint-wise, hence rigorous, for intervals)."""
     if ctx is mpmath.iv:
         (xa, xb), (ya, yb) = interval_endpoints(x), interval_endpoints(y)
         return mpmath.iv.mpf([max(xa, ya), max(xb, yb)])
     return x if x >= y else y
 
 
-def _reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+def pairwise_reduce(fn: Callable[[Any, Any], Any]) -> Callable[..., Any]:
+    """An n-ary function from the binary ``fn`` (a left fold over the arguments)."""
     def apply(*args: Any) -> Any:
         return functools.reduce(fn, args)
 
@@ -188,14 +193,16 @@ def _snap_float(y: Any) -> Any:
     return np.where((y < -1) & (y >= -1 - _FLOAT_SNAP), -1.0, y)
 
 
-def _pow1p_float(y: Any, x: Any) -> Any:
+def pow1p_float(y: Any, x: Any) -> Any:
+    """(1 + y)**x in numpy as exp(x log1p(y)), with 0**0 = 1."""
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = np.exp(x * np.log1p(y))
     return np.where((y == -1) & (x == 0), 1.0, value)
 
 
-def _one_minus_pow1p_float(y: Any, x: Any) -> Any:
+def one_minus_pow1p_float(y: Any, x: Any) -> Any:
+    """1 - (1 + y)**x in numpy as -expm1(x log1p(y)), with 1 - 0**0 = 0."""
     y = _snap_float(y)
     with np.errstate(divide="ignore", invalid="ignore"):
         value = -np.expm1(x * np.log1p(y))
@@ -208,21 +215,24 @@ def _snap_mp(y: Any) -> Any:
     return y
 
 
-def _pow1p_mp(y: Any, x: Any) -> Any:
+def pow1p_mp(y: Any, x: Any) -> Any:
+    """(1 + y)**x in mpmath as exp(x log1p(y)), with 0**0 = 1."""
     y = _snap_mp(y)
     if y == -1:
         return mpmath.mpf(1) if x == 0 else mpmath.mpf(0) if x > 0 else mpmath.inf
     return mpmath.exp(x * mpmath.log1p(y))
 
 
-def _one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+def one_minus_pow1p_mp(y: Any, x: Any) -> Any:
+    """1 - (1 + y)**x in mpmath as -expm1(x log1p(y))."""
     y = _snap_mp(y)
     if y == -1:
-        return 1 - _pow1p_mp(y, x)
+        return 1 - pow1p_mp(y, x)
     return -mpmath.expm1(x * mpmath.log1p(y))
 
 
-def _pow1p_iv(y: Any, x: Any) -> Any:
+def pow1p_iv(y: Any, x: Any) -> Any:
+    """Rigorous interval enclosure of (1 + y)**x for a base 1 + y >= 0."""
     # The base 1 + y is a contraction factor c >= 0 by the theorems' preconditions, so
     # intersecting its enclosure with [0, inf) keeps the result rigorous.
     lo, hi = interval_endpoints(1 + mpmath.iv.mpf(y))
@@ -244,19 +254,22 @@ def _pow1p_iv(y: Any, x: Any) -> Any:
     return mpmath.iv.exp(mpmath.iv.mpf(x) * mpmath.iv.log(mpmath.iv.mpf([lo, hi])))
 
 
-def _log_ratio_float(a: Any, b: Any, diff: Any) -> Any:
+def log_ratio_float(a: Any, b: Any, diff: Any) -> Any:
+    """log(a / b) in numpy, as log1p(diff / b) when a is near b (diff = a - b formed exactly)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         near = np.abs(diff) <= np.abs(b) / 2
         return np.where(near, np.log1p(diff / b), np.log(a / b))
 
 
-def _log_ratio_mp(a: Any, b: Any, diff: Any) -> Any:
+def log_ratio_mp(a: Any, b: Any, diff: Any) -> Any:
+    """log(a / b) in mpmath, as log1p(diff / b) when a is near b (diff = a - b formed exactly)."""
     if abs(diff) <= abs(b) / 2:
         return mpmath.log1p(diff / b)
     return mpmath.log(a / b)
 
 
-def _log_ratio_iv(a: Any, b: Any, diff: Any) -> Any:
+def log_ratio_iv(a: Any, b: Any, diff: Any) -> Any:
+    """Rigorous interval enclosure of log(a / b), through log1p(diff / b) when a is near b."""
     ratio = mpmath.iv.mpf(diff) / mpmath.iv.mpf(b)
     lo, hi = interval_endpoints(ratio)
     if max(abs(lo), abs(hi)) <= 0.5:
@@ -264,7 +277,7 @@ def _log_ratio_iv(a: Any, b: Any, diff: Any) -> Any:
     return mpmath.iv.log(mpmath.iv.mpf(a) / mpmath.iv.mpf(b))
 
 
-def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str, bool]]:
+def call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str, bool]]:
     """Call a numpy evaluator, recording whether it underflowed, overflowed or divided by 0."""
     flags = {"underflow": False, "overflow": False}
 
@@ -279,7 +292,8 @@ def _call_float(fn: Callable[..., Any], args: list[Any]) -> tuple[Any, dict[str,
     return value, flags
 
 
-def _check_finite(bound_id: str, value: Any) -> None:
+def check_finite(bound_id: str, value: Any) -> None:
+    """Refuse (BoundError naming the bound) a value that is not finite."""
     if isinstance(value, mpmath.mpf) or isinstance(value, mpmath.mpc):
         if not mpmath.isfinite(value):
             raise BoundError(f"{bound_id}: the value is not finite ({value})")
@@ -292,7 +306,8 @@ def _check_finite(bound_id: str, value: Any) -> None:
         )
 
 
-def _squeeze(value: Any) -> Any:
+def squeeze(value: Any) -> Any:
+    """A 0-d result as a float, an array result as an array."""
     arr = np.asarray(value, dtype=float)
     return float(arr) if arr.ndim == 0 else arr
 
@@ -306,22 +321,36 @@ def interval_endpoints(x: Any) -> tuple[mpmath.mpf, mpmath.mpf]:
 
 def interval_min(x: Any, y: Any) -> Any:
     """Rigorous ``min`` of two mpmath intervals (endpoint-wise)."""
-    return _min2(mpmath.iv, x, y)
+    return min2(mpmath.iv, x, y)
 
+
+
+def _exact_compare(f: float, x: Any) -> int:
+    """Sign of ``f - x`` computed exactly, for ``x`` an int, Fraction, sympy Rational or mpmath
+    number (an mpf is a binary fraction, so the mpf comparison is exact)."""
+    if isinstance(x, mpmath.mpf):
+        y: Any = mpmath.mpf(f)
+    else:
+        if isinstance(x, sp.Rational):
+            x = Fraction(int(x.p), int(x.q))
+        y = Fraction(f)
+    return (y > x) - (y < x)
 
 
 def float_up(x: Any) -> float:
-    """The smallest float that is >= the mpmath number ``x``."""
-    f = float(x)
-    if mpmath.mpf(f) < x:
+    """The smallest float that is >= ``x`` (an exact number or an mpmath number): the safe side
+    for a quantity that must reach its bound (a noise, an epsilon)."""
+    f = float(x)  # nearest, so at most one step away
+    if _exact_compare(f, x) < 0:
         f = math.nextafter(f, math.inf)
     return f
 
 
 def float_down(x: Any) -> float:
-    """The largest float that is <= the mpmath number ``x``."""
+    """The largest float that is <= ``x`` (an exact number or an mpmath number): the safe side
+    for a quantity that must not exceed its bound (a step size, a budget)."""
     f = float(x)
-    if mpmath.mpf(f) > x:
+    if _exact_compare(f, x) > 0:
         f = math.nextafter(f, -math.inf)
     return f
 

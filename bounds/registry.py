@@ -72,6 +72,7 @@ _REPRODUCTIONS: dict[str, Reproduction] = {}
 
 
 def register_reproduction(reproduction: Reproduction) -> Reproduction:
+    """Register a paper-number reproduction under its id (refuses duplicates)."""
     if reproduction.id in _REPRODUCTIONS:
         raise ValueError(f"reproduction {reproduction.id!r} is already registered")
     _REPRODUCTIONS[reproduction.id] = reproduction
@@ -79,6 +80,7 @@ def register_reproduction(reproduction: Reproduction) -> Reproduction:
 
 
 def get_reproduction(reproduction_id: str) -> Reproduction:
+    """The reproduction registered as ``reproduction_id`` (UnknownBoundError otherwise)."""
     try:
         return _REPRODUCTIONS[reproduction_id]
     except KeyError:
@@ -88,4 +90,5 @@ def get_reproduction(reproduction_id: str) -> Reproduction:
 
 
 def list_reproductions() -> list[Reproduction]:
+    """Every registered reproduction, in registration order."""
     return list(_REPRODUCTIONS.values())

@@ -1,17 +1,24 @@
 """Special functions of the declarations, with one implementation per backend.
 
 :class:`GeometricLogMeanExp` is the batch-position average of Chien et al. 2024, Corollary 3.8.
+:class:`NumericFunction` is the base of special functions given by one numeric implementation
+per precision (float, mp, interval), chosen by :func:`by_precision`; :func:`interval_point`
+encloses an mp evaluation at extra digits (the hockey-stick functions of
+:mod:`bounds.hockey_stick` are built this way).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.numerics import _midpoint, _min2, iv_expm1, iv_log1p
+from bounds.numerics import interval_endpoints, iv_expm1, iv_log1p, midpoint, min2
+
+EXTRA_DIGITS = 20  # digits an mp evaluation adds before it is rounded outward
 
 
 class GeometricLogMeanExp(sp.Function):
@@ -37,7 +44,8 @@ class GeometricLogMeanExp(sp.Function):
         return f"log((1/({p}))*Sum(exp({q}*min(({r})**k*{a}, {cap})**2), (k, 0, {p} - 1)))"
 
 
-def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+def glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+    """GeometricLogMeanExp in numpy, element by element over broadcast inputs."""
     q, a, r, p, cap = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (q, a, r, p, cap)))
     # r is the contraction factor c >= 0; at c = 0 the float c can be a hair below 0 (see
     # bounds.numerics._snap_float), which is snapped to 0.
@@ -55,12 +63,13 @@ def _glme_float(q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
     return out if out.shape else float(out)
 
 
-def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
-    count = int(mpmath.nint(_midpoint(p)))
+def glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
+    """GeometricLogMeanExp in the mpmath context ``ctx`` (mp or rigorous interval)."""
+    count = int(mpmath.nint(midpoint(p)))
     terms = []
     rk = ctx.mpf(1)
     for _ in range(count):
-        z = _min2(ctx, rk * a, cap)
+        z = min2(ctx, rk * a, cap)
         terms.append(q * z * z)
         rk = rk * r
     shift = terms[0]  # k = 0 gives the largest term: r <= 1 and q >= 0
@@ -73,3 +82,51 @@ def _glme_generic(ctx: Any, q: Any, a: Any, r: Any, p: Any, cap: Any) -> Any:
         return shift + iv_log1p(total / count)
     mean = ctx.fsum(ctx.expm1(t - shift) for t in terms) / count
     return shift + ctx.log1p(mean)
+
+
+def by_precision(float_fn: Any, mp_fn: Any, iv_fn: Any) -> Any:
+    """One function that calls the interval, mp or float implementation by its arguments' type."""
+    def apply(*args: Any) -> Any:
+        if any(type(a).__name__ == "ivmpf" for a in args):
+            return iv_fn(*args)
+        if any(isinstance(a, mpmath.mpf) for a in args):
+            return mp_fn(*args)
+        return float_fn(*args)
+
+    return apply
+
+
+class NumericFunction(sp.Function):
+    """A special function with one implementation per precision (``_imp_``); sympy's ``evalf``
+    uses the mp implementation at the requested precision."""
+
+    _mp_impl: Any = None
+
+    def _eval_evalf(self, prec: int) -> Any:
+        if not all(arg.is_number for arg in self.args):
+            return None
+        with mpmath.workprec(prec + 20):
+            args = [mpmath.mpf(sp.Float(arg.evalf(prec + 20), prec + 20)._mpf_) for arg in self.args]
+            value = type(self)._mp_impl(*args)
+        return sp.Float(value, dps=mpmath.libmp.prec_to_dps(prec))
+
+
+def interval_point(fn: Any, args: Sequence[Any], digits: int) -> tuple[Any, Any]:
+    """Outward enclosure [lo, hi] of fn at a point, from an evaluation at ``digits`` + 20 digits."""
+    with mpmath.workdps(digits + EXTRA_DIGITS):
+        value = fn(*args)
+        if mpmath.isinf(value):
+            return value, value
+        # Relative slack only: an absolute floor would swallow values such as log theta ~ -1e-2180
+        # (1 - theta is a Gaussian tail far below any fixed floor), whose enclosure must not
+        # reach 0. log_theta_mp returns 0 only where theta = 1 exactly (no noise).
+        slack = abs(value) * mpmath.mpf(10) ** (-(digits + 5))
+        return value - slack, value + slack
+
+
+def endpoints(x: Any) -> tuple[Any, Any]:
+    """(lower, upper) of an mpmath interval; (x, x) for a number."""
+    if type(x).__name__ == "ivmpf":
+        return interval_endpoints(x)
+    v = mpmath.mpf(x)
+    return v, v

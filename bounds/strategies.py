@@ -36,7 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 import sympy as sp
 
-from bounds.engine import Bound, BoundError, get, resolve_values
+from bounds.declarations import Bound
+from bounds.errors import BoundError
+from bounds.registry import get
+from bounds.values import resolve_values
 
 if TYPE_CHECKING:  # hypothesis is a test-time dependency: annotations only
     from hypothesis.strategies import SearchStrategy
@@ -411,6 +414,6 @@ def pnsgd_setting(
 
 def bound_ids(paper: str | None = None) -> list[str]:
     """Ids of the declared bounds (optionally of one paper), for ``pytest.mark.parametrize``."""
-    from bounds.engine import list_bounds
+    from bounds.registry import list_bounds
 
     return [b.id for b in list_bounds(paper)]

@@ -17,7 +17,7 @@ import mpmath
 import numpy as np
 import sympy as sp
 
-from bounds.backends import _IV_FUNCS, _MP_FUNCS
+from bounds.backends import IV_FUNCS, MP_FUNCS
 from bounds.errors import BoundError, PreconditionError
 from bounds.expressions import DEFAULT_LIMITS, ExpressionError, parse_expression, shorten
 from bounds.numerics import interval_endpoints, interval_ready, iv_precision, stabilise
@@ -36,41 +36,47 @@ _LATEX_NAMES_BY_NAME = {
     "C_LSI": r"C_{\mathrm{LSI}}",
 }
 
-_LATEX_NAMES: dict[sp.Symbol, str] = {}  # filled once _symbol exists
+LATEX_NAMES: dict[sp.Symbol, str] = {}  # filled once real_symbol exists
 
 
 @functools.cache
-def _symbol(name: str) -> sp.Symbol:
+def real_symbol(name: str) -> sp.Symbol:
+    """The real sympy symbol called ``name`` (one object per name)."""
     return sp.Symbol(name, real=True)
 
 
-_LATEX_NAMES.update({_symbol(k): v for k, v in _LATEX_NAMES_BY_NAME.items()})
+LATEX_NAMES.update({real_symbol(k): v for k, v in _LATEX_NAMES_BY_NAME.items()})
 
 
 def symbols(names: str) -> tuple[sp.Symbol, ...]:
     """Real sympy symbols by name, shared with :class:`Parameter` (``"alpha sigma eta"``)."""
-    return tuple(_symbol(n) for n in names.split())
+    return tuple(real_symbol(n) for n in names.split())
 
 
-def _plain(expr: sp.Basic) -> str:
+def plain_text(expr: sp.Basic) -> str:
+    """A sympy expression in plain text."""
     return sp.sstr(expr)
 
 
-def _fmt(x: float) -> str:
+def format_float(x: float) -> str:
+    """A float in short ``%g`` form."""
     return f"{x:g}"
 
 
-def _fmt_exact(x: sp.Expr) -> str:
+def format_exact(x: sp.Expr) -> str:
+    """An exact number for messages: an integer as is, else 10 significant digits."""
     if x.is_Integer:
         return str(int(x))
     return f"{float(x):.10g}"
 
 
-def _is_exact(value: Any) -> bool:
+def is_exact(value: Any) -> bool:
+    """Whether ``value`` is an exact (sympy) number."""
     return isinstance(value, sp.Basic)
 
 
-def _jsonable(v: Any) -> Any:
+def jsonable(v: Any) -> Any:
+    """A numpy, sympy or mpmath value as a JSON number or list."""
     if isinstance(v, np.ndarray):
         return v.tolist()
     if isinstance(v, (np.floating, np.integer)):
@@ -185,7 +191,7 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
             exact[name] = arr
         else:
             raise BoundError(f"{prefix}{name} has unsupported type {type(raw).__name__}")
-    local = {n: _symbol(n) for n in params}
+    local = {n: real_symbol(n) for n in params}
     for _ in range(len(pending) + 1):
         progressed = False
         for name, text in list(pending.items()):
@@ -197,8 +203,8 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
             deps = {s.name for s in expr.free_symbols}
             if deps - set(params):
                 raise BoundError(f"{prefix}{name}={shown!r} uses unknown names {sorted(deps - set(params))}")
-            if all(d in exact and _is_exact(exact[d]) for d in deps):
-                values = {_symbol(d): exact[d] for d in deps}
+            if all(d in exact and is_exact(exact[d]) for d in deps):
+                values = {real_symbol(d): exact[d] for d in deps}
                 _check_substituted_powers(expr, values, where=f"{prefix}{name}={shown!r}")
                 value = expr.subs(values)
                 if not value.is_number or not value.is_real or not value.is_finite:
@@ -215,7 +221,9 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
 
 
 
-def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
+def exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
+    """Whether ``relation`` holds at ``subs``, decided exactly (rigorous intervals for transcendental
+    sides)."""
     value = relation.subs(subs)
     if value in (sp.true, sp.false):
         return bool(value)
@@ -223,7 +231,7 @@ def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
     gap = (relation.rhs - relation.lhs).subs(subs)
     with iv_precision(60):
         lo, hi = interval_endpoints(
-            sp.lambdify([], interval_ready(stabilise(gap)), modules=[_IV_FUNCS])()
+            sp.lambdify([], interval_ready(stabilise(gap)), modules=[IV_FUNCS])()
         )
     if isinstance(relation, sp.Eq):
         return lo == 0 and hi == 0
@@ -236,30 +244,33 @@ def _exact_truth(relation: sp.Basic, subs: Mapping[sp.Symbol, Any]) -> bool:
     return hi < 0
 
 
-def _to_float_array(v: Any) -> Any:
+def to_float_array(v: Any) -> Any:
+    """A resolved value as a float64 scalar or array (overflow gives inf)."""
     if isinstance(v, np.ndarray):
         return v
     return np.float64(float(v))  # numpy semantics: overflow gives inf, not OverflowError
 
 
-def _to_mp(v: Any) -> Any:
+def to_mp(v: Any) -> Any:
+    """A resolved exact value as an mpmath number."""
     if isinstance(v, np.ndarray):
         raise BoundError("array-valued parameters are only supported with precision='float'")
     if v.is_Rational:
         return mpmath.mpf(int(v.p)) / int(v.q)
-    return sp.lambdify([], v, modules=[_MP_FUNCS, "mpmath"])()
+    return sp.lambdify([], v, modules=[MP_FUNCS, "mpmath"])()
 
 
-def _to_iv(v: Any) -> Any:
+def to_interval(v: Any) -> Any:
+    """A resolved exact value as an mpmath interval enclosing it."""
     if isinstance(v, np.ndarray):
         raise BoundError("array-valued parameters are only supported with precision='float'")
     if v.is_Rational:
         return mpmath.iv.mpf(int(v.p)) / int(v.q)
-    return mpmath.iv.mpf(sp.lambdify([], interval_ready(stabilise(v)), modules=[_IV_FUNCS])())
+    return mpmath.iv.mpf(sp.lambdify([], interval_ready(stabilise(v)), modules=[IV_FUNCS])())
 
 
 
 def exact_interval(value: Any) -> Any:
     """An mpmath interval enclosing an exact input (number, Fraction, sympy value)."""
     resolved = resolve_values({"value": value})["value"]
-    return _to_iv(resolved)
+    return to_interval(resolved)

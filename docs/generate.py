@@ -1,7 +1,7 @@
 """Generate the theorem reference ``docs/theorems/<paper>.md`` from the bound registry.
 
 Every page is derived from the declarations (``bounds.list_bounds()``) and the registered
-reproductions (``bounds.engine.list_reproductions()``), so a new paper module or a changed
+reproductions (``bounds.registry.list_reproductions()``), so a new paper module or a changed
 formula shows up after one run. The output is deterministic: papers in alphabetical order,
 bounds in declaration order, example values from mpmath (platform independent).
 
@@ -31,13 +31,9 @@ DOCS = pathlib.Path(__file__).resolve().parent
 if str(DOCS.parent) not in sys.path:  # run as a script from anywhere: import the checkout
     sys.path.insert(0, str(DOCS.parent))
 
-from bounds.engine import (  # noqa: E402  (after the sys.path fix above)
-    Bound,
-    BoundError,
-    Reproduction,
-    list_bounds,
-    list_reproductions,
-)
+from bounds.declarations import Bound  # noqa: E402  (after the sys.path fix above)
+from bounds.errors import BoundError  # noqa: E402  (after the sys.path fix above)
+from bounds.registry import Reproduction, list_bounds, list_reproductions  # noqa: E402  (after the sys.path fix above)
 
 THEOREMS_DIR = "theorems"
 MARKER = (

@@ -7,8 +7,8 @@ parameters or the score of the forget example, over many independent runs: ``sam
 Why these are lower-bound evidence. A statistic is a (possibly randomised) function of the model,
 and by the data-processing inequality no such function can increase a Renyi, KL or hockey-stick
 divergence: D(f(P) || f(Q)) <= D(P || Q). A divergence measured on a projection therefore
-understates the divergence between the models; only the tester below turns that into a bound
-with a stated confidence, the other estimators are estimates of the projected divergence.
+understates the divergence between the models. These are estimates of the projected divergence;
+:mod:`empirical.hockey_stick` turns a hockey-stick divergence into a bound at a stated confidence.
 
 Public API
 ----------
@@ -23,14 +23,11 @@ Public API
     finite divergence. Kind "estimate":
     an interval covers the truth only when the samples follow the fitted model. Measured
     coverage of nominal 95% on N(e_1, I) vs N(0, I), n = 1000 per side: see
-    :func:`empirical.power_bench.estimator_coverage`.
+    :func:`empirical.benchmarks.power.estimator_coverage`.
 ``knn_kl_divergence(samples_p, samples_q, *, k, jitter, seed)``
     Wang, Kulkarni, Verdu (2009) k-nearest-neighbour KL estimator.
 ``knn_renyi_divergence(samples_p, samples_q, *, order, k, jitter, seed)``
     Poczos and Schneider (2011) k-nearest-neighbour Renyi estimator.
-``hockey_stick_lower_bound(samples_p, samples_q, *, epsilon, beta, train_fraction, seed)``
-    a test region fitted on a training split, evaluated with Clopper-Pearson bounds on the
-    held-out split; valid at level beta for both directions at once (kind "lower bound").
 
 Duplicate points in the kNN estimators. Both estimators assume continuous distributions; a
 zero nearest-neighbour distance (tied points within a sample or across samples) makes a log
@@ -55,18 +52,17 @@ import numpy as np
 from scipy import integrate, optimize, special, stats
 from scipy.spatial import cKDTree
 
-from empirical.statistics import _cp_lower, _cp_upper, gaussian_delta
-from empirical.statistics.checks import _check_probability, paired_permutations
+from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
+from empirical.statistics.checks import check_probability
+from empirical.statistics.gdp import gaussian_delta
 
 __all__ = [
     "FULL_RENYI_MAX_NOISE",
     "DivergenceEstimate",
-    "HockeyStickLowerBound",
     "full_renyi_noise_scale",
     "gaussian_hockey_stick_divergence",
     "gaussian_kl_divergence",
     "gaussian_renyi_divergence",
-    "hockey_stick_lower_bound",
     "knn_kl_divergence",
     "knn_renyi_divergence",
 ]
@@ -99,27 +95,6 @@ class DivergenceEstimate:
 # Validation.
 
 
-def _as_samples(samples, name: str) -> np.ndarray:
-    array = np.asarray(samples, dtype=np.float64)
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise ValueError(f"{name} must have shape [n] or [n, d], got {array.shape}")
-    if array.shape[0] < 2 or array.shape[1] < 1:
-        raise ValueError(f"{name} needs at least 2 samples, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return array
-
-
-def _pair(samples_p, samples_q) -> tuple[np.ndarray, np.ndarray]:
-    p = _as_samples(samples_p, "samples_p")
-    q = _as_samples(samples_q, "samples_q")
-    if p.shape[1] != q.shape[1]:
-        raise ValueError(f"samples_p has dimension {p.shape[1]}, samples_q {q.shape[1]}")
-    return p, q
-
-
 def _check_order(order: float) -> float:
     order = float(order)
     if not (math.isfinite(order) and order > 0 and order != 1.0):
@@ -127,15 +102,8 @@ def _check_order(order: float) -> float:
     return order
 
 
-def _check_epsilon(epsilon: float) -> float:
-    epsilon = float(epsilon)
-    if not (math.isfinite(epsilon) and epsilon >= 0):
-        raise ValueError(f"epsilon must be finite and non-negative, got {epsilon!r}")
-    return epsilon
-
-
 def _check_level(level: float, name: str) -> float:
-    return _check_probability(level, name, open_low=True, open_high=True)
+    return check_probability(level, name, open_low=True, open_high=True)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -150,12 +118,6 @@ def _check_covariance(covariance: str) -> str:
     return covariance
 
 
-def _fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    mean = x.mean(axis=0)
-    cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
-    return mean, cov
-
-
 def _fits(p: np.ndarray, q: np.ndarray, covariance: str):
     """Means and covariances of both samples under the covariance structure.
 
@@ -165,8 +127,8 @@ def _fits(p: np.ndarray, q: np.ndarray, covariance: str):
     both worlds, as for Gaussian output perturbation): they need far fewer samples per
     dimension and keep alpha Sigma_q - (alpha - 1) Sigma_p positive definite.
     """
-    mp, cp = _fit(p)
-    mq, cq = _fit(q)
+    mp, cp = gaussian_fit(p)
+    mq, cq = gaussian_fit(q)
     d = p.shape[1]
     if covariance in ("shared", "shared-isotropic"):
         n_p, n_q = p.shape[0], q.shape[0]
@@ -177,17 +139,8 @@ def _fits(p: np.ndarray, q: np.ndarray, covariance: str):
     return mp, cp, mq, cq
 
 
-def _logdet(cov: np.ndarray) -> float | None:
-    """log det of a symmetric matrix, or None when it is not positive definite."""
-    try:
-        chol = np.linalg.cholesky(cov)
-    except np.linalg.LinAlgError:
-        return None
-    return 2.0 * float(np.sum(np.log(np.diag(chol))))
-
-
 def _require_logdet(cov: np.ndarray, name: str) -> float:
-    value = _logdet(cov)
+    value = log_determinant(cov)
     if value is None:
         raise ValueError(
             f"the fitted covariance of {name} is singular; a Gaussian fit needs more samples "
@@ -202,7 +155,7 @@ def _renyi_closed_form(mp, cp, mq, cq, order: float) -> float:
     logdet_p = _require_logdet(cp, "samples_p")
     logdet_q = _require_logdet(cq, "samples_q")
     mixed = order * cq + (1.0 - order) * cp
-    logdet_mixed = _logdet(mixed)
+    logdet_mixed = log_determinant(mixed)
     if logdet_mixed is None:
         return math.inf
     diff = mp - mq
@@ -611,14 +564,14 @@ def gaussian_renyi_divergence(
     BCa on the plug-in). For N(mu, 1) vs N(0, 1) the target is order * mu^2 / 2.
 
     Measured coverage of the nominal 95% interval on N(e_1, I) vs N(0, I), n = 1000 per side,
-    100 runs (:func:`empirical.power_bench.estimator_coverage`, docs/power-study.json):
+    100 runs (:func:`empirical.benchmarks.power.estimator_coverage`, docs/power-study.json):
     "shared-isotropic" 97-98% at orders 2 and 5 in 1-D and 10-D; "full" at order 2 91% in 1-D
     and 99% in 10-D, never infinite; order 5 is outside the valid range at n = 1000 in both
     (refused, reported as out of range). At the first in-range sizes for order 5 in 1-D and
     order 2 in 10-D: >= 90% (slow test). Near the edge of 90% in 1-D: an estimate's interval,
     not a bound.
     """
-    p, q = _pair(samples_p, samples_q)
+    p, q = sample_pair(samples_p, samples_q)
     order = _check_order(order)
     if _check_covariance(covariance) == "full" and enforce_valid_range:
         _check_full_renyi_range(p.shape[0], q.shape[0], p.shape[1], order)
@@ -643,7 +596,7 @@ def gaussian_kl_divergence(
     """Estimate of KL between Gaussians fitted to the two samples (closed form, always finite
     for non-singular fits); intervals and covariance structures as in
     :func:`gaussian_renyi_divergence` (default interval: basic, bias-corrected)."""
-    p, q = _pair(samples_p, samples_q)
+    p, q = sample_pair(samples_p, samples_q)
     return _gaussian_estimate(
         p, q, lambda a, b: _gaussian_kl(a, b, covariance), divergence="kl", order=None,
         epsilon=None, covariance=_check_covariance(covariance),
@@ -670,8 +623,8 @@ def gaussian_hockey_stick_divergence(
     law of the quadratic privacy loss (Gil-Pelaez inversion, :func:`_privacy_loss_exceeds`);
     no pooled covariance unless asked for (``"shared"``, ``"shared-isotropic"``).
     """
-    p, q = _pair(samples_p, samples_q)
-    epsilon = _check_epsilon(epsilon)
+    p, q = sample_pair(samples_p, samples_q)
+    epsilon = check_epsilon(epsilon)
     return _gaussian_estimate(
         p, q, lambda a, b: _gaussian_hockey_stick(a, b, epsilon, covariance),
         divergence="hockey-stick", order=None, epsilon=epsilon,
@@ -740,7 +693,7 @@ def knn_kl_divergence(
     small samples and able to go negative; reported as computed, not clamped, so that its
     bias stays visible. Ties are handled as in the module docstring.
     """
-    p, q = _pair(samples_p, samples_q)
+    p, q = sample_pair(samples_p, samples_q)
     n, d = p.shape
     m = q.shape[0]
     k = _check_k(k, n, m)
@@ -790,7 +743,7 @@ def knn_renyi_divergence(
     where the measured bias is -10% to -17% at n = 2000 (see the constant); larger orders raise
     unless ``beyond_valid_range=True`` (then expect -25% at order 3 and about -50% at order 5).
     """
-    p, q = _pair(samples_p, samples_q)
+    p, q = sample_pair(samples_p, samples_q)
     order = _check_order(order)
     n, d = p.shape
     m = q.shape[0]
@@ -821,146 +774,4 @@ def knn_renyi_divergence(
         method=f"Poczos-Schneider k-NN Renyi estimator (k={k})"
         + ("; order beyond the valid range, strongly biased down" if order > KNN_RENYI_MAX_ORDER
            else ""),
-    )
-
-
-# ----------------------------------------------------------------------------------------------
-# Hockey-stick lower-bound tester.
-
-
-@dataclass(frozen=True)
-class HockeyStickLowerBound:
-    """Lower bound on the hockey-stick divergence at ``epsilon``, valid at ``confidence``.
-
-    ``delta_p_q`` bounds sup_S P(S) - e^eps Q(S), ``delta_q_p`` the reverse, and ``delta`` their
-    maximum, the quantity a symmetric (epsilon, delta) guarantee caps. All three hold together
-    with probability >= ``confidence`` = 1 - beta. The regions are {T > threshold_p_q} and
-    {T < threshold_q_p}, T being the log density ratio of Gaussians fitted on the training
-    split; counts are held-out counts inside each region.
-    """
-
-    delta: float
-    delta_p_q: float
-    delta_q_p: float
-    epsilon: float
-    confidence: float
-    threshold_p_q: float
-    threshold_q_p: float
-    held_out_p_in_region_p_q: int
-    held_out_q_in_region_p_q: int
-    held_out_p_in_region_q_p: int
-    held_out_q_in_region_q_p: int
-    n_train_p: int
-    n_train_q: int
-    n_test_p: int
-    n_test_q: int
-    method: str = (
-        "Gaussian log-ratio region fitted on a training split; Clopper-Pearson on held-out "
-        "samples, union bound over 4 one-sided bounds (2 directions)"
-    )
-    kind: str = "lower bound"
-
-
-def _log_ratio_statistic(train_p: np.ndarray, train_q: np.ndarray):
-    """x -> log N(x; fit of P) - log N(x; fit of Q), with a small ridge for stability."""
-    fits = []
-    for x in (train_p, train_q):
-        mean, cov = _fit(x)
-        ridge = 1e-9 * max(float(np.trace(cov)) / cov.shape[0], 1e-300)
-        cov = cov + ridge * np.eye(cov.shape[0])
-        logdet = _logdet(cov)
-        if logdet is None or not np.isfinite(logdet):
-            raise ValueError("cannot fit a Gaussian to a training split (degenerate samples)")
-        fits.append((mean, np.linalg.inv(cov), logdet))
-
-    def statistic(x: np.ndarray) -> np.ndarray:
-        out = np.zeros(x.shape[0])
-        for sign, (mean, precision, logdet) in zip((1.0, -1.0), fits, strict=True):
-            centred = x - mean
-            out += sign * -0.5 * (np.einsum("ij,jk,ik->i", centred, precision, centred) + logdet)
-        return out
-
-    return statistic
-
-
-def _best_upper_region(t_in: np.ndarray, t_out: np.ndarray, factor: float, gamma: float) -> float:
-    """Threshold tau maximising CP_lower(#t_in > tau) - factor * CP_upper(#t_out > tau)."""
-    candidates = np.unique(np.concatenate([t_in, t_out]))
-    # {T > tau} for tau just below each candidate equals {T >= candidate}.
-    s_in, s_out = np.sort(t_in), np.sort(t_out)
-    k_in = t_in.size - np.searchsorted(s_in, candidates, side="left")
-    k_out = t_out.size - np.searchsorted(s_out, candidates, side="left")
-    score = _cp_lower(k_in, t_in.size, gamma) - factor * _cp_upper(k_out, t_out.size, gamma)
-    i = int(np.argmax(score))
-    below = candidates[i - 1] if i > 0 else candidates[i] - 1.0
-    return float(0.5 * (below + candidates[i]))
-
-
-def hockey_stick_lower_bound(
-    samples_p,
-    samples_q,
-    *,
-    epsilon: float,
-    beta: float = 0.05,
-    train_fraction: float = 0.5,
-    seed: int = 0,
-) -> HockeyStickLowerBound:
-    """Lower-bound the hockey-stick divergence at ``epsilon`` in both directions.
-
-    After the DP-Auditorium hockey-stick tester (Kong et al. 2024), with Clopper-Pearson
-    instead of Hoeffding. Each sample is split at random; on the training part a Gaussian
-    log-ratio statistic T and, for each direction, a threshold are chosen; on the held-out
-    part, which those choices never saw, P(S) >= CP_lower and Q(S) <= CP_upper give
-    delta >= CP_lower - e^eps CP_upper. Four one-sided bounds at beta / 4 each (union bound),
-    so both directions hold together with probability >= 1 - beta, whatever P and Q are.
-    An (epsilon, delta_claim) guarantee is refuted at level beta when ``delta`` > delta_claim.
-    """
-    p, q = _pair(samples_p, samples_q)
-    epsilon = _check_epsilon(epsilon)
-    beta = _check_level(beta, "beta")
-    train_fraction = _check_level(train_fraction, "train_fraction")
-    rng = np.random.default_rng(seed)
-    order_p, order_q = paired_permutations(rng, p.shape[0], q.shape[0])
-    p, q = p[order_p], q[order_q]
-    n_tp = int(round(train_fraction * p.shape[0]))
-    n_tq = int(round(train_fraction * q.shape[0]))
-    d = p.shape[1]
-    if min(n_tp, n_tq) < d + 2 or n_tp >= p.shape[0] or n_tq >= q.shape[0]:
-        raise ValueError(
-            "each sample needs a training part of at least d + 2 points and a non-empty "
-            f"held-out part; got {p.shape[0]} and {q.shape[0]} points with "
-            f"train_fraction={train_fraction}"
-        )
-    train_p, test_p = p[:n_tp], p[n_tp:]
-    train_q, test_q = q[:n_tq], q[n_tq:]
-    statistic = _log_ratio_statistic(train_p, train_q)
-    gamma = beta / 4
-    factor = math.exp(epsilon)
-    tr_p, tr_q = statistic(train_p), statistic(train_q)
-    te_p, te_q = statistic(test_p), statistic(test_q)
-    # Direction P || Q: region {T > tau}. Direction Q || P: region {T < tau'} = {-T > -tau'}.
-    tau_pq = _best_upper_region(tr_p, tr_q, factor, gamma)
-    tau_qp = -_best_upper_region(-tr_q, -tr_p, factor, gamma)
-    k_p_pq, k_q_pq = int(np.sum(te_p > tau_pq)), int(np.sum(te_q > tau_pq))
-    k_p_qp, k_q_qp = int(np.sum(te_p < tau_qp)), int(np.sum(te_q < tau_qp))
-    n_p, n_q = te_p.size, te_q.size
-    delta_pq = float(_cp_lower(k_p_pq, n_p, gamma) - factor * _cp_upper(k_q_pq, n_q, gamma))
-    delta_qp = float(_cp_lower(k_q_qp, n_q, gamma) - factor * _cp_upper(k_p_qp, n_p, gamma))
-    delta_pq, delta_qp = max(0.0, delta_pq), max(0.0, delta_qp)
-    return HockeyStickLowerBound(
-        delta=max(delta_pq, delta_qp),
-        delta_p_q=delta_pq,
-        delta_q_p=delta_qp,
-        epsilon=epsilon,
-        confidence=1.0 - beta,
-        threshold_p_q=tau_pq,
-        threshold_q_p=tau_qp,
-        held_out_p_in_region_p_q=k_p_pq,
-        held_out_q_in_region_p_q=k_q_pq,
-        held_out_p_in_region_q_p=k_p_qp,
-        held_out_q_in_region_q_p=k_q_qp,
-        n_train_p=n_tp,
-        n_train_q=n_tq,
-        n_test_p=n_p,
-        n_test_q=n_q,
     )

@@ -61,7 +61,9 @@ class TrialModel(Protocol):
     name: str
 
     @property
-    def num_params(self) -> int: ...
+    def num_params(self) -> int:
+        """P, the length of one trial's flat parameter vector."""
+        ...
 
     @property
     def strong_convexity(self) -> float:
@@ -278,21 +280,25 @@ class LinearModel:
 
     @property
     def num_params(self) -> int:
+        """P = d, one weight per feature."""
         return self.dim
 
     @property
     def strong_convexity(self) -> float:
+        """m = 0 before the optimiser's l2 term."""
         return 0.0
 
     def accuracy(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """Fraction of examples with y <w, x> > 0, per trial: [N] (NaN on no examples)."""
         if features.shape[0] == 0:
             return params.new_full((params.shape[0],), math.nan)
         correct = (pairwise_dot(params, features) * labels[None, :]) > 0
         return correct.to(params.dtype).mean(dim=1)
 
     def workspace_elements(self, batch_size: int) -> int:
+        """Tensor elements one trial needs for one step (for chunk sizing)."""
         return 3 * batch_size * self.dim + 4 * self.dim
 
 
@@ -309,6 +315,7 @@ class LogisticRegression(LinearModel):
 
     @property
     def smoothness(self) -> float:
+        """L = 1/4 on unit-norm features."""
         # Hessian sigmoid'(.) x x^T has norm <= ||x||^2 / 4; the data are unit-norm.
         return float(LOGISTIC_SMOOTHNESS)
 
@@ -322,6 +329,7 @@ class LogisticRegression(LinearModel):
         clip: float | None,
         feature_norms: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(grad logistic loss_i): [N, B, d] -> [N, d]."""
         _check_batched(params, features, self.dim)
         margins = rows_dot(features, params) * labels
         coefficient = -labels * elementwise_per_trial(torch.sigmoid, -margins)
@@ -348,6 +356,7 @@ class LogisticRegression(LinearModel):
 
     def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
                      labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Sum_i weights_i * sigmoid'(y_i <w, x_i>) x_i x_i^T v, per trial: [N, d] -> [N, d]."""
         scale = self._curvature(params, features, labels, weights)
         projections = (features * vectors[:, None, :]).sum(-1)
         return ((scale * projections)[..., None] * features).sum(1)
@@ -355,6 +364,7 @@ class LogisticRegression(LinearModel):
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """Per-example logistic losses log(1 + exp(-y <w, x>)): [N, E]."""
         margins = labels[None, :] * pairwise_dot(params, features)
         return elementwise_per_trial(nn.functional.softplus, -margins)
 
@@ -378,10 +388,12 @@ class QuadraticLoss(LinearModel):
 
     @property
     def strong_convexity(self) -> float:
+        """m = the curvature."""
         return float(self.curvature)
 
     @property
     def smoothness(self) -> float:
+        """L = the curvature."""
         return float(self.curvature)
 
     def data_gradient_sum(
@@ -394,6 +406,7 @@ class QuadraticLoss(LinearModel):
         clip: float | None,
         feature_norms: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(curvature (w - a_i)): [N, B, d] -> [N, d]."""
         _check_batched(params, features, self.dim)
         gradients = self.curvature * (params[:, None, :] - features)
         scale = weights
@@ -410,17 +423,20 @@ class QuadraticLoss(LinearModel):
 
     def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
                      labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Sum_i weights_i * curvature * v, per trial: [N, d] -> [N, d]."""
         _check_batched(params, features, self.dim)
         return self.curvature * weights.sum(1)[:, None] * vectors
 
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """Per-example losses (curvature / 2) ||w - a||^2: [N, E]."""
         return 0.5 * self.curvature * _pairwise_squared_distance(params, features)
 
     def accuracy(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """NaN per trial: a quadratic loss classifies nothing."""
         return params.new_full((params.shape[0],), math.nan)
 
 
@@ -442,6 +458,7 @@ class TinyMLP(nn.Module):
         self.output = nn.Linear(hidden, num_classes)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of a batch of flattened inputs."""
         return self.output(torch.relu(self.hidden(x.flatten(1))))
 
 
@@ -464,6 +481,7 @@ class TinyCNN(nn.Module):
         nn.init.kaiming_normal_(self.output.weight)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of a batch of images [B, C, H, W]."""
         x = nn.functional.avg_pool2d(torch.relu(self.conv1(x)), 2)
         x = nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2)
         return self.output(x.mean(dim=(2, 3)))
@@ -515,14 +533,17 @@ class FunctionalClassifier:
 
     @property
     def num_params(self) -> int:
+        """P, the number of the network's parameters."""
         return int(sum(self._sizes))
 
     @property
     def strong_convexity(self) -> float:
+        """m = 0: a network's loss is not strongly convex."""
         return 0.0
 
     @property
     def smoothness(self) -> None:
+        """None: a network's smoothness is unknown."""
         return None
 
     def initial_params(self, *, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -530,6 +551,7 @@ class FunctionalClassifier:
         return torch.cat([p.detach().reshape(-1) for p in self.module.parameters()]).to(dtype)
 
     def unflatten(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The network's named parameter tensors from one flat [P] vector."""
         pieces = torch.split(flat, self._sizes)
         return {
             key: piece.reshape(shape)
@@ -550,6 +572,7 @@ class FunctionalClassifier:
         clip: float | None,
         feature_norms: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(grad cross-entropy_i), per trial: [N, B, ...] -> [N, P]."""
         _check_batched(params, features, self.num_params)
         gradients = self._per_trial_gradients(params, features, _labels_to_classes(labels))
         scale = weights * clip_scale(gradients.square().sum(-1).sqrt(), clip)
@@ -563,6 +586,7 @@ class FunctionalClassifier:
 
     def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
                      labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Sum_i weights_i * Hessian_i @ vectors, per trial by autograd: [N, P] -> [N, P]."""
         _check_batched(params, features, self.num_params)
         return self._per_trial_hvps(params, vectors, features, _labels_to_classes(labels),
                                     weights)
@@ -574,6 +598,7 @@ class FunctionalClassifier:
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """Per-example cross-entropy losses of each trial: [N, E]."""
         logits = self.logits(params, features)
         classes = _labels_to_classes(labels)
         log_probs = torch.log_softmax(logits, dim=-1)
@@ -582,10 +607,12 @@ class FunctionalClassifier:
     def accuracy(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
     ) -> torch.Tensor:
+        """Fraction of examples whose largest logit is their class, per trial: [N]."""
         if features.shape[0] == 0:
             return params.new_full((params.shape[0],), math.nan)
         predicted = self.logits(params, features).argmax(dim=-1)
         return (predicted == _labels_to_classes(labels)[None, :]).to(params.dtype).mean(dim=1)
 
     def workspace_elements(self, batch_size: int) -> int:
+        """Tensor elements one trial needs for one step (for chunk sizing)."""
         return 4 * batch_size * self.num_params + 4 * self.num_params

@@ -44,9 +44,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import optimize
 
-from empirical.statistics import _cp_lower, _cp_upper
-from empirical.statistics.checks import _as_scores as as_scores
-from empirical.statistics.checks import _check_probability, paired_permutations
+from empirical.statistics.checks import as_scores, check_probability, paired_permutations
+from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
 
 __all__ = [
     "DEFAULT_ORDERS",
@@ -130,7 +129,7 @@ def _as_scores(scores, name: str) -> np.ndarray:
 
 
 def _check_beta(beta: float) -> float:
-    return _check_probability(beta, "beta", open_low=True, open_high=True)
+    return check_probability(beta, "beta", open_low=True, open_high=True)
 
 
 def _check_edges(edges: Sequence[float]) -> np.ndarray:
@@ -155,7 +154,7 @@ def simultaneous_boxes(counts: np.ndarray, *, gamma: float) -> tuple[np.ndarray,
     """
     counts = np.asarray(counts)
     n = int(counts.sum())
-    return _cp_lower(counts, n, gamma), _cp_upper(counts, n, gamma)
+    return clopper_pearson_lower(counts, n, gamma), clopper_pearson_upper(counts, n, gamma)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Hypothesis profiles, so that CI is reproducible and nightly runs can search harder (issue 10).
+"""Hypothesis profiles, so that CI is reproducible and nightly runs can search harder.
 
 - ``ci``: derandomized (the same examples on every run, so a red build is not a lottery), prints
   the reproduction blob of a failing example, no per-example deadline (shared CI machines are

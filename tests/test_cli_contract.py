@@ -1,4 +1,4 @@
-"""The CLI's error contract (issue 10), checked on every subcommand with hostile arguments.
+"""The CLI's error contract, checked on every subcommand with hostile arguments.
 
 Contract: exit status 0, 1 (an error) or 2 (a malformed command line); on failure stderr is one
 line starting ``error:`` and never a traceback; with ``--json`` stdout is one JSON object, on

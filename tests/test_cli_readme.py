@@ -129,7 +129,7 @@ def test_readme_papers_section_lists_what_each_paper_brings() -> None:
     import bounds
     from audits.registry import adapter_names
     from audits.reproductions.registry import empirical_reproductions
-    from bounds.engine import list_reproductions
+    from bounds.registry import list_reproductions
 
     section = _papers_section()
     assert "planned" not in section

@@ -5,8 +5,6 @@ size or a noise on the safe side of its exact value."""
 from __future__ import annotations
 
 import dataclasses
-import math
-from fractions import Fraction
 
 from audits.adapters.params import PARAMS_PATH
 from audits.fields import fail
@@ -17,8 +15,6 @@ __all__ = [
     "broken_note",
     "check_sigma_calibration",
     "delta_label",
-    "float_at_least",
-    "float_at_most",
     "mark_broken",
 ]
 
@@ -71,19 +67,3 @@ def check_sigma_calibration(spec: AuditSpec, *, sigma_field: str = "sigma",
         if getattr(params, field) is not None:
             raise fail(f"{PARAMS_PATH}.{field}", f"is calibrated (spec.certificate.calibrate "
                        f"= {name!r}): leave it out")
-
-
-def float_at_most(value: Fraction) -> float:
-    """The largest float not above ``value`` (a step size that must not exceed its bound)."""
-    x = float(value)
-    while Fraction(x) > value:
-        x = math.nextafter(x, -math.inf)
-    return x
-
-
-def float_at_least(value: Fraction) -> float:
-    """The smallest float not below ``value`` (a noise that must reach its bound)."""
-    x = float(value)
-    while Fraction(x) < value:
-        x = math.nextafter(x, math.inf)
-    return x

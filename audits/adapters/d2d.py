@@ -25,7 +25,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import float_at_least, mark_broken
+from audits.adapters.certificates import mark_broken
 from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, noise_scale, positive
@@ -34,6 +34,7 @@ from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, RequestSpec
+from bounds.numerics import float_up
 
 __all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan"]
 
@@ -157,7 +158,7 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
     if variant == "no-internal-state":
         inputs["d"] = d
     sigma_upper = _upper(bound_id, **inputs)
-    sigma_needed = float_at_least(sigma_upper)
+    sigma_needed = float_up(sigma_upper)
     sigma = sigma_needed if noise_std is None else float(noise_std)
     if sigma < sigma_needed:
         raise SpecError(f"spec.algorithm.noise_std: {bound_id} needs sigma >= {sigma_needed!r} "

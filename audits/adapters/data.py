@@ -30,15 +30,15 @@ class SpecData:
     """
 
     dataset: Any  # empirical.data.Dataset
-    requests: tuple[Any, ...]  # empirical.data.UnlearningRequest, one per request
+    requests: tuple[Any, ...]  # empirical.requests.UnlearningRequest, one per request
     indices: tuple[int, ...]
     max_norm: float
     batch_size: int | None = None
 
     @property
     def request(self) -> Any:
-        """The one request, or the :class:`~empirical.data.RequestSequence` of several."""
-        from empirical.data import RequestSequence
+        """The one request, or the :class:`~empirical.requests.RequestSequence` of several."""
+        from empirical.requests import RequestSequence
 
         return self.requests[0] if len(self.requests) == 1 else RequestSequence(self.requests)
 

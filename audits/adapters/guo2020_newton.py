@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import broken_note, delta_label, float_at_most
+from audits.adapters.certificates import broken_note, delta_label
 from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
 from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
@@ -35,6 +35,7 @@ from audits.fields import SpecError, choice, fail, number, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
 
@@ -102,7 +103,7 @@ _PARAMETER_HELP = {
 def guo_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float, float]:
     """Certificate (Theorem 3 (ii) at eps' = the budget), sigma and the budget the mechanism uses."""
     import bounds
-    from bounds.engine import BoundError
+    from bounds.errors import BoundError
     from bounds.papers.guo2020 import sigma_for_removals
 
     params: GuoParams = spec.algorithm
@@ -112,7 +113,7 @@ def guo_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float
     removals = spec.request.requests if params.removals is None else params.removals
     # eps' as the mechanism uses it: the float product rounded down, so that it never exceeds
     # the exact removals * residual_per_removal that sigma is calibrated for.
-    budget = float_at_most(removals * Fraction(params.residual_per_removal))
+    budget = float_down(removals * Fraction(params.residual_per_removal))
     calibration = None
     sigma = params.sigma
     if cert_spec.target_epsilon is not None:
@@ -194,6 +195,7 @@ class GuoMechanism(SpecMechanism):
         """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
         import torch
 
+        from empirical.mechanisms.common import TrialOptions
         from empirical.mechanisms.guo2020 import run_guo
 
         data = self.data()
@@ -201,9 +203,9 @@ class GuoMechanism(SpecMechanism):
         # two intra-op threads (OpenMP barriers) and 1.2 s with one.
         with torch_threads(self.device):
             return run_guo(data.dataset, list(data.requests), config=self.config,
-                           n_trials=n_trials, seed=seed, device=self.device,
-                           dtype=getattr(torch, self.dtype), first_trial=first_trial,
-                           retain_scores=1, mode=mode)
+                           options=TrialOptions(n_trials=n_trials, seed=seed, device=self.device,
+                                                dtype=getattr(torch, self.dtype), mode=mode,
+                                                first_trial=first_trial, retain_scores=1))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
         """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""

@@ -75,9 +75,9 @@ def _tables_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float,
                   epsilon: float) -> float:
     """The sigma of the gradient-clipping tables: the zCDP slope of Theorem A.9 set to epsilon
     (erratum K1; koloskova2025:steps reproduces the printed tables with this rule)."""
-    from bounds.papers.koloskova2025 import _zcdp_slope_at_unit_sigma
+    from bounds.papers.koloskova2025 import zcdp_slope_at_unit_sigma
 
-    return math.sqrt(_zcdp_slope_at_unit_sigma(T=T, gamma=gamma, lam=lam, C0=C0, C1=C1) / epsilon)
+    return math.sqrt(zcdp_slope_at_unit_sigma(T=T, gamma=gamma, lam=lam, C0=C0, C1=C1) / epsilon)
 
 
 def gradient_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
@@ -145,9 +145,9 @@ def _issued(bound_id: str, *, epsilon: float, delta: float, inputs: Mapping[str,
 
 def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float, int]:
     """Certificate, sigma and T of eq. (4) by Theorem 4.2 (adaptive accountant or the paper's recursion)."""
+    from bounds.hockey_stick import log_upper_end
     from bounds.papers.koloskova2025 import (
         least_steps_model_clipping,
-        log_upper_end,
         model_clipping_log_delta_certified,
         smallest_sigma_model_clipping,
     )
@@ -201,8 +201,8 @@ def model_clipping_certificate(spec: AuditSpec, delta: float) -> tuple[Certifica
 def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Certificate, float]:
     """Certificate and sigma of eq. (1): the exact Gaussian mechanism or eq. (1) as printed."""
     import bounds
+    from bounds.hockey_stick import log_gaussian_delta, log_upper_end
     from bounds.numerics import interval_endpoints
-    from bounds.papers.koloskova2025 import log_gaussian_delta, log_upper_end
 
     params: OutputPerturbationParams = spec.algorithm
     eps = spec.certificate.target_epsilon

@@ -19,7 +19,7 @@ from fractions import Fraction
 from typing import ClassVar
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import delta_label, float_at_most, mark_broken
+from audits.adapters.certificates import delta_label, mark_broken
 from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
@@ -29,6 +29,7 @@ from audits.fields import SpecError, fail, integer
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams",
            "langevin_certificate"]
@@ -88,7 +89,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
     from empirical.models import logistic_constants
 
     m, L, max_step = logistic_constants(Fraction(l2))
-    eta = float_at_most(max_step)
+    eta = float_down(max_step)
     M = Fraction(clip)
     contraction = (1 - float(m) * eta) ** learn_iterations
     assumptions = [
@@ -124,9 +125,9 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
         epochs, alpha = plan["iterations"], plan["alphas"][-1]
     else:
         epochs = iterations if isinstance(iterations, tuple) else (iterations,) * requests
-        from bounds.papers.chien2024lu import _lu_best_alpha
+        from bounds.papers.chien2024lu import lu_best_alpha
 
-        _, alpha = _lu_best_alpha(epochs=list(epochs), delta=delta, sigma=sigma, eta=eta,
+        _, alpha = lu_best_alpha(epochs=list(epochs), delta=delta, sigma=sigma, eta=eta,
                                   m=float(m), M=float(M), n=n, S=size)
     conv = lu_sequence_certificate(alpha=alpha, epochs=list(epochs), delta=delta,
                                    sigma=Fraction(sigma), eta=Fraction(eta), m=m, L=L, M=M, n=n,

@@ -77,17 +77,21 @@ def trial_batch(result: Any) -> TrialBatch:
 
 
 def run_request_trials(run: Callable[..., Any], mechanism: Any, data: SpecData, *, seed: int,
-                       first_trial: int, n_trials: int, **options: Any) -> TrialBatch:
+                       first_trial: int, n_trials: int, model: Any = None, mode: str = "batched",
+                       **extra: Any) -> TrialBatch:
     """Trials of an empirical mechanism with the shared signature ``run(dataset, request, *,
-    config, n_trials, seed, device, dtype, first_trial, retain_scores, ...)``, on the spec's
+    config, options, ...)`` (:class:`~empirical.mechanisms.common.TrialOptions`), on the spec's
     data, as a :class:`~audits.protocols.TrialBatch`. ``mechanism`` supplies ``config``,
-    ``device`` and ``dtype`` (a torch dtype name); ``options`` go to ``run`` as they are."""
+    ``device`` and ``dtype`` (a torch dtype name); ``extra`` go to ``run`` as they are."""
     import torch
 
-    result = run(data.dataset, data.request, config=mechanism.config, n_trials=n_trials,
-                 seed=seed, device=mechanism.device, dtype=getattr(torch, mechanism.dtype),
-                 # retain_scores=0 trips an empty reshape in empirical.models (reported)
-                 first_trial=first_trial, retain_scores=1, **options)
+    from empirical.mechanisms.common import TrialOptions
+
+    # retain_scores=0 trips an empty reshape in empirical.models (reported)
+    options = TrialOptions(n_trials=n_trials, seed=seed, model=model, device=mechanism.device,
+                           dtype=getattr(torch, mechanism.dtype), mode=mode,
+                           first_trial=first_trial, retain_scores=1)
+    result = run(data.dataset, data.request, config=mechanism.config, options=options, **extra)
     return trial_batch(result)
 
 

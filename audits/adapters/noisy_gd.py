@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
 from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
@@ -28,6 +28,7 @@ from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, DatasetSpec, ModelSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams"]
 
@@ -116,7 +117,7 @@ _PARAMETER_HELP = {
 
 def theorem51_step_size(*, lam: float, beta: Fraction) -> float:
     """eta = 1/(2(lam + beta)) of Theorem 5.1, rounded down to a float (never above it)."""
-    return float_at_most(1 / (2 * (Fraction(lam) + beta)))
+    return float_down(1 / (2 * (Fraction(lam) + beta)))
 
 
 def noisy_gd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Any, float, int, float]:
@@ -314,7 +315,7 @@ class NoisyGDAdapter(AdapterBase):
 
         import torch
 
-        from empirical.bench import CPU_BENCH_THREADS
+        from empirical.benchmarks.trials import CPU_BENCH_THREADS
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")

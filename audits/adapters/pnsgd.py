@@ -15,7 +15,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
-from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label, float_at_most
+from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
@@ -25,6 +25,7 @@ from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
+from bounds.numerics import float_down
 
 __all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
 
@@ -103,17 +104,13 @@ _PARAMETER_HELP = {
 # Data and requests of a spec.
 
 
-PNSGDData = SpecData  # batch_size is b; the tail is dropped to a multiple of b
 
 
 # ----------------------------------------------------------------------------------------------
 # Certificate.
 
 
-largest_float_at_most = float_at_most  # the name other modules import
-
-
-def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, float, Any]:
+def pnsgd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, float, Any]:
     """Certificate and the (sigma, K) the mechanism runs with (Theorem 3.2 / its sequence form)."""
     import bounds
     from bounds.papers.chien2024 import sequence_start_distance
@@ -125,7 +122,7 @@ def pnsgd_certificate(spec: AuditSpec, data: PNSGDData) -> tuple[Certificate, fl
     require_unit_features(data, "for L = 1/4 + lambda")
     lam, L, max_step = logistic_constants(Fraction(params.l2))
     if params.step_size == "1/L":
-        eta = float_at_most(max_step)
+        eta = float_down(max_step)
     else:
         eta = float(params.step_size)
         if Fraction(eta) > max_step:
@@ -273,8 +270,8 @@ class PNSGDAdapter(AdapterBase):
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
                          ) -> dict[str, Any]:
-        """``unlearn bench trials``: batched against looped PNSGD (empirical.bench)."""
-        from empirical.bench import trials_benchmark
+        """``unlearn bench trials``: batched against looped PNSGD (empirical.benchmarks.trials)."""
+        from empirical.benchmarks.trials import trials_benchmark
 
         return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
 

@@ -40,8 +40,9 @@ from audits.cli.common import (
 from audits.progress import reporting
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
-from bounds.engine import BoundError, get_reproduction, list_reproductions
+from bounds.errors import BoundError
 from bounds.expressions import shorten
+from bounds.registry import get_reproduction, list_reproductions
 
 _ECHO_CHARS = 60  # how much of a long argument an error message quotes
 

@@ -16,7 +16,7 @@ import numpy as np
 import bounds
 from audits import progress
 from audits.registry import adapter_names, default_adapter, get_adapter
-from bounds.engine import get_reproduction
+from bounds.registry import get_reproduction
 
 __all__ = ["ALL_ALGORITHMS", "add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark",
            "trials_table"]
@@ -225,7 +225,7 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 
 
 # ----------------------------------------------------------------------------------------------
-# unlearn bench power: audit power on the Gaussian ground truth (empirical.power_bench).
+# unlearn bench power: audit power on the Gaussian ground truth (empirical.benchmarks.power).
 
 
 def power_summary(res: dict[str, Any]) -> str:
@@ -267,7 +267,7 @@ def power_summary(res: dict[str, Any]) -> str:
 
 def _cmd_bench_power(args: Any) -> None:
     from audits.cli.common import emit
-    from empirical.power_bench import power_benchmark
+    from empirical.benchmarks.power import power_benchmark
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,

@@ -151,7 +151,7 @@ def emit(obj: dict[str, Any], as_json: bool, summary: str) -> None:
 def _exact_number(text: str):
     """A decimal or fraction, exactly; refused before sympy sees it when its exponent or length
     would make the exact value huge (``1e999999999`` is a billion-digit integer)."""
-    from bounds.engine import parse_exact
+    from bounds.values import parse_exact
 
     stripped = text.strip()
     if _non_ascii(stripped) is not None:

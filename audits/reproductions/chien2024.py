@@ -202,14 +202,14 @@ def burn_in_epochs_long(*, n: int, b: int, l2: float, clip: float, radius: float
     is a knob, not a certificate: every point is still certified by the bound engine at this T.
     """
     import bounds
-    from audits.adapters.pnsgd import largest_float_at_most
     from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     m, L, max_step = logistic_constants(Fraction(l2))
-    fixed = {"sigma": Fraction(LONG_BURN_IN_SIGMA), "eta": largest_float_at_most(max_step),
+    fixed = {"sigma": Fraction(LONG_BURN_IN_SIGMA), "eta": float_down(max_step),
              "m": m, "L": L, "M": Fraction(clip), "n": n, "b": b, "K": 1, "R": Fraction(radius),
              "Z": 0}
 
@@ -284,6 +284,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
     """Per-example gradient evaluations of the unlearning phase, counted by the mechanism."""
     import torch
 
+    from empirical.mechanisms.common import TrialOptions
+
     mechanism = prepared.mechanism
     config = mechanism.config
     if method == "pnsgd":
@@ -295,7 +297,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
         counter = CountingModel(LogisticRegression(data.dataset.dim))
         # No learning and no retraining: every counted gradient belongs to unlearning.
         run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, learn_epochs=0),
-                  n_trials=1, seed=0, model=counter, dtype=torch.float64, retain_scores=1)
+                  options=TrialOptions(n_trials=1, seed=0, model=counter, dtype=torch.float64,
+                                       retain_scores=1))
         return counter.evaluations
     if method == "d2d":
         from empirical.mechanisms.neel2021 import run_d2d as run
@@ -303,8 +306,8 @@ def _count_unlearning(method: str, prepared: Any) -> int:
         from empirical.mechanisms.chien2024lu import run_langevin as run
     data = mechanism.data()
     result = run(data.dataset, data.request,
-                 config=dataclasses.replace(config, learn_iterations=0), n_trials=1, seed=0,
-                 retain_scores=1)
+                 config=dataclasses.replace(config, learn_iterations=0),
+                 options=TrialOptions(n_trials=1, seed=0, retain_scores=1))
     return int(sum(result.gradient_evaluations["unlearn"]))
 
 
@@ -405,47 +408,13 @@ def panel_a(setting: Fig3Setting) -> list[dict[str, Any]]:
     return rows
 
 
-def least_integer_near(predicate, *, hint: int, limit: int = 10**6) -> int:
-    """Least k >= 1 with ``predicate(k)``, for a predicate monotone in k (false, then true),
-    searched from ``hint`` by galloping down or up and bisecting: the answer of
-    :func:`bounds.calibration.least_integer` in O(log |answer - hint|) evaluations, which is
-    what makes per-request K cheap when consecutive requests need similar K."""
-    hint = max(1, int(hint))
-    if predicate(hint):
-        good, step = hint, 1
-        while good > 1:
-            probe = max(1, good - step)
-            if not predicate(probe):
-                bad = probe
-                break
-            good, step = probe, 2 * step
-        else:
-            return 1
-    else:
-        bad, step = hint, 1
-        while True:
-            probe = bad + step
-            if probe > limit:
-                raise ValueError(f"no integer up to {limit} satisfies the condition")
-            if predicate(probe):
-                good = probe
-                break
-            bad, step = probe, 2 * step
-    while good - bad > 1:  # predicate(bad) false, predicate(good) true
-        mid = (good + bad) // 2
-        if predicate(mid):
-            good = mid
-        else:
-            bad = mid
-    return good
-
-
 def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float, clip: float,
                           n: int, b: int, T: int, R: float, removals: int) -> tuple[int, ...]:
     """Least K per request (greedy, as Algorithm 6) under the certificate the pnsgd adapter
     issues: chien2024:thm3.2+thm3.11/sequence with its start distance Z (finite burn-in T),
     each K checked with the engine's certified epsilon (interval upper end)."""
     import bounds
+    from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
     from bounds.papers.chien2024 import sequence_start_distance
     from empirical.models import logistic_constants
@@ -465,15 +434,15 @@ def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float
             conv = best_epsilon(bound, delta=1.0 / n, K=k, Z=start, **fixed)
             return conv.epsilon <= epsilon
 
-        # Warm start at the previous request's K (same answer as least_integer from 1).
-        epochs.append(least_integer_near(meets, hint=epochs[-1] if epochs else 1))
+        # Warm start at the previous request's K: consecutive requests need similar K.
+        epochs.append(least_integer(meets, hint=epochs[-1] if epochs else 1, limit=10**6))
     return tuple(epochs)
 
 
 def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: float,
                     removals: int) -> tuple[Any, int, tuple[int, ...]]:
     """PNSGD spec whose K per request is the least the adapter's sequence certificate allows."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     n, _ = _n_and_dim(setting, batch)
@@ -481,7 +450,7 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
     _, _, max_step = logistic_constants(Fraction(lam))
     b = n if batch == "full" else int(batch)
     epochs = pnsgd_sequence_epochs(epsilon=epsilon, sigma=sigma,
-                                   eta=largest_float_at_most(max_step), l2=lam, clip=setting.clip,
+                                   eta=float_down(max_step), l2=lam, clip=setting.clip,
                                    n=n, b=b, T=dict(setting.burn_in)[batch], R=setting.radius,
                                    removals=removals)
     spec, n = _pnsgd_spec(setting, batch, removals=removals,
@@ -493,8 +462,8 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
 def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: float) -> str:
     """Why no K certifies: the burn-in term alone (the sequence bound at Z = 0), by the engine."""
     import bounds
-    from audits.adapters.pnsgd import largest_float_at_most
     from bounds.conversions import best_epsilon
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     n, _ = _n_and_dim(setting, batch)
@@ -502,7 +471,7 @@ def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: 
     T = dict(setting.burn_in)[batch]
     try:
         floor = best_epsilon(bounds.get("chien2024:thm3.2+thm3.11/sequence"), delta=1.0 / n,
-                             sigma=Fraction(sigma), eta=largest_float_at_most(max_step), m=m, L=L,
+                             sigma=Fraction(sigma), eta=float_down(max_step), m=m, L=L,
                              M=Fraction(setting.clip), n=n, b=n if batch == "full" else int(batch),
                              T=T, K=1, R=Fraction(setting.radius), Z=0).epsilon
     except Exception:  # the note is an explanation only; the refusal stands without it
@@ -580,7 +549,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
     """Total unlearning epochs of PNSGD over ``removals`` sequential removals under each of
     :data:`ACCOUNTINGS` at this setting's constants (eta the float the mechanism runs), or why
     none certifies; the finite-T ones use the setting's burn-in T of ``batch``."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from bounds.papers.chien2024 import FINITE_BURN_IN_METHODS, sequential_epochs
     from empirical.models import logistic_constants
 
@@ -594,7 +563,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
         try:
             schedule = sequential_epochs(
                 requests=removals, epsilon=epsilon, delta=1.0 / n, sigma=Fraction(sigma),
-                eta=largest_float_at_most(max_step), m=m, L=L, M=Fraction(setting.clip), n=n,
+                eta=float_down(max_step), m=m, L=L, M=Fraction(setting.clip), n=n,
                 b=n if batch == "full" else int(batch), R=Fraction(setting.radius),
                 method=method, **({"T": T} if finite else {}),
                 **_ACCOUNTING_OPTIONS.get(method, {}))
@@ -615,12 +584,12 @@ def _is_stress_test(setting: Fig3Setting) -> bool:
 
 def _contraction_note(setting: Fig3Setting) -> str:
     """Per-epoch contraction c^{n/b} of the headline's mini-batch here and on MNIST."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
     from empirical.models import logistic_constants
 
     def per_epoch(n: int, b: int, lam: float) -> float:
         m, _, max_step = logistic_constants(Fraction(lam))
-        return float((1 - Fraction(largest_float_at_most(max_step)) * m) ** (n // b))
+        return float((1 - Fraction(float_down(max_step)) * m) ** (n // b))
 
     batch = setting.headline_batches[0]
     n, _ = _n_and_dim(setting, batch)
@@ -709,6 +678,7 @@ def _burn_in_text(setting: Fig3Setting) -> str:
 def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
     """Accuracy and accumulated epochs vs sigma per batch size at (0.01, 1/n) (Figures 3c, 3d)."""
     from empirical.mechanisms.chien2024 import run_pnsgd
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.counting import CountingModel
     from empirical.models import LogisticRegression
 
@@ -741,9 +711,8 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
                 config, data = mechanism.config, mechanism.data()
                 counter = CountingModel(LogisticRegression(data.dataset.dim))
                 zero = tuple(0 for _ in epochs)
-                run_pnsgd(data.dataset, data.request,
-                          config=dataclasses.replace(config, unlearn_epochs=zero), n_trials=1,
-                          seed=0, model=counter, retain_scores=1)
+                run_pnsgd(data.dataset, data.request, config=dataclasses.replace(config, unlearn_epochs=zero),
+                          options=TrialOptions(n_trials=1, seed=0, model=counter, retain_scores=1))
                 per_retrain = counter.evaluations // 2  # learning and retraining, T epochs each
                 row["retraining_epochs"] = per_retrain * setting.removals / n
             rows.append(row)

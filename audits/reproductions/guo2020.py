@@ -49,8 +49,9 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
     import torch
 
     import bounds
-    from empirical.data import removal_request
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+    from empirical.requests import removal_request
 
     gamma_value = gamma_of("logistic", tight=gamma == "tight")
     rows = _removal_rows(dataset.n, removals, seed)
@@ -59,7 +60,7 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
     torch.set_num_threads(1)
     try:
         result = run_guo(dataset, [removal_request([r]) for r in rows], config=config,
-                         n_trials=trials, seed=seed, retain_scores=1)
+                         options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
     finally:
         torch.set_num_threads(previous)
     n_before = dataset.n - np.arange(removals)  # n before the k-th removal
@@ -117,8 +118,9 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
 
     import bounds
-    from empirical.data import removal_request
+    from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
+    from empirical.requests import removal_request
 
     budget_bound = bounds.get("guo2020:alg2/budget")
     rows = _removal_rows(dataset.n, removals, seed)
@@ -131,8 +133,8 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
                                                epsilon=epsilon, delta=delta).lower
                 config = GuoConfig(lam=lam, sigma=sigma, budget=float(budget),
                                    gamma=gamma_of("logistic", tight=gamma == "tight"))
-                result = run_guo(dataset, requests, config=config, n_trials=trials, seed=seed,
-                                 retain_scores=1)
+                result = run_guo(dataset, requests, config=config,
+                                 options=TrialOptions(n_trials=trials, seed=seed, retain_scores=1))
                 first = [int(np.argmax(r)) if r.any() else removals
                          for r in result.retrained_at.astype(bool)]
                 counts[i, j] = float(np.mean(first))

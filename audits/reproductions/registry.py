@@ -1,7 +1,7 @@
 """The one registry of reproductions that run mechanisms (``unlearn reproduce ID``).
 
 The bound engine keeps the reproductions that need only formulas
-(:func:`bounds.engine.register_reproduction`); a reproduction that trains models, simulates an
+(:func:`bounds.registry.register_reproduction`); a reproduction that trains models, simulates an
 attack or audits a mechanism belongs here, in one module per paper under
 :mod:`audits.reproductions`, which registers it on import. The built-in modules are listed in
 :mod:`audits.reproductions.builtin`. This module names no paper.

@@ -33,25 +33,12 @@ import sympy as sp
 
 from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon, dp_epsilon_float
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    GeometricLogMeanExp,
-    Guarantee,
-    Parameter,
-    Precondition,
-    Reproduction,
-    exact_interval,
-    get,
-    interval_endpoints,
-    interval_min,
-    iv_precision,
-    register,
-    register_reproduction,
-    resolve_values,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError
+from bounds.numerics import interval_endpoints, interval_min, iv_precision
+from bounds.registry import Reproduction, get, register, register_reproduction
+from bounds.special import GeometricLogMeanExp
+from bounds.values import exact_interval, resolve_values, symbols
 
 REFERENCE = (
     "Chien, Wang, Chen, Li. Certified Machine Unlearning via Noisy Stochastic Gradient Descent. "
@@ -64,6 +51,7 @@ SEED = "000_f878b12740525d35.txt"
 
 
 def cite(label: str, section: str = "") -> Citation:
+    """Citation of a result of Chien et al. 2024 (seed 000)."""
     return Citation("chien2024", REFERENCE, SEED, label, section)
 
 
@@ -188,7 +176,7 @@ THM32 = register(Bound(
     preconditions=(*COMMON_PRE, PRE_BURN_IN),
     assumptions=STRONGLY_CONVEX + PNSGD_SETTING,
     # Not monotone in T: when 2 eta M/(b(1 - c^{n/b})) > 2R the printed Z_B exceeds 2R and first
-    # grows with T (issue 9, item 3); chien2024:thm3.2/capped is non-increasing in T.
+    # grows with T; chien2024:thm3.2/capped is non-increasing in T.
     monotone={"sigma": "decreasing", "K": "decreasing"},
     notes=(
         "Z_B bounds W_inf(rho^0_{0|B}, nu_{D'|B}), the initial unlearning law; the main text "
@@ -728,6 +716,7 @@ class SequentialSchedule:
 
     @property
     def total_epochs(self) -> int:
+        """Unlearning epochs summed over the requests."""
         return sum(self.epochs)
 
 
@@ -974,7 +963,7 @@ def algorithm5_least_K(*, epsilon: float, delta: float, bound_id: str = "chien20
 
 # ----------------------------------------------------------------------------------------------
 # The last request of a sequence with finite burn-in: Theorem 3.2's argument, Theorem 3.11's
-# recursion (the certificate of sequence audits; formerly built in audits/runner.py)
+# recursion (the certificate of sequence audits)
 # ----------------------------------------------------------------------------------------------
 
 P_Z_START = Parameter("Z", "W_infinity bound between the law at the start of the last request and "

@@ -21,7 +21,7 @@ import sympy as sp
 
 from bounds.calibration import least_integer
 from bounds.conversions import best_epsilon
-from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
 from bounds.papers.chien2024 import (
     COMMON_PARAMS,
     COMMON_PRE,
@@ -41,6 +41,8 @@ from bounds.papers.chien2024 import (
 )
 from bounds.papers.chien2024 import REFERENCE as REFERENCE_PNSGD
 from bounds.papers.chien2024 import SEED as SEED_PNSGD
+from bounds.registry import register
+from bounds.values import symbols
 
 REFERENCE = (
     "Chien, Wang, Li. Langevin Unlearning: A New Perspective of Noisy Gradient Descent for "
@@ -50,10 +52,12 @@ REFERENCE = (
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Chien, Wang, Li 2024 (Langevin unlearning)."""
     return Citation("chien2024lu", REFERENCE, SEED_PNSGD, label, section)
 
 
 def cite_pnsgd(label: str, section: str) -> Citation:
+    """Citation of a result of the PNSGD paper (seed 000) that this module declares."""
     return Citation("chien2024", REFERENCE_PNSGD, SEED_PNSGD, label, section)
 
 
@@ -333,8 +337,8 @@ def lu_sequence_certificate(*, alpha: Any, epochs: Any, delta: float, sigma: Any
                         K=epochs[-1], E=Fraction(level), **common)
 
 
-def _lu_best_alpha(*, epochs: Any, delta: float, sigma: float, eta: float, m: float, M: float,
-                   n: int, S: int) -> tuple[float, float]:
+def lu_best_alpha(*, epochs: Any, delta: float, sigma: float, eta: float, m: float, M: float,
+                  n: int, S: int) -> tuple[float, float]:
     """(float epsilon, alpha) minimising E_s(alpha) + log(1/delta)/(alpha - 1) on a log grid."""
     import numpy as np
 
@@ -364,12 +368,12 @@ def lu_sequential_iterations(*, requests: int, epsilon: float, delta: float, sig
     alphas: list[float] = []
     for _ in range(requests):
         def meets(k: int) -> bool:
-            eps, _ = _lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
+            eps, _ = lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
             return eps <= epsilon
 
         k = least_integer(meets, start=1)
         while True:
-            _, alpha = _lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
+            _, alpha = lu_best_alpha(epochs=[*epochs, k], delta=delta, n=n, S=S, **floats)
             conv = lu_sequence_certificate(alpha=alpha, epochs=[*epochs, k], delta=delta,
                                            sigma=sigma, eta=eta, m=m, L=L, M=M, n=n, S=S,
                                            conversion=conversion)

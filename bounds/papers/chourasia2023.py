@@ -35,17 +35,9 @@ from typing import Any
 import sympy as sp
 
 from bounds.conversions import renyi_to_dp
-from bounds.engine import (
-    Bound,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    Reproduction,
-    register,
-    register_reproduction,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.registry import Reproduction, register, register_reproduction
+from bounds.values import symbols
 
 REFERENCE = (
     "Chourasia, Shah. Forget Unlearning: Towards True Data-Deletion in Machine Learning. "
@@ -56,6 +48,7 @@ NO_PROOF = "statement only, proof not in the seed (Appendix G is missing from th
 
 
 def cite(label: str, section: str = "") -> Citation:
+    """Citation of a result of Chourasia & Shah 2023 (seed 001)."""
     return Citation("chourasia2023", REFERENCE, SEED, label, section)
 
 
@@ -715,6 +708,7 @@ class Theorem52Check:
 
     @property
     def all_ok(self) -> bool:
+        """Whether every condition of Theorem 5.2 holds."""
         return (self.budgets_ok and self.privacy_ok and self.step_ok and self.learning_ok
                 and self.unlearning_ok)
 

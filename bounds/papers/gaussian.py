@@ -20,7 +20,10 @@ from __future__ import annotations
 import math
 
 from bounds.conversions import gaussian_delta, gaussian_epsilon
-from bounds.engine import Bound, Citation, Guarantee, Parameter, PreconditionError, register, symbols
+from bounds.declarations import Bound, Citation, Guarantee, Parameter
+from bounds.errors import PreconditionError
+from bounds.registry import register
+from bounds.values import symbols
 
 MIRONOV = "Mironov. Rényi Differential Privacy. IEEE CSF 2017"
 BALLE_WANG = (

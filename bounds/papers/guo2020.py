@@ -36,22 +36,11 @@ import mpmath
 import sympy as sp
 
 from bounds.conversions import gaussian_delta, gaussian_delta_mp, gaussian_epsilon
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    PreconditionError,
-    SolverError,
-    float_down,
-    float_up,
-    interval_endpoints,
-    iv_precision,
-    register,
-    symbols,
-)
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError, PreconditionError, SolverError
+from bounds.numerics import float_down, float_up, interval_endpoints, iv_precision
+from bounds.registry import register
+from bounds.values import symbols
 
 REFERENCE = (
     "Guo, Goldstein, Hannun, van der Maaten. Certified Data Removal from Machine Learning "
@@ -61,6 +50,7 @@ SEED = "002_ef6ddb75b5fc6065.txt"
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Guo et al. 2020 (seed 002)."""
     return Citation("guo2020", REFERENCE, SEED, label, section)
 
 
@@ -709,6 +699,7 @@ class RemovalCalibration:
     provenance: Mapping[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
+        """The calibration as plain JSON data."""
         return {k: (dict(v) if isinstance(v, Mapping) else list(v) if isinstance(v, tuple) else v)
                 for k, v in dataclasses.asdict(self).items()}
 

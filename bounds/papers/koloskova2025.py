@@ -17,15 +17,9 @@ Conventions: every ``sigma`` is a standard deviation (the paper prints variances
 declared values are their square roots), ``log`` is natural, ``lam`` is lambda. Corrections and
 their executable checks are in ``docs/errata-koloskova2025.md``; the adaptive model-clipping
 accountant is proved in ``docs/improved-koloskova2025.md``.
-
-Numerics of theta (eq. 9): theta_eps(r) = Phi(r/2 - eps/r) - e^eps Phi(-r/2 - eps/r) is computed
-in log space from log-CDFs (scipy ``log_ndtr``), choosing between log(theta) and
-log1p(-(1 - theta)) with 1 - theta written as a sum of positive terms, so it neither rounds to 1
-for large r nor underflows for small r. The mp evaluation raises the working precision by the
-number of digits the subtraction cancels; the interval evaluation uses that theta is
-nonincreasing in eps and nondecreasing in r (it is the hockey-stick divergence between two
-Gaussians, which data processing orders) and encloses the two extreme corners, each computed
-at 20 extra digits and widened outward.
+The hockey-stick special functions (theta of eq. 9, the model-clipping step counts, the
+analytic Gaussian sigma) are in :mod:`bounds.hockey_stick`; the appendix tables the
+reproduction recomputes are in :mod:`bounds.tables.koloskova2025`.
 """
 
 from __future__ import annotations
@@ -38,28 +32,35 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy import special
 
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
-from bounds.engine import (
-    Bound,
-    BoundError,
-    Citation,
-    Guarantee,
-    Parameter,
-    Precondition,
-    PreconditionError,
-    Reproduction,
-    SolverError,
-    interval_endpoints,
-    register,
-    register_reproduction,
-    symbols,
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.errors import BoundError, PreconditionError, SolverError
+from bounds.hockey_stick import (
+    AdaptiveModelClippingSteps,
+    AnalyticGaussianSigma,
+    LogTheta,
+    ModelClippingSteps,
+    Theta,
+    adaptive_epsilon_mp,
+    log_theta_float,
+    log_theta_mp,
+    log_upper_end,
+    model_clipping_log_deltas,
 )
-from bounds.numerics import interval_endpoints as _interval_endpoints
-from bounds.numerics import iv_precision as _iv_precision
-from bounds.values import exact_interval
+from bounds.numerics import interval_endpoints, iv_precision
+from bounds.registry import Reproduction, register, register_reproduction
+from bounds.special import EXTRA_DIGITS
+from bounds.tables.koloskova2025 import (
+    GC_TABLES,
+    MC_TABLES,
+    OP_TABLES,
+    SIGMA_PRINT_TOLERANCE,
+    TABLE_DELTA,
+    table_rows,
+)
+from bounds.values import exact_interval, symbols
 
 REFERENCE = (
     "Koloskova, Allouah, Jha, Guerraoui, Koyejo. Certified Unlearning for Neural Networks. "
@@ -70,515 +71,8 @@ PAPER = "koloskova2025"
 
 
 def cite(label: str, section: str = "") -> Citation:
+    """Citation of a result of Koloskova et al. 2025 (seed 004)."""
     return Citation(PAPER, REFERENCE, SEED, label, section)
-
-
-# ----------------------------------------------------------------------------------------------
-# theta_eps(r) of eq. (9), in log space, for the three precisions
-# ----------------------------------------------------------------------------------------------
-
-_EXTRA_DIGITS = 20
-_MAX_STEPS = 10_000_000
-
-
-def _log_theta_np(eps: Any, dist: Any, scale: Any) -> Any:
-    """log theta_eps(dist/scale) in float; scale = 0 means r = inf (theta = 1, log = 0)."""
-    eps, dist, scale = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (eps, dist, scale)))
-    out = np.zeros(eps.shape)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-        r = np.where(scale > 0, dist / np.where(scale > 0, scale, 1.0), np.inf)
-        finite = np.isfinite(r) & (r > 0)
-        rr = np.where(finite, r, 1.0)
-        a = rr / 2 - eps / rr  # theta = Phi(a) - e^eps Phi(b)
-        b = -rr / 2 - eps / rr
-        log_pa = special.log_ndtr(a)
-        log_pb = eps + special.log_ndtr(b)
-        # small theta: log Phi(a) + log(1 - e^{log_pb - log_pa}) keeps full relative accuracy
-        small = log_pa + np.log(-np.expm1(log_pb - log_pa))
-        # theta near 1: 1 - theta = Phi(-a) + e^eps Phi(b), a sum of positive terms
-        log_one_minus = np.logaddexp(special.log_ndtr(-a), log_pb)
-        large = np.log1p(-np.exp(log_one_minus))
-        value = np.where(log_one_minus < math.log(0.5), large, small)
-    out = np.where(finite, value, np.where(r == 0, -np.inf, 0.0))
-    return out if out.shape else float(out)
-
-
-def _ncdf_mp(x: Any) -> Any:
-    """Phi(x) in mpmath; below -1e100 the Mills-ratio form phi(x)/|x| (relative error < x^-2,
-    far below any working precision), since mpmath's erfc overflows a float there."""
-    if x < -_FAR_TAIL:
-        return mpmath.npdf(x) / -x
-    if x > _FAR_TAIL:
-        return mpmath.mpf(1) - mpmath.npdf(x) / x
-    return mpmath.ncdf(x)
-
-
-_FAR_TAIL = mpmath.mpf(10) ** 100
-
-
-def _log_theta_mp(eps: Any, dist: Any, scale: Any) -> Any:
-    """log theta_eps(dist/scale) at the current mp precision (extra digits against cancellation)."""
-    if scale == 0:
-        return mpmath.mpf(0)
-    if dist == 0:
-        return mpmath.mpf("-inf")
-    target = mpmath.mp.dps
-    extra = _EXTRA_DIGITS
-    for _ in range(8):
-        with mpmath.workdps(target + extra):
-            r = mpmath.mpf(dist) / scale
-            e = mpmath.mpf(eps)
-            pa = _ncdf_mp(r / 2 - e / r)
-            pb = mpmath.exp(e) * _ncdf_mp(-r / 2 - e / r)
-            one_minus = _ncdf_mp(e / r - r / 2) + pb  # 1 - theta, no cancellation
-            if one_minus < mpmath.mpf("0.5"):
-                value = mpmath.log1p(-one_minus)
-                lost = 0
-            else:
-                diff = pa - pb
-                if diff <= 0:
-                    extra *= 2
-                    continue
-                lost = int(mpmath.ceil(mpmath.log10(pa / diff)))
-                value = mpmath.log(diff)
-            if lost + 5 < extra:
-                return +value
-            extra = lost + _EXTRA_DIGITS
-    raise BoundError("theta_eps(r): could not reach the requested precision")
-
-
-def _iv_point(fn: Any, args: Sequence[Any], digits: int) -> tuple[Any, Any]:
-    """Outward enclosure [lo, hi] of fn at a point, from an evaluation at ``digits`` + 20 digits."""
-    with mpmath.workdps(digits + _EXTRA_DIGITS):
-        value = fn(*args)
-        if mpmath.isinf(value):
-            return value, value
-        # Relative slack only: an absolute floor would swallow values such as log theta ~ -1e-2180
-        # (1 - theta is a Gaussian tail far below any fixed floor), whose enclosure must not
-        # reach 0. _log_theta_mp returns 0 only where theta = 1 exactly (no noise).
-        slack = abs(value) * mpmath.mpf(10) ** (-(digits + 5))
-        return value - slack, value + slack
-
-
-def _ends(x: Any) -> tuple[Any, Any]:
-    if type(x).__name__ == "ivmpf":
-        return interval_endpoints(x)
-    v = mpmath.mpf(x)
-    return v, v
-
-
-def _log_theta_iv(eps: Any, dist: Any, scale: Any) -> Any:
-    digits = mpmath.iv.dps
-    (e_lo, e_hi), (d_lo, d_hi), (s_lo, s_hi) = _ends(eps), _ends(dist), _ends(scale)
-    # theta decreases in eps and in the noise scale, increases in the distance
-    lo, _ = _iv_point(_log_theta_mp, (e_hi, d_lo, s_hi), digits)
-    _, hi = _iv_point(_log_theta_mp, (e_lo, d_hi, s_lo), digits)
-    hi = min(hi, mpmath.mpf(0))
-    if mpmath.isinf(lo):
-        raise BoundError("theta_eps(r): the enclosure reaches r = 0 (theta = 0, log = -inf)")
-    return mpmath.iv.mpf([lo, hi])
-
-
-def _dispatch(float_fn: Any, mp_fn: Any, iv_fn: Any) -> Any:
-    def apply(*args: Any) -> Any:
-        if any(type(a).__name__ == "ivmpf" for a in args):
-            return iv_fn(*args)
-        if any(isinstance(a, mpmath.mpf) for a in args):
-            return mp_fn(*args)
-        return float_fn(*args)
-
-    return apply
-
-
-class _NumericFunction(sp.Function):
-    """A special function with one implementation per precision (``_imp_``); sympy's ``evalf``
-    uses the mp implementation at the requested precision."""
-
-    _mp_impl: Any = None
-
-    def _eval_evalf(self, prec: int) -> Any:
-        if not all(arg.is_number for arg in self.args):
-            return None
-        with mpmath.workprec(prec + 20):
-            args = [mpmath.mpf(sp.Float(arg.evalf(prec + 20), prec + 20)._mpf_) for arg in self.args]
-            value = type(self)._mp_impl(*args)
-        return sp.Float(value, dps=mpmath.libmp.prec_to_dps(prec))
-
-
-def _theta_float(eps: Any, r: Any) -> float:
-    """theta_eps(r) rounded to the nearest float from a 30-digit evaluation: the float log-space
-    form loses up to ~1e-10 relative where theta is tiny (eq. 9 is an exact value)."""
-    if not (r > 0 and math.isfinite(r)):
-        return 1.0 if r == math.inf else 0.0
-    with mpmath.workdps(30):
-        return float(mpmath.exp(_log_theta_mp(mpmath.mpf(eps), mpmath.mpf(r), mpmath.mpf(1))))
-
-
-class Theta(sp.Function):
-    """``theta_eps(r)`` of eq. (9), arguments ``(eps, r)``; float values come from mpmath."""
-
-    nargs = 2
-    _imp_ = staticmethod(_dispatch(
-        np.vectorize(_theta_float, otypes=[float]),
-        lambda e, r: mpmath.exp(_log_theta_mp(e, r, mpmath.mpf(1))),
-        lambda e, r: mpmath.iv.exp(_log_theta_iv(e, r, mpmath.mpf(1))),
-    ))
-
-    def _latex(self, printer: Any) -> str:
-        e, r = (printer._print(x) for x in self.args)
-        return rf"\theta_{{{e}}}\left({r}\right)"
-
-
-class LogTheta(_NumericFunction):
-    """``log theta_eps(dist/scale)`` of eq. (9); ``scale = 0`` (no noise) gives ``log 1 = 0``.
-
-    Arguments ``(eps, dist, scale)``. One implementation per precision, chosen by argument type.
-    """
-
-    nargs = 3
-    _imp_ = staticmethod(_dispatch(_log_theta_np, _log_theta_mp, _log_theta_iv))
-    _mp_impl = staticmethod(_log_theta_mp)
-
-    def _latex(self, printer: Any) -> str:
-        e, d, s = (printer._print(x) for x in self.args)
-        return rf"\log \theta_{{{e}}}\left(\frac{{{d}}}{{{s}}}\right)"
-
-
-def log_theta(*, epsilon: Any, r: Any, precision: str = "float", digits: int = 50) -> Any:
-    """log theta_epsilon(r) of eq. (9) (Theorem 4.2); ``r = inf`` gives 0.
-
-    ``"interval"`` returns an enclosure from the exact inputs (a float ``r`` is taken at its
-    exact binary value); for a Gaussian mechanism prefer :func:`log_gaussian_delta`, which
-    never forms r = sensitivity/sigma in floating point.
-    """
-    if precision == "float":
-        return _log_theta_np(epsilon, 1.0 if math.isinf(float(r)) else r,
-                             0.0 if math.isinf(float(r)) else 1.0)
-    if precision == "interval":
-        if math.isinf(float(r)):
-            return mpmath.iv.mpf(0)
-        return log_gaussian_delta(epsilon=epsilon, sensitivity=r, sigma=1, digits=digits)
-    with mpmath.workdps(digits):
-        if mpmath.isinf(mpmath.mpf(r)):
-            return mpmath.mpf(0)
-        return _log_theta_mp(mpmath.mpf(epsilon), mpmath.mpf(r), mpmath.mpf(1))
-
-
-def log_gaussian_delta(*, epsilon: Any, sensitivity: Any, sigma: Any, digits: int = 30) -> Any:
-    """Interval enclosure of log delta(epsilon) = log theta_eps(sensitivity/sigma) of the Gaussian
-    mechanism (Lemma A.3), from the exact inputs (numbers, Fractions or exact strings)."""
-    with _iv_precision(digits):
-        return _log_theta_iv(exact_interval(epsilon), exact_interval(sensitivity),
-                             exact_interval(sigma))
-
-
-def log_upper_end(value: Any, digits: int = 30) -> Any:
-    """The lower end of an enclosure of log(value) for an exact input: the largest log delta
-    a certificate may reach."""
-    with _iv_precision(digits):
-        return _interval_endpoints(mpmath.iv.log(exact_interval(value)))[0]
-
-
-def theta(*, epsilon: Any, r: Any, precision: str = "float", digits: int = 50) -> Any:
-    """theta_epsilon(r) of eq. (9): the hockey-stick divergence E_eps(N(0,1) || N(r,1))."""
-    value = log_theta(epsilon=epsilon, r=r, precision=precision, digits=digits)
-    if precision == "float":
-        return np.exp(value)
-    with mpmath.workdps(digits):
-        return mpmath.exp(value)
-
-
-# ----------------------------------------------------------------------------------------------
-# Model-clipping accountants (Theorem 4.2 and the adaptive one of docs/improved-koloskova2025.md)
-# ----------------------------------------------------------------------------------------------
-
-
-def _initial_log_delta(eps: Any, C0: Any, sigma0: Any, log_fn: Any) -> Any:
-    return log_fn(eps, 2 * C0, sigma0)
-
-
-def model_clipping_log_deltas(*, epsilon: float, C0: float, C2: float, sigma0: float, sigma: float,
-                              T: int, adaptive: bool = False) -> list[float]:
-    """log delta_t, t = 0..T, of Theorem 4.2's recursion (float, not certified).
-
-    ``adaptive=False``: delta_{t+1} = theta_eps(2 C2/sigma) delta_t (Theorem 4.2). ``True``:
-    delta_{t+1} = delta_t theta_{eps_t}(2 C2/sigma) with eps_t = log(1 + (e^eps - 1)/delta_t)
-    (docs/improved-koloskova2025.md).
-    """
-    logs = [float(_log_theta_np(epsilon, 2 * C0, sigma0))]
-    step = float(_log_theta_np(epsilon, 2 * C2, sigma))
-    for _ in range(int(T)):
-        cur = logs[-1]
-        if cur < _FLOAT_LOG_FLOOR:
-            # theta <= 1, so delta_t never increases: holding it is an upper bound, and it avoids
-            # the inf - inf of theta at eps_t ~ 1e300 in float
-            logs.append(cur)
-            continue
-        if adaptive:
-            eps_t = _adaptive_epsilon_float(epsilon, cur)
-            step = float(_log_theta_np(eps_t, 2 * C2, sigma))
-        logs.append(cur + step)
-    return logs
-
-
-_FLOAT_LOG_FLOOR = -700.0  # log delta below which float iterations hold delta (safe side)
-
-
-def _adaptive_epsilon_float(eps: float, log_delta: float) -> float:
-    # log(1 + (e^eps - 1)/delta) = logaddexp(0, log(expm1(eps)) - log delta)
-    return float(np.logaddexp(0.0, math.log(math.expm1(eps)) - log_delta))
-
-
-def _adaptive_epsilon_mp(eps: Any, log_delta: Any) -> Any:
-    return mpmath.log1p(mpmath.expm1(eps) * mpmath.exp(-log_delta))
-
-
-# Past this many exact steps the adaptive recursion advances in blocks: k steps at once, each as
-# long as the block's first step. Later steps are never shorter (log delta_{t+1} is
-# nondecreasing in log delta_t, docs/improved-koloskova2025.md), so a block can only overstate
-# delta and the count stays on the safe side. A block covers at most _BLOCK_FRACTION of the
-# remaining distance to log delta and is halved until its last step differs from its first by
-# at most _STEP_TOLERANCE (relative), so it overstates the count by about that much. The work
-# is at most _ADAPTIVE_EVALUATIONS evaluations of theta however large T is (about a second at
-# 60 digits); where they run out, the rest is counted at the last step's length, a looser upper
-# end.
-_ADAPTIVE_EXACT_STEPS = 500
-_BLOCK_FRACTION = 0.1
-_STEP_TOLERANCE = 1e-2
-_ADAPTIVE_EVALUATIONS = 1_500  # then the rest is counted at the current step's length (upper end)
-
-
-def _adaptive_count(cur: Any, log_target: Any, step_at: Any, rounded: Any,
-                    blocks: bool) -> tuple[int, Any, Any]:
-    """Steps of the adaptive recursion from log delta_0 = ``cur`` until log delta_t <= log_target.
-
-    Returns ``(t, None, step)`` when the count ended, or ``(t, cur, step)`` when it stopped early
-    (the exact phase ended and ``blocks`` is false, no progress at this precision, or the
-    evaluation budget ran out), with log delta_t = ``cur`` after ``t`` steps and ``step`` the
-    step from there.
-    """
-    t, evaluations, last = 0, 0, 1
-    step = step_at(cur)
-    while cur > log_target:
-        k = 1
-        if t >= _ADAPTIVE_EXACT_STEPS:
-            if not blocks:
-                return t, cur, step
-            # at most twice the last accepted block, so that halving stays cheap
-            k = max(1, min(2 * last, int(_BLOCK_FRACTION * (cur - log_target) / -step)))
-        while True:
-            after = rounded(cur + k * step)
-            if after >= cur or evaluations >= _ADAPTIVE_EVALUATIONS:
-                return t, cur, step
-            evaluations += 1
-            following = step_at(after)
-            if k == 1 or abs(following - step) <= _STEP_TOLERANCE * abs(step):
-                break
-            k //= 2
-        cur, step, t, last = after, following, t + k, k
-    return t, None, step
-
-
-def _steps_float(eps: float, delta: float, C0: float, C2: float, sigma0: float, sigma: float,
-                 adaptive: bool) -> float:
-    log_target = math.log(delta)
-    cur = float(_log_theta_np(eps, 2 * C0, sigma0))
-    step = float(_log_theta_np(eps, 2 * C2, sigma))
-    closed = max(1.0, math.ceil((cur - log_target) / -step)) if step < 0 else math.inf
-    if not math.isfinite(closed):
-        raise BoundError("model clipping: theta rounds to 1, no finite step count in float")
-    if not adaptive:  # eq. (10) rounded up, O(1) even when theta is close to 1
-        return float(closed)
-
-    def step_at(log_delta: float) -> float:
-        if log_delta < _FLOAT_LOG_FLOOR:  # delta_t ~ 0: eps_t overflows; the count has ended
-            return -math.inf
-        return float(_log_theta_np(_adaptive_epsilon_float(eps, log_delta), 2 * C2, sigma))
-
-    t, stopped, step = _adaptive_count(cur, log_target, step_at, lambda x: x, blocks=True)
-    if stopped is not None:  # later steps are never shorter than this one
-        t += math.ceil((stopped - log_target) / -step)
-    # the adaptive count never exceeds Theorem 4.2's
-    return float(min(max(t, 1), closed))
-
-
-def _steps_mp(eps: Any, delta: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any, adaptive: bool,
-              direction: int = 0) -> Any:
-    """Least T >= 1 with delta_T <= delta. ``direction`` +1 rounds every log delta_t up (safe
-    side: never fewer steps than the exact recursion), -1 down, 0 nearest. The adaptive recursion
-    is counted step by step for ``_ADAPTIVE_EXACT_STEPS`` steps; past that, +1 and 0 continue in
-    blocks (an upper end, within about ``_STEP_TOLERANCE`` of the count) and -1 returns a lower
-    end (every later step is at most as long as the step at delta_t = delta). Where blocks stop
-    (no progress at this precision, or ``_ADAPTIVE_EVALUATIONS`` spent) the rest is counted at
-    the last step's length, an upper end."""
-    slack = mpmath.mpf(10) ** (-(mpmath.mp.dps - 5))
-    log_target = mpmath.log(delta)
-
-    def rounded(x: Any) -> Any:
-        return x + direction * (abs(x) * slack + slack)
-
-    cur = rounded(_log_theta_mp(eps, 2 * C0, sigma0))
-    step = _log_theta_mp(eps, 2 * C2, sigma)
-    if step >= 0:
-        raise BoundError("model clipping: theta = 1, no finite step count")
-    ratio = (cur - log_target) / -step
-    closed = max(mpmath.mpf(1), mpmath.ceil(ratio + direction * (abs(ratio) * slack + slack)))
-    if not adaptive:  # eq. (10) rounded up: O(1) even when theta is close to 1
-        return closed
-
-    def step_at(log_delta: Any) -> Any:
-        # g(d) = d theta_{log(1 + (e^eps - 1)/d)}(r) is nondecreasing in d, so an upper
-        # bound on delta_t yields an upper bound on delta_{t+1}
-        return _log_theta_mp(_adaptive_epsilon_mp(eps, log_delta), 2 * C2, sigma)
-
-    t, stopped, step = _adaptive_count(cur, log_target, step_at, rounded, blocks=direction >= 0)
-    if stopped is None:  # the adaptive count never exceeds Theorem 4.2's
-        return min(mpmath.mpf(max(t, 1)), closed) if direction >= 0 else mpmath.mpf(max(t, 1))
-    if direction >= 0:  # later steps are never shorter than this one
-        rest = (stopped - log_target) / -step
-        return min(closed, mpmath.mpf(t) + mpmath.ceil(rest + abs(rest) * slack + slack))
-    # steps lengthen as delta_t falls, and delta_t > delta until the count ends
-    longest = step_at(log_target)
-    longest -= abs(longest) * slack + slack
-    rest = (stopped - log_target) / -longest
-    return mpmath.mpf(t) + max(1, mpmath.ceil(rest - (abs(rest) * slack + slack)))
-
-
-def _steps_iv(adaptive: bool) -> Any:
-    def run(eps: Any, delta: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any) -> Any:
-        digits = mpmath.iv.dps
-        ends = [_ends(x) for x in (eps, delta, C0, C2, sigma0, sigma)]
-        # the count decreases in eps, delta, sigma0, sigma and increases in C0, C2
-        worst = [ends[0][0], ends[1][0], ends[2][1], ends[3][1], ends[4][0], ends[5][0]]
-        best = [ends[0][1], ends[1][1], ends[2][0], ends[3][0], ends[4][1], ends[5][1]]
-        with mpmath.workdps(digits + _EXTRA_DIGITS):
-            hi = _steps_mp(*worst, adaptive, direction=+1)
-            lo = _steps_mp(*best, adaptive, direction=-1)
-        return mpmath.iv.mpf([lo, hi])
-
-    return run
-
-
-class ModelClippingSteps(_NumericFunction):
-    """Least T >= 1 with theta_eps(2C2/sigma)^T theta_eps(2C0/sigma0) <= delta (Theorem 4.2).
-
-    Arguments ``(eps, delta, C0, C2, sigma0, sigma)``. Integer-valued: eq. (10) rounded up.
-    """
-
-    nargs = 6
-    _imp_ = staticmethod(_dispatch(
-        np.vectorize(lambda *a: _steps_float(*a, adaptive=False)),
-        lambda *a: _steps_mp(*a, adaptive=False, direction=+1),
-        _steps_iv(adaptive=False),
-    ))
-    _mp_impl = staticmethod(lambda *a: _steps_mp(*a, adaptive=False, direction=+1))
-
-
-class AdaptiveModelClippingSteps(_NumericFunction):
-    """Least T >= 1 of the adaptive recursion delta_{t+1} = delta_t theta_{eps_t}(2C2/sigma),
-    eps_t = log(1 + (e^eps - 1)/delta_t), delta_0 = theta_eps(2C0/sigma0).
-
-    Arguments ``(eps, delta, C0, C2, sigma0, sigma)``; see docs/improved-koloskova2025.md.
-    """
-
-    nargs = 6
-    _imp_ = staticmethod(_dispatch(
-        np.vectorize(lambda *a: _steps_float(*a, adaptive=True)),
-        lambda *a: _steps_mp(*a, adaptive=True, direction=+1),
-        _steps_iv(adaptive=True),
-    ))
-    _mp_impl = staticmethod(lambda *a: _steps_mp(*a, adaptive=True, direction=+1))
-
-    def _latex(self, printer: Any) -> str:
-        args = ", ".join(printer._print(x) for x in self.args)
-        return rf"T_{{\mathrm{{adaptive}}}}\left({args}\right)"
-
-
-# ----------------------------------------------------------------------------------------------
-# Exact (analytic) Gaussian mechanism: the least sigma with theta_eps(sensitivity/sigma) <= delta
-# ----------------------------------------------------------------------------------------------
-
-
-def _analytic_sigma_float(eps: float, delta: float, sens: float) -> float:
-    log_target = math.log(delta)
-
-    def ok(log_s: float) -> bool:
-        return float(_log_theta_np(eps, sens, math.exp(log_s))) <= log_target
-
-    lo, hi = math.log(sens) - 1.0, math.log(sens) + 1.0
-    while ok(lo):
-        lo -= 1.0
-    while not ok(hi):
-        hi += 1.0
-    for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    # A noise level rounds up: the float log theta is accurate to ~1e-12 only, so the answer is
-    # re-checked at 30 digits from the exact binary inputs and raised until it passes.
-    sigma = math.exp(hi)
-    with mpmath.workdps(30):
-        target = mpmath.log(mpmath.mpf(delta))
-        e, d = mpmath.mpf(eps), mpmath.mpf(sens)
-        for _ in range(10_000):
-            if _log_theta_mp(e, d, mpmath.mpf(sigma)) <= target:
-                return sigma
-            sigma = math.nextafter(sigma * (1 + 2.0**-44), math.inf)
-    raise BoundError("analytic Gaussian sigma: the 30-digit re-check failed")  # pragma: no cover
-
-
-def _analytic_sigma_mp(eps: Any, delta: Any, sens: Any, direction: int = +1) -> Any:
-    """Bisection in mp; ``direction`` +1 returns a sigma on the safe (large) side."""
-    log_target = mpmath.log(delta)
-    margin = mpmath.mpf(10) ** (-(mpmath.mp.dps - 8))
-
-    def ok(s: Any) -> bool:
-        value = _log_theta_mp(eps, sens, s)
-        return value + margin * (abs(value) + 1) <= log_target if direction > 0 else value <= log_target
-
-    lo, hi = sens / 4, sens * 4
-    while ok(lo):
-        lo /= 4
-    while not ok(hi):
-        hi *= 4
-    tol = mpmath.mpf(10) ** (-(mpmath.mp.dps - 10))
-    while hi - lo > tol * hi:
-        mid = (lo + hi) / 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid
-    return hi if direction > 0 else lo
-
-
-def _analytic_sigma_iv(eps: Any, delta: Any, sens: Any) -> Any:
-    digits = mpmath.iv.dps
-    (e_lo, e_hi), (d_lo, d_hi), (s_lo, s_hi) = _ends(eps), _ends(delta), _ends(sens)
-    with mpmath.workdps(digits + _EXTRA_DIGITS):
-        hi = _analytic_sigma_mp(e_lo, d_lo, s_hi, direction=+1)
-        lo = _analytic_sigma_mp(e_hi, d_hi, s_lo, direction=-1)
-    return mpmath.iv.mpf([lo, hi])
-
-
-class AnalyticGaussianSigma(_NumericFunction):
-    """Least sigma with theta_eps(sensitivity/sigma) <= delta (exact Gaussian mechanism,
-    Balle and Wang 2018, Theorem 8). Arguments ``(eps, delta, sensitivity)``."""
-
-    nargs = 3
-    _imp_ = staticmethod(_dispatch(
-        np.vectorize(_analytic_sigma_float),
-        lambda *a: _analytic_sigma_mp(*a, direction=+1),
-        _analytic_sigma_iv,
-    ))
-    _mp_impl = staticmethod(lambda *a: _analytic_sigma_mp(*a, direction=+1))
-
-    def _latex(self, printer: Any) -> str:
-        e, d, s = (printer._print(x) for x in self.args)
-        return rf"\sigma_{{\mathrm{{aG}}}}\left({e}, {d}, {s}\right)"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -1260,20 +754,20 @@ def least_steps_gradient_clipping(*, epsilon: float, delta: float, conversion: s
 def model_clipping_log_delta_certified(*, epsilon: Any, C0: Any, C2: Any, sigma0: Any, sigma: Any,
                                        T: int, adaptive: bool = False, digits: int = 30) -> Any:
     """Upper bound on log delta_T (each step rounded up in mp): the certified side."""
-    with _iv_precision(digits + _EXTRA_DIGITS):
+    with iv_precision(digits + EXTRA_DIGITS):
         # Each exact input is enclosed and the end that makes theta larger is taken: theta
         # decreases in epsilon and in the noise scale and increases in the distance.
-        ends = [_interval_endpoints(exact_interval(x)) for x in (epsilon, C0, C2, sigma0, sigma)]
-    with mpmath.workdps(digits + _EXTRA_DIGITS):
+        ends = [interval_endpoints(exact_interval(x)) for x in (epsilon, C0, C2, sigma0, sigma)]
+    with mpmath.workdps(digits + EXTRA_DIGITS):
         slack = mpmath.mpf(10) ** (-(digits + 5))
         e, c0, c2, s0, s = ends[0][0], ends[1][1], ends[2][1], ends[3][0], ends[4][0]
-        cur = _log_theta_mp(e, 2 * c0, s0)
+        cur = log_theta_mp(e, 2 * c0, s0)
         cur += abs(cur) * slack + slack
         for _ in range(int(T)):
             if cur < -10**6:  # delta_t never increases: holding it is an upper bound
                 break
-            e_t = _adaptive_epsilon_mp(e, cur) if adaptive else e
-            cur = cur + _log_theta_mp(e_t, 2 * c2, s)
+            e_t = adaptive_epsilon_mp(e, cur) if adaptive else e
+            cur = cur + log_theta_mp(e_t, 2 * c2, s)
             cur += abs(cur) * slack + slack
         return cur
 
@@ -1337,239 +831,8 @@ def smallest_sigma_model_clipping(*, epsilon: float, delta: float, C0: float, C2
 
 
 # ----------------------------------------------------------------------------------------------
-# Reproduction of the appendix step tables (Tables 5-10, 12-15), transcribed from seed 004
+# Reproduction of the appendix step tables (Tables 5-10, 12-15)
 # ----------------------------------------------------------------------------------------------
-
-# Gradient clipping rows: epsilon, budget (epochs), lambda, C1, gamma, C0, steps, sigma. Table 14
-# prints the budget before epsilon; its rows are normalised to the same column order here.
-GC_TABLES: dict[str, str] = {
-    "Table 5": """
-        1 1 10.0 100.0 0.0001 0.01 1 0.028270
-        1 2 750.0 10.0 0.0001 0.01 6 0.007752
-        1 3 750.0 10.0 0.0001 0.01 6 0.007752
-        1 4 750.0 10.0 0.0001 0.01 6 0.007752
-        1 5 10.0 100.0 0.0001 0.01 1 0.028270
-        1 6 750.0 10.0 0.0001 0.01 6 0.007752
-        1 7 10.0 100.0 0.0001 0.01 1 0.028270
-        1 8 10.0 100.0 0.0001 0.01 1 0.028270
-        1 9 10.0 100.0 0.0001 0.01 1 0.028270
-        1 10 10.0 100.0 0.0001 0.01 1 0.028270
-    """,
-    "Table 7": """
-        1 1 200.0 100.0 0.0010 0.1 1 0.254558
-        1 4 50.0 10.0 0.0100 1.0 5 0.275702
-        1 7 50.0 10.0 0.0100 20.0 11 0.256790
-        1 10 50.0 100.0 0.0001 0.1 10 0.088213
-        1 13 1.0 10.0 0.0010 0.1 10 0.089197
-        1 16 50.0 10.0 0.0010 0.1 10 0.077256
-        1 19 1.0 10.0 0.0010 0.1 10 0.089197
-        1 22 50.0 100.0 0.0001 0.1 10 0.088213
-        1 25 500.0 100.0 0.0010 1.0 5 0.275702
-        1 28 50.0 10.0 0.0100 20.0 11 0.256790
-        1 31 500.0 100.0 0.0010 20.0 11 0.256790
-        1 34 50.0 1.0 0.0010 1.0 93 0.012501
-        1 37 50.0 100.0 0.0010 0.1 1 0.275772
-        1 40 500.0 100.0 0.0010 1.0 5 0.275702
-        1 43 1.0 10.0 0.0100 0.1 1 0.281429
-        1 46 500.0 100.0 0.0010 20.0 11 0.256790
-        1 49 1.0 10.0 0.0100 0.1 1 0.281429
-    """,
-    "Table 12": """
-        1 1 500.0 100.0 0.001 0.01 1 0.148492
-        1 4 100.0 10.0 0.0001 0.01 10 0.008698
-        1 7 0.50 1.0 0.001 0.01 10 0.008932
-        1 10 0.50 10.0 0.0001 0.01 10 0.008943
-        1 13 0.50 10.0 0.0001 0.01 10 0.008943
-        1 16 10.0 10.0 0.001 0.01 1 0.028143
-        1 19 10.0 10.0 0.001 0.01 1 0.028143
-        1 22 10.0 10.0 0.001 0.01 1 0.028143
-        1 25 10.0 10.0 0.001 0.01 1 0.028143
-        1 28 10.0 10.0 0.001 0.01 1 0.028143
-        1 31 100.0 100.0 0.0001 0.01 1 0.028143
-        1 34 10.0 1.0 0.01 0.01 1 0.026870
-        1 37 0.50 10.0 0.001 0.01 1 0.028277
-        1 40 0.50 10.0 0.001 0.01 1 0.028277
-        1 43 0.50 10.0 0.001 0.01 1 0.028277
-        1 46 0.50 10.0 0.001 0.01 1 0.028277
-        1 49 0.50 10.0 0.001 0.01 1 0.028277
-    """,
-    "Table 13": """
-        1 1 500 100 0.001 0.01 1 0.148492
-        1 4 0.50 1 0.001 0.01 10 0.008932
-        1 7 10 1 0.001 0.01 10 0.008698
-        1 10 10 0.10 0.01 0.10 30 0.008524
-        1 13 10 10 0.0001 0.01 10 0.008920
-        1 16 100 1 0.001 0.10 30 0.008524
-        1 19 0.50 1 0.001 0.01 10 0.008932
-        1 22 500 10 0.0001 0.01 10 0.007726
-        1 25 100 1 0.001 0.10 30 0.008524
-        1 28 0.50 1 0.001 0.01 10 0.008932
-        1 31 500 10 0.001 1 10 0.025667
-        1 34 0.50 10 0.0001 0.01 10 0.008943
-        1 37 500 10 0.001 1 10 0.025667
-        1 40 500 10 0.001 1 10 0.025667
-        1 43 500 10 0.001 1 10 0.025667
-        1 46 500 10 0.001 1 10 0.025667
-        1 49 500 10 0.001 1 10 0.025667
-    """,
-    "Table 14": """
-        0.1 1 500 100 0.001 1 5 0.871847
-        0.1 4 500 100 0.001 1 5 0.871847
-        0.1 7 500 100 0.001 1 5 0.871847
-        0.1 10 500 100 0.001 1 5 0.871847
-        0.1 13 500 100 0.001 1 5 0.871847
-        0.1 16 500 100 0.001 1 5 0.871847
-        0.1 19 500 100 0.001 1 5 0.871847
-        0.1 22 500 100 0.001 1 5 0.871847
-        0.1 25 500 100 0.001 1 5 0.871847
-        0.1 28 500 100 0.001 1 5 0.871847
-        0.1 31 500 100 0.001 1 5 0.871847
-        0.1 34 500 100 0.001 1 5 0.871847
-        0.1 37 500 100 0.001 1 5 0.871847
-        0.1 40 500 100 0.001 1 5 0.871847
-        0.1 43 500 100 0.001 1 5 0.871847
-        0.1 46 500 100 0.001 1 5 0.871847
-        0.1 49 500 100 0.001 1 5 0.871847
-        1 1 500 100 0.001 1 5 0.275702
-        1 4 1 10 0.001 0.1 10 0.089197
-        1 7 500 100 0.001 1 5 0.275702
-        1 10 1 10 0.001 0.1 10 0.089197
-        1 13 500 100 0.001 1 5 0.275702
-        1 16 500 100 0.001 1 5 0.275702
-        1 19 500 100 0.001 1 5 0.275702
-        1 22 500 100 0.001 1 5 0.275702
-        1 25 500 100 0.001 1 5 0.275702
-        1 28 500 100 0.001 1 5 0.275702
-        1 31 500 100 0.001 1 5 0.275702
-        1 34 500 100 0.001 1 5 0.275702
-        1 37 500 100 0.001 1 5 0.275702
-        1 40 500 100 0.001 1 5 0.275702
-        1 43 500 100 0.001 1 5 0.275702
-        1 46 500 100 0.001 1 5 0.275702
-        1 49 500 100 0.001 1 5 0.275702
-        10 1 1 100 0.1 0.1 1 4.512385
-        10 4 1 10 0.1 0.1 1 0.487463
-        10 7 0.1 10 0.1 1 1 0.889955
-        10 10 0.1 10 0.1 0.1 1 0.491488
-        10 13 0.1 10 0.1 1 1 0.889955
-        10 16 0.1 10 0.1 0.1 1 0.491488
-        10 19 1 10 0.1 0.1 1 0.487463
-        10 22 0.1 10 0.1 0.1 1 0.491488
-        10 25 0.1 10 0.1 1 1 0.889955
-        10 28 0.1 0.01 0.1 0.1 70 0.007260
-        10 31 1 0.1 0.1 10 53 0.026744
-        10 34 25 5 0.01 10 19 0.071419
-        10 37 0.1 10 0.1 0.1 1 0.491488
-        10 40 1 10 0.001 0.1 10 0.028207
-        10 43 25 5 0.01 10 19 0.071419
-        10 46 25 5 0.01 10 19 0.071419
-        10 49 1 0.1 0.1 1 30 0.026955
-    """,
-    "Table 15": """
-        10 1 750 10 0.0001 0.01 6 0.002451
-        10 2 750 10 0.0001 0.01 6 0.002451
-        10 3 750 10 0.0001 0.01 6 0.002451
-        10 4 750 10 0.0001 0.01 6 0.002451
-        10 5 10 100 0.0001 0.01 1 0.008940
-        10 6 750 10 0.0001 0.01 6 0.002451
-        10 7 10 100 0.0001 0.01 1 0.008940
-        10 8 750 10 0.0001 0.01 6 0.002451
-        10 9 10 100 0.0001 0.01 1 0.008940
-        1 1 10 100 0.0001 0.01 1 0.028270
-        1 2 750 10 0.0001 0.01 6 0.007752
-        1 3 750 10 0.0001 0.01 6 0.007752
-        1 4 750 10 0.0001 0.01 6 0.007752
-        1 5 10 100 0.0001 0.01 1 0.028270
-        1 6 10 100 0.0001 0.01 1 0.028270
-        1 7 750 10 0.0001 0.01 6 0.007752
-        1 8 10 100 0.0001 0.01 1 0.028270
-        1 9 10 100 0.0001 0.01 1 0.028270
-        0.1 1 10 100 0.0001 0.01 1 0.089398
-        0.1 2 10 100 0.0001 0.01 1 0.089398
-        0.1 3 10 100 0.0001 0.01 1 0.089398
-        0.1 4 750 10 0.0001 0.01 6 0.024514
-        0.1 5 10 100 0.0001 0.01 1 0.089398
-        0.1 6 10 100 0.0001 0.01 1 0.089398
-        0.1 7 10 100 0.0001 0.01 1 0.089398
-        0.1 8 10 100 0.0001 0.01 1 0.089398
-        0.1 9 10 100 0.0001 0.01 1 0.089398
-    """,
-}
-# Model clipping rows: epsilon, budget, C2, sigma, eta, lambda, steps.
-MC_TABLES: dict[str, str] = {
-    "Table 6": """
-        1 1 0.001 0.01 0.0001 900.00 1
-        1 2 0.001 0.01 0.0001 900.00 1
-        1 3 0.001 0.01 0.0001 900.00 1
-        1 4 0.001 0.01 0.0001 500.00 1
-        1 5 0.001 0.01 0.0100 0.01 1
-        1 6 0.010 0.01 0.0010 900.00 6
-        1 7 0.001 0.01 0.0010 10.00 1
-        1 8 0.001 0.01 0.0100 900.00 1
-        1 9 0.001 0.01 0.0001 10.00 1
-        1 10 0.001 0.01 0.0010 10.00 1
-    """,
-    "Table 8": """
-        1 1 0.200 0.2 0.0100 100.0 6
-        1 4 0.500 0.5 0.0010 10.0 6
-        1 7 0.500 0.5 0.0010 10.0 6
-        1 10 0.625 0.5 0.0001 100.0 9
-        1 13 0.625 0.5 0.0010 100.0 9
-        1 16 0.625 0.5 0.0001 0.0 9
-        1 19 0.500 0.5 0.0001 0.0 6
-        1 22 0.500 0.5 0.0010 0.0 6
-        1 25 0.625 0.5 0.0001 10.0 9
-        1 28 0.625 0.5 0.0010 100.0 9
-        1 31 0.625 0.5 0.0001 1.0 9
-        1 34 0.975 0.5 0.0001 10.0 36
-        1 37 0.625 0.5 0.0100 10.0 9
-        1 40 0.975 0.5 0.0001 1.0 36
-        1 43 0.500 0.5 0.0001 10.0 6
-        1 46 0.975 0.5 0.0001 10.0 36
-        1 49 0.500 0.5 0.0100 100.0 6
-    """,
-}
-# Output perturbation rows: epsilon, budget, C0, sigma.
-OP_TABLES: dict[str, str] = {
-    "Table 9": """
-        1 1 1.00 9.689610
-        1 4 0.10 0.968961
-        1 7 0.10 0.968961
-        1 10 0.10 0.968961
-        1 13 0.10 0.968961
-        1 16 0.10 0.968961
-        1 19 0.10 0.968961
-        1 22 0.10 0.968961
-        1 25 0.10 0.968961
-        1 28 0.10 0.968961
-        1 31 0.10 0.968961
-        1 34 0.10 0.968961
-        1 37 0.10 0.968961
-        1 40 0.01 0.096896
-        1 43 0.01 0.096896
-        1 46 0.10 0.968961
-        1 49 0.01 0.096896
-    """,
-    "Table 10": """
-        1 1 0.01 0.096896
-        1 2 0.01 0.096896
-        1 3 0.01 0.096896
-        1 4 0.01 0.096896
-        1 5 0.01 0.096896
-        1 6 0.01 0.096896
-        1 7 0.01 0.096896
-        1 8 0.01 0.096896
-        1 9 0.01 0.096896
-        1 10 0.01 0.096896
-    """,
-}
-
-TABLE_DELTA = 1e-5  # every table certifies (epsilon, 1e-5) (Section 5.1, Appendix D)
-SIGMA_PRINT_TOLERANCE = 1.5e-6  # the tables print sigma with 6 decimals (truncated or rounded)
-
-
-def _rows(text: str) -> list[list[float]]:
-    return [[float(x) for x in line.split()] for line in text.strip().splitlines()]
 
 
 def gradient_clipping_table_steps(*, lam: float, C1: float, gamma: float, C0: float) -> int:
@@ -1587,7 +850,7 @@ def gradient_clipping_table_steps(*, lam: float, C1: float, gamma: float, C0: fl
     return steps
 
 
-def _zcdp_slope_at_unit_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float) -> float:
+def zcdp_slope_at_unit_sigma(*, T: int, gamma: float, lam: float, C0: float, C1: float) -> float:
     """rho_z sigma^2 of Theorem A.9 (21), constant schedule: D_q <= q rho_z."""
     if lam > 0:
         return float(THM_A9.float_function(1.0, T, gamma, lam, 1.0, C0, C1))
@@ -1611,9 +874,9 @@ def steps_reproduction(conversion: str = "balle2020") -> dict[str, Any]:
     slopes: dict[float, float] = {}
     certified_cache: dict[tuple[float, ...], float] = {}
     for table, text in GC_TABLES.items():
-        for eps_v, budget, lam_v, c1, g, c0, steps, sig in _rows(text):
+        for eps_v, budget, lam_v, c1, g, c0, steps, sig in table_rows(text):
             t_rule = gradient_clipping_table_steps(lam=lam_v, C1=c1, gamma=g, C0=c0)
-            unit = _zcdp_slope_at_unit_sigma(T=int(steps), gamma=g, lam=lam_v, C0=c0, C1=c1)
+            unit = zcdp_slope_at_unit_sigma(T=int(steps), gamma=g, lam=lam_v, C0=c0, C1=c1)
             sigma_rule = math.sqrt(unit / eps_v)  # reads the DP epsilon as the zCDP slope
             if eps_v not in slopes:
                 slopes[eps_v] = zcdp_slope_for(epsilon=eps_v, delta=TABLE_DELTA, conversion=conversion)
@@ -1633,7 +896,7 @@ def steps_reproduction(conversion: str = "balle2020") -> dict[str, Any]:
                 "holds": certified <= eps_v,
             })
     for table, text in MC_TABLES.items():
-        for eps_v, budget, c2, sig, _eta, _lam, steps in _rows(text):
+        for eps_v, budget, c2, sig, _eta, _lam, steps in table_rows(text):
             common = {"epsilon": repr(eps_v), "delta": repr(TABLE_DELTA), "C0": 1, "C2": repr(c2),
                       "sigma0": 0, "sigma": repr(sig)}
             paper_steps = int(STEPS.evaluate(precision="interval", digits=30, **common).upper)
@@ -1645,9 +908,9 @@ def steps_reproduction(conversion: str = "balle2020") -> dict[str, Any]:
                 "holds": int(steps) >= adaptive_steps, "holds_thm4.2": int(steps) >= paper_steps,
             })
     for table, text in OP_TABLES.items():
-        for eps_v, budget, c0, sig in _rows(text):
+        for eps_v, budget, c0, sig in table_rows(text):
             printed_rule = float(EQ1.float_function(eps_v, TABLE_DELTA, c0))
-            exact_delta = math.exp(float(_log_theta_np(eps_v, 2 * c0, sig)))
+            exact_delta = math.exp(float(log_theta_float(eps_v, 2 * c0, sig)))
             rows.append({
                 "table": table, "budget": int(budget), "method": "output perturbation",
                 "epsilon": eps_v, "published": sig, "computed": printed_rule,

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from bounds.engine import Bound, Citation, Guarantee, Parameter, Precondition, register, symbols
+from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.registry import register
+from bounds.values import symbols
 
 REFERENCE = (
     "Neel, Roth, Sharifi-Malvajerdi. Descent-to-Delete: Gradient-Based Methods for Machine "
@@ -31,6 +33,7 @@ SEED = "000_f878b12740525d35.txt"
 
 
 def cite(label: str, section: str) -> Citation:
+    """Citation of a result of Neel, Roth, Sharifi-Malvajerdi 2021."""
     return Citation("neel2021", REFERENCE, SEED, label, section)
 
 

@@ -27,9 +27,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     ModelSamples,
+    TrialOptions,
     TrialResult,
     batch_gradient,
     check_config,
@@ -42,7 +43,8 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LOGISTIC_SMOOTHNESS, LinearModel, TrialModel
+from empirical.models import LOGISTIC_SMOOTHNESS, LinearModel
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom, trial_seed
 
 __all__ = [
@@ -177,25 +179,14 @@ def run_pnsgd(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: PNSGDConfig,
-    n_trials: int,
-    seed: int,
-    model: TrialModel | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
+    options: TrialOptions,
 ) -> PNSGDResult:
     """Run PNSGD learn -> unlearn and retrain-from-scratch for ``n_trials`` trials.
 
-    ``model`` defaults to logistic regression on the dataset's features. n must be a
-    multiple of the batch size (see :func:`empirical.data.drop_to_multiple`). The forget
-    records' losses use the original records; ``retain_scores`` retained rows, chosen with
-    ``score_seed``, get losses too. On a given device type and dtype, trial i's numbers
-    depend only on (seed, i), not on ``n_trials``, ``chunk_size``, ``first_trial`` or
-    ``mode`` (bit for bit for the linear models on CPU; to rounding for networks).
+    n must be a multiple of the batch size (see :func:`empirical.data.drop_to_multiple`). The
+    forget records' losses use the original records. On a given device type and dtype, trial
+    i's numbers depend only on (seed, i) (:class:`TrialOptions`; bit for bit for the linear
+    models on CPU, to rounding for networks).
     """
     n, batch = dataset.n, config.batch_size
     if n % batch != 0:
@@ -203,8 +194,7 @@ def run_pnsgd(
             f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
             "empirical.data.drop_to_multiple (as seed 000 does)"
         )
-    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
+    setup = prepare_mechanism(dataset, request, options)
     model = setup.model
     counted = CountingModel(model)
     strong_convexity = model.strong_convexity + config.l2
@@ -222,7 +212,7 @@ def run_pnsgd(
     if config.partition == "fixed":
         # Drawn once on the CPU so that the shared partition is the same on every device.
         generator = torch.Generator().manual_seed(
-            trial_seed(seed=seed, trial=-1, stream="partition/fixed"))
+            trial_seed(seed=options.seed, trial=-1, stream="partition/fixed"))
         fixed_order = torch.randperm(n, generator=generator)
         fixed_on_device = fixed_order.to(resolved)
 
@@ -291,14 +281,13 @@ def run_pnsgd(
         outputs["forget_batch"] = inverse[:, forget_rows] // batch
         return outputs
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = torch.empty((), dtype=setup.dtype).element_size()
     workspace = model.workspace_elements(batch)
     if n_batches == 1 and isinstance(model, LinearModel):
         workspace = 12 * n  # full batch on broadcast rows: a dozen [n] vectors per trial
     bytes_per_trial = 2 * (itemsize * (n_batches * n_params + workspace + 12 * n_params)
                            + 8 * 3 * n)
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     smoothness = model.smoothness
     return PNSGDResult(
         config=config,
@@ -311,5 +300,5 @@ def run_pnsgd(
         num_params=n_params,
         strong_convexity=float(strong_convexity),
         smoothness=None if smoothness is None else float(smoothness + config.l2),
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
+        **result_fields(setup, outputs),
     )

@@ -23,14 +23,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialOptions,
     TrialResult,
     check_config,
     counts_for,
@@ -43,7 +43,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import TrialModel
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]
@@ -87,6 +87,7 @@ class LangevinConfig:
         return math.sqrt(2.0 * self.step_size * self.sigma**2)
 
     def iterations_for(self, n_requests: int) -> tuple[int, ...]:
+        """Unlearning iterations of each of ``n_requests`` requests."""
         return counts_for(self.unlearn_iterations, n_requests, "unlearn_iterations")
 
 
@@ -112,23 +113,14 @@ def run_langevin(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: LangevinConfig,
-    n_trials: int,
-    seed: int,
-    model: TrialModel | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
+    options: TrialOptions,
 ) -> LangevinResult:
     """Run LU learn -> unlearn (each request in turn) and retraining for ``n_trials`` trials.
 
-    Trial i's numbers depend only on (seed, i) (bit for bit for the linear models on CPU).
+    Trial i's numbers depend only on (seed, i) (:class:`TrialOptions`; bit for bit for the
+    linear models on CPU).
     """
-    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
+    setup = prepare_mechanism(dataset, request, options)
     base = setup.model
     counted = CountingModel(base)
     iterations = config.iterations_for(len(setup.requests))
@@ -179,9 +171,9 @@ def run_langevin(
             random, model=counted, sets=setup.sets, n_requests=len(iterations), learn=learn,
             unlearn=unlearn, retrain=lambda random: trained(random, "retrain", versions[-1]))[0]
 
-    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim,
+                                                 dtype=setup.dtype)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return LangevinResult(
         config=config,
@@ -190,5 +182,5 @@ def run_langevin(
         n=dataset.n,
         num_params=n_params,
         strong_convexity=float(strong_convexity),
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
+        **result_fields(setup, outputs),
     )

@@ -37,15 +37,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialOptions,
     TrialResult,
     check_config,
     check_number,
@@ -58,7 +59,8 @@ from empirical.mechanisms.common import (
     result_fields,
     tensor_versions,
 )
-from empirical.models import LinearModel, TrialModel, clip_scale, pairwise_dot, weighted_rows_sum
+from empirical.models import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom, chunk_size_for
 
 __all__ = [
@@ -144,11 +146,13 @@ class LinearLoss(LinearModel):
 
     @property
     def smoothness(self) -> float:
+        """L = 0: a linear loss has no curvature."""
         return 0.0
 
     def data_gradient_sum(self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
                           weights: torch.Tensor, *, clip: float | None,
                           feature_norms: torch.Tensor | None = None) -> torch.Tensor:
+        """Sum_i weights_i * Pi_{C_clip}(-y_i x_i): [N, B, d] -> [N, d]."""
         coefficient = -labels * weights
         if clip is not None:
             if feature_norms is None:
@@ -158,14 +162,17 @@ class LinearLoss(LinearModel):
 
     def data_hessian_sum(self, params: torch.Tensor, features: torch.Tensor,
                          labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Zero: a linear loss has no Hessian ([N, d, d])."""
         return params.new_zeros((params.shape[0], self.dim, self.dim))
 
     def data_hvp_sum(self, params: torch.Tensor, vectors: torch.Tensor, features: torch.Tensor,
                      labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """Zero: a linear loss has no Hessian ([N, d])."""
         return torch.zeros_like(vectors)
 
     def losses(self, params: torch.Tensor, features: torch.Tensor,
                labels: torch.Tensor) -> torch.Tensor:
+        """Per-example losses -y <w, x>: [N, d], [E, d] -> [N, E]."""
         return -labels[None, :] * pairwise_dot(params, features)
 
 
@@ -263,18 +270,9 @@ def run_noisy_gd(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: NoisyGDConfig,
-    n_trials: int,
-    seed: int,
-    model: TrialModel | None = None,
+    options: TrialOptions,
     requester: Requester | None = None,
     adaptive_requests: int = 0,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
     reference_record: int | None = None,
 ) -> NoisyGDResult:
     """Noisy-GD learn -> (adaptive requests, then ``request``) -> deletion, and the reference.
@@ -285,18 +283,15 @@ def run_noisy_gd(
     edited record of the request replaced, then the same request's deletion steps. The
     guarantee of Theorem 5.1 is per record, so it does not depend on the request's size r.
 
-    ``model`` defaults to logistic regression. With ``requester`` and ``adaptive_requests`` p,
+    With ``requester`` and ``adaptive_requests`` p,
     the requester issues p requests before the fixed ones, each after seeing the model the
     curator published last; the reference runs the same requester against its own published
-    models. On a given device and dtype,
-    trial i's numbers depend only on (seed, i), not on
-    ``n_trials``, ``chunk_size``, ``first_trial`` or ``mode`` (bit for bit on CPU for the
-    linear models).
+    models. On a given device and dtype, trial i's numbers depend only on (seed, i)
+    (:class:`TrialOptions`; bit for bit on CPU for the linear models).
     """
     if adaptive_requests < 0 or (adaptive_requests > 0) != (requester is not None):
         raise ValueError("give a requester exactly when adaptive_requests > 0")
-    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
+    setup = prepare_mechanism(dataset, request, options)
     model = setup.model
     fixed, resolved, versions, sets = setup.requests, setup.device, setup.versions, setup.sets
     unlearn_steps = config.unlearn_steps_for(adaptive_requests + len(fixed))
@@ -404,25 +399,25 @@ def run_noisy_gd(
                                 interaction(random, start, "reference", outputs), sets))
         return outputs
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = torch.empty((), dtype=setup.dtype).element_size()
     total_steps = config.learn_steps + sum(unlearn_steps)
     per_trial_data = (dataset.dim + 4) * n if adaptive_requests else 0
     # A step's temporaries are a dozen [n] vectors per trial (the products are per-trial BLAS
     # calls on the shared rows); the noise of a whole phase is drawn at once.
     bytes_per_trial = itemsize * (total_steps * n_params + 12 * (n + n_params)
                                   + 2 * per_trial_data)
-    if chunk_size is None and mode == "batched" and resolved.type == "cpu":
-        chunk_size = chunk_size_for(n_trials=n_trials, bytes_per_trial=bytes_per_trial,
+    chunk_size = None
+    if options.mode == "batched" and resolved.type == "cpu":
+        chunk_size = chunk_size_for(n_trials=options.n_trials, bytes_per_trial=bytes_per_trial,
                                     device=resolved, memory_budget=CPU_CACHE_BUDGET)
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, chunk_size=chunk_size)
     adaptive = outputs.get("curator/adaptive_indices",
-                           np.zeros((n_trials, 0, 0), dtype=np.int64))
+                           np.zeros((options.n_trials, 0, 0), dtype=np.int64))
     return NoisyGDResult(
         config=config,
         model_name=model.name,
         adaptive_indices=adaptive,
         n=n,
         num_params=n_params,
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
+        **result_fields(setup, outputs),
     )

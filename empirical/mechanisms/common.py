@@ -39,9 +39,10 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.counting import CountingModel
 from empirical.models import LogisticRegression, TrialModel, broadcast_rows, clip_scale
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "MechanismSetup",
     "CPU_TRIAL_THREADS",
     "ModelSamples",
+    "TrialOptions",
     "ScoreSets",
     "TrialResult",
     "as_requests",
@@ -248,6 +250,30 @@ def model_samples(outputs: dict[str, np.ndarray], prefix: str) -> ModelSamples:
 # Setup, results and configuration checks shared by the mechanism modules.
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrialOptions:
+    """How a mechanism's trials run, the same for every ``run_*`` entry point.
+
+    ``n_trials`` trials numbered from ``first_trial``, each seeded from (``seed``, its number), so
+    trial i's numbers do not depend on ``n_trials``, ``first_trial``, ``chunk_size`` or ``mode``
+    (batched [N, ...] tensors, or a per-trial loop); ``model`` defaults to logistic regression
+    on the features (mechanisms with their own loss refuse one); ``device`` (None: CPU) and
+    ``dtype`` of the tensors; ``retain_scores`` retained rows, drawn with ``score_seed``, get
+    losses as well as the forget rows.
+    """
+
+    n_trials: int
+    seed: int
+    model: TrialModel | None = None
+    device: str | torch.device | None = None
+    dtype: torch.dtype = torch.float64
+    mode: Literal["batched", "loop"] = "batched"
+    chunk_size: int | None = None
+    first_trial: int = 0
+    retain_scores: int = 64
+    score_seed: int = 0
+
+
 @dataclass(frozen=True, eq=False)
 class MechanismSetup:
     """What a mechanism prepares before its trials (:func:`prepare_mechanism`).
@@ -255,7 +281,8 @@ class MechanismSetup:
     ``versions_np`` are the (features, labels, weights) of D and after each request,
     ``versions`` the same on the device with row norms; ``forget`` the requested rows in order,
     ``retained`` the sorted retained rows whose losses are reported, ``sets`` the score sets,
-    ``model`` the trial model (logistic regression unless one was given).
+    ``model`` the trial model (logistic regression unless one was given), ``options`` how the
+    trials run.
     """
 
     model: TrialModel
@@ -267,39 +294,40 @@ class MechanismSetup:
     sets: ScoreSets
     device: torch.device
     dtype: torch.dtype
+    options: TrialOptions
 
     def tensor(self, array: np.ndarray) -> torch.Tensor:
         """``array`` as a tensor of the trials' dtype on the trials' device."""
         return torch.tensor(np.asarray(array), dtype=self.dtype, device=self.device)
 
-    def run(self, pipeline: Pipeline, *, n_trials: int, seed: int, mode: Literal["batched", "loop"],
-            chunk_size: int | None, bytes_per_trial: int, first_trial: int,
+    def run(self, pipeline: Pipeline, *, bytes_per_trial: int, chunk_size: int | None = None,
             one_thread: bool = True) -> dict[str, np.ndarray]:
-        """:func:`~empirical.trials.run_trials` on this device and dtype, with one CPU thread
-        (:func:`one_cpu_thread`) unless ``one_thread`` is False."""
+        """:func:`~empirical.trials.run_trials` of the options' trials on this device and dtype,
+        with one CPU thread (:func:`one_cpu_thread`) unless ``one_thread`` is False;
+        ``chunk_size`` stands in for the options' when they leave it to the mechanism."""
+        o = self.options
         with one_cpu_thread(self.device) if one_thread else contextlib.nullcontext():
-            return run_trials(pipeline, n_trials=n_trials, seed=seed, device=self.device,
-                              dtype=self.dtype, mode=mode, chunk_size=chunk_size,
-                              bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+            return run_trials(pipeline, n_trials=o.n_trials, seed=o.seed, device=self.device,
+                              dtype=self.dtype, mode=o.mode,
+                              chunk_size=o.chunk_size if o.chunk_size is not None else chunk_size,
+                              bytes_per_trial=bytes_per_trial, first_trial=o.first_trial)
 
 
 def prepare_mechanism(
     dataset: Dataset,
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    options: TrialOptions,
     *,
-    retain_scores: int,
-    score_seed: int,
-    device: str | torch.device | None,
-    dtype: torch.dtype,
-    model: TrialModel | None = None,
     least_retain_scores: int = 0,
 ) -> MechanismSetup:
-    """The model (default: logistic regression on the features), requests, data versions on the
-    device, forget rows, retained subset and score sets.
+    """The opening every mechanism shares: the model (default: logistic regression on the
+    features), requests, data versions on the device, forget rows, retained subset and score
+    sets.
 
-    ``retain_scores`` retained rows (all when fewer remain; at least ``least_retain_scores``)
-    are drawn with ``score_seed`` and sorted.
+    ``options.retain_scores`` retained rows (all when fewer remain; at least
+    ``least_retain_scores``) are drawn with ``options.score_seed`` and sorted.
     """
+    retain_scores, dtype = options.retain_scores, options.dtype
     if retain_scores < 0:
         raise ValueError(f"retain_scores must be >= 0, got {retain_scores}")
     requests = as_requests(request)
@@ -307,18 +335,18 @@ def prepare_mechanism(
     forget = tuple(i for r in requests for i in r.indices)
     retained = np.setdiff1d(np.arange(dataset.n), np.array(forget))
     if retain_scores < retained.size:
-        rng = np.random.default_rng(score_seed)
+        rng = np.random.default_rng(options.score_seed)
         retained = np.sort(rng.choice(retained, size=max(least_retain_scores, retain_scores),
                                       replace=False))
-    resolved = resolve_device(device)
+    resolved = resolve_device(options.device)
 
     def tensor(array: np.ndarray) -> torch.Tensor:
         return torch.tensor(np.asarray(array), dtype=dtype, device=resolved)
 
-    model = LogisticRegression(dataset.dim) if model is None else model
+    model = LogisticRegression(dataset.dim) if options.model is None else options.model
     return MechanismSetup(model, requests, versions_np, tensor_versions(versions_np, tensor), forget,
                           retained, score_sets(dataset, forget, retained, tensor), resolved,
-                          dtype)
+                          dtype, options)
 
 
 def learn_unlearn_retrain(
@@ -380,20 +408,21 @@ class TrialResult:
 
     @property
     def n_trials(self) -> int:
+        """Number of trials in this result."""
         return int(self.trial_indices.shape[0])
 
 
-def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray], *, seed: int,
-                  first_trial: int, n_trials: int,
+def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray], *,
                   sides: Sequence[str] = ("learned", "unlearned", "retrained")) -> dict[str, Any]:
     """The result fields every mechanism reports: the :class:`ModelSamples` of each side, the
     forget and retained rows, the trial indices, the seed, the device and the dtype name."""
+    first, count = setup.options.first_trial, setup.options.n_trials
     return {
         **{side: model_samples(outputs, side) for side in sides},
         "forget_indices": setup.forget,
         "retain_indices": setup.retained,
-        "trial_indices": np.arange(first_trial, first_trial + n_trials),
-        "seed": int(seed),
+        "trial_indices": np.arange(first, first + count),
+        "seed": int(setup.options.seed),
         "device": str(setup.device),
         "dtype": str(setup.dtype).replace("torch.", ""),
     }
@@ -462,7 +491,7 @@ def counts_for(value: int | tuple[int, ...], n_requests: int, name: str) -> tupl
 
 
 # Intra-op threads of CPU trials (:func:`one_cpu_thread`); None leaves torch's setting alone.
-# A benchmark may change it to time other thread counts (empirical.bench).
+# A benchmark may change it to time other thread counts (empirical.benchmarks.trials).
 CPU_TRIAL_THREADS: int | None = 1
 
 

@@ -33,6 +33,7 @@ class CountingModel:
     evaluations: int = field(default=0)
 
     def reset(self) -> None:
+        """Set the gradient-evaluation count back to 0."""
         self.evaluations = 0
 
     def take(self, size: int) -> torch.Tensor:
@@ -46,6 +47,7 @@ class CountingModel:
                           labels: torch.Tensor, weights: torch.Tensor, *,
                           clip: float | None,
                           feature_norms: torch.Tensor | None = None) -> torch.Tensor:
+        """The wrapped model's gradient sum, counting one evaluation per example."""
         # features: [N, B, ...]; each trial evaluates B per-example gradients.
         self.evaluations += int(features.shape[1])
         return self.model.data_gradient_sum(params, features, labels, weights, clip=clip,

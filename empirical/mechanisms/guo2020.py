@@ -51,10 +51,11 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialOptions,
     TrialResult,
     as_requests,
     evaluate,
@@ -62,6 +63,7 @@ from empirical.mechanisms.common import (
     prepare_mechanism,
     result_fields,
 )
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = [
@@ -447,6 +449,7 @@ class GuoConfig:
 
     @property
     def gamma_value(self) -> float:
+        """gamma of the loss: the configured value, else the loss's own."""
         return gamma_of(self.loss) if self.gamma is None else float(self.gamma)
 
 
@@ -524,15 +527,7 @@ def run_guo(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: GuoConfig,
-    n_trials: int,
-    seed: int,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
+    options: TrialOptions,
     evaluate_learned: bool = False,
 ) -> GuoResult:
     """Algorithm 1, then Algorithm 2 over the removal requests, and retraining, per trial.
@@ -553,9 +548,9 @@ def run_guo(
         raise ValueError("Guo et al.'s Newton removal serves removals only (no replacements)")
     if sum(len(r.indices) for r in requests) >= dataset.n:
         raise ValueError("at least one training point must remain")
-    setup = prepare_mechanism(dataset, requests, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype,
-                              least_retain_scores=1)
+    if options.model is not None:
+        raise ValueError("Guo et al.'s removal trains its config's loss; options.model must be None")
+    setup = prepare_mechanism(dataset, requests, options, least_retain_scores=1)
     datas = setup.versions
     outer = outer_products(datas[0].features)
     # Shared per data version (computed once, outside the trials): exact ||X||_2 and the warm
@@ -598,7 +593,7 @@ def run_guo(
                 w, b, beta, residual = w.clone(), b.clone(), beta.clone(), residual.clone()
                 w[rows], b[rows] = again.w, fresh_b
                 beta[rows] = residual[rows] = again.residual
-            retrains.append(over.to(dtype))
+            retrains.append(over.to(setup.dtype))
             residuals.append(residual)
         outputs.update(evaluate(model, "unlearned", w, sets))
         fresh = random.normal("noise/retrain", (d,)) * noise_std
@@ -610,14 +605,12 @@ def run_guo(
         outputs["retrained_at"] = torch.stack(retrains, 1)
         return outputs
 
-    itemsize = torch.empty((), dtype=dtype).element_size()
+    itemsize = torch.empty((), dtype=setup.dtype).element_size()
     packed = d * d if outer is None else outer.packed.shape[1]
     bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
     # The Newton solves go through BLAS/LAPACK, whose rounding may depend on the thread count:
     # they keep the caller's threads, so the numbers stay those of earlier runs.
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial,
-                        one_thread=False)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, one_thread=False)
     return GuoResult(
         config=config,
         learned=model_samples(outputs, "learned") if evaluate_learned else None,
@@ -627,8 +620,7 @@ def run_guo(
         retrained_at=outputs["retrained_at"],
         train_residual=outputs["train_residual"],
         X_norms=tuple(v.X_norm for v in versions),
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials,
-                        sides=("unlearned", "retrained")),
+        **result_fields(setup, outputs, sides=("unlearned", "retrained")),
     )
 
 

@@ -32,15 +32,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import torch
 
-from empirical.data import Dataset, RequestSequence, UnlearningRequest
+from empirical.data import Dataset
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
+    TrialOptions,
     TrialResult,
     check_config,
     counts_for,
@@ -52,7 +52,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import TrialModel
+from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
 __all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "full_batch_gradient",
@@ -135,25 +135,14 @@ def run_d2d(
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
     *,
     config: D2DConfig,
-    n_trials: int,
-    seed: int,
-    model: TrialModel | None = None,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype = torch.float64,
-    mode: Literal["batched", "loop"] = "batched",
-    chunk_size: int | None = None,
-    first_trial: int = 0,
-    retain_scores: int = 64,
-    score_seed: int = 0,
+    options: TrialOptions,
 ) -> D2DResult:
     """Run D2D learn -> unlearn (each request of a sequence in turn) and retraining.
 
-    Trial i's numbers depend only on (seed, i) (bit for bit for the linear models on CPU,
-    whatever ``mode``, ``chunk_size`` or ``first_trial``). Losses of the forget records use the
-    original records; ``retain_scores`` retained rows chosen with ``score_seed`` get losses too.
+    Trial i's numbers depend only on (seed, i) (:class:`TrialOptions`; bit for bit for the
+    linear models on CPU). Losses of the forget records use the original records.
     """
-    setup = prepare_mechanism(dataset, request, model=model, retain_scores=retain_scores,
-                              score_seed=score_seed, device=device, dtype=dtype)
+    setup = prepare_mechanism(dataset, request, options)
     base = setup.model
     counted = CountingModel(base)
     iterations = config.iterations_for(len(setup.requests))
@@ -186,7 +175,7 @@ def run_d2d(
         return random.normal(stream, (n_params,)) * config.init_std
 
     def zero() -> torch.Tensor:
-        return torch.zeros((1, n_params), dtype=dtype, device=setup.device)
+        return torch.zeros((1, n_params), dtype=setup.dtype, device=setup.device)
 
     def trained(random: TrialRandom, phase: str, data: DataVersion) -> torch.Tensor:
         """The learning descent from x_0 ([1, P] when shared, else [N, P])."""
@@ -227,9 +216,9 @@ def run_d2d(
         outputs["unlearned_clean"] = clean.expand(random.size, n_params).clone()
         return outputs
 
-    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim, dtype=dtype)
-    outputs = setup.run(pipeline, n_trials=n_trials, seed=seed, mode=mode, chunk_size=chunk_size,
-                        bytes_per_trial=bytes_per_trial, first_trial=first_trial)
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim,
+                                                 dtype=setup.dtype)
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return D2DResult(
         config=config,
@@ -238,5 +227,5 @@ def run_d2d(
         gradient_evaluations=evaluations,
         n=dataset.n,
         num_params=n_params,
-        **result_fields(setup, outputs, seed=seed, first_trial=first_trial, n_trials=n_trials),
+        **result_fields(setup, outputs),
     )

@@ -26,7 +26,8 @@ Public API
     threshold-selection strategies.
 ``epsilon_lower_bound(scores_positive, scores_negative, *, delta, alpha, strategy, ...)``
 ``epsilon_lower_bound_from_counts(*, false_positives, n_negative, false_negatives, ...)``
-    Clopper-Pearson epsilon lower bounds (Nasr et al. 2021, Sec. 3).
+    Clopper-Pearson epsilon lower bounds (Nasr et al. 2021, Sec. 3); every bound from a
+    threshold test is a ``ThresholdTestBound`` (the rule, its counts and rate bounds).
 ``epsilon_estimate(scores_positive, scores_negative, *, delta, ...)``
     plug-in epsilon (an estimate).
 ``gdp_mu_lower_bound(...)`` and ``epsilon_from_gdp(bound, *, delta, epsilon_of_mu, ...)``
@@ -37,6 +38,9 @@ Public API
     the ground truth of Gaussian test beds, never used to state a bound.
 ``roc_curve(...)``, ``tpr_at_fpr(...)``
     attack ROC, AUC and TPR at a fixed FPR (estimates).
+``pilot_epsilon_lower_bound(...)``, ``single_threshold_limit(...)``
+    epsilon lower bound from one threshold chosen on a pilot split, and the best such a test
+    can reach on Gaussian scores.
 ``max_certifiable_epsilon(*, n_positive, n_negative, delta, alpha, ...)``
     the ceiling attained by perfect separation, to tell when N is too small.
 ``neurips2023_forget_quality(...)``, ``neurips2023_final_score(...)``,
@@ -56,8 +60,9 @@ data-dependent. The frontier is still used, to skip dominated thresholds.
 
 The package is split along its seams: :mod:`empirical.statistics.thresholds` (Clopper-Pearson,
 threshold strategies, epsilon lower bounds, estimates and ceilings),
-:mod:`empirical.statistics.gdp`, :mod:`empirical.statistics.roc` and
-:mod:`empirical.statistics.neurips2023`, over :mod:`empirical.statistics.checks`; every name
+:mod:`empirical.statistics.gdp`, :mod:`empirical.statistics.roc`,
+:mod:`empirical.statistics.neurips2023` and :mod:`empirical.statistics.pilot` (one threshold
+chosen on a pilot split), over :mod:`empirical.statistics.checks`; every name
 stays importable from ``empirical.statistics``.
 """
 
@@ -78,15 +83,17 @@ from empirical.statistics.gdp import (
     gaussian_delta,
     gdp_mu_lower_bound,
 )
-from empirical.statistics.gdp import (
-    _gaussian_epsilon as _gaussian_epsilon,
-)
 from empirical.statistics.neurips2023 import (
     NeurIPS2023ForgetQuality,
     NeurIPS2023Score,
     neurips2023_bin_points,
     neurips2023_final_score,
     neurips2023_forget_quality,
+)
+from empirical.statistics.pilot import (
+    PilotEpsilonLowerBound,
+    pilot_epsilon_lower_bound,
+    single_threshold_limit,
 )
 from empirical.statistics.roc import (
     RocCurve,
@@ -102,17 +109,12 @@ from empirical.statistics.thresholds import (
     FixedThreshold,
     ProportionInterval,
     SampleSplit,
+    ThresholdTestBound,
     clopper_pearson,
     epsilon_estimate,
     epsilon_lower_bound,
     epsilon_lower_bound_from_counts,
     max_certifiable_epsilon,
-)
-from empirical.statistics.thresholds import (
-    _cp_lower as _cp_lower,
-)
-from empirical.statistics.thresholds import (
-    _cp_upper as _cp_upper,
 )
 
 __all__ = [
@@ -129,10 +131,12 @@ __all__ = [
     "KIND_LOWER_BOUND",
     "NeurIPS2023ForgetQuality",
     "NeurIPS2023Score",
+    "PilotEpsilonLowerBound",
     "PRIVACY_DIRECTIONS",
     "ProportionInterval",
     "RocCurve",
     "SampleSplit",
+    "ThresholdTestBound",
     "TprAtFpr",
     "clopper_pearson",
     "epsilon_estimate",
@@ -146,6 +150,8 @@ __all__ = [
     "neurips2023_bin_points",
     "neurips2023_final_score",
     "neurips2023_forget_quality",
+    "pilot_epsilon_lower_bound",
     "roc_curve",
+    "single_threshold_limit",
     "tpr_at_fpr",
 ]

@@ -16,7 +16,8 @@ KIND_CEILING = "ceiling"
 # Input validation.
 
 
-def _check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
+def check_probability(value: float, name: str, *, open_low: bool, open_high: bool) -> float:
+    """``value`` as a float in the unit interval, each end open or closed as asked."""
     value = float(value)
     low_ok = value > 0.0 if open_low else value >= 0.0
     high_ok = value < 1.0 if open_high else value <= 1.0
@@ -26,12 +27,14 @@ def _check_probability(value: float, name: str, *, open_low: bool, open_high: bo
     return value
 
 
-def _check_alpha(alpha: float) -> float:
-    return _check_probability(alpha, "alpha", open_low=True, open_high=True)
+def check_alpha(alpha: float) -> float:
+    """``alpha`` as a level in (0, 1)."""
+    return check_probability(alpha, "alpha", open_low=True, open_high=True)
 
 
-def _check_delta(delta: float) -> float:
-    return _check_probability(delta, "delta", open_low=False, open_high=True)
+def check_delta(delta: float) -> float:
+    """``delta`` as a float in [0, 1)."""
+    return check_probability(delta, "delta", open_low=False, open_high=True)
 
 
 def as_finite_array(values, name: str, *, ndim: int | tuple[int, ...] = 1, shape: str = "",
@@ -69,7 +72,7 @@ def as_finite_array(values, name: str, *, ndim: int | tuple[int, ...] = 1, shape
     return array
 
 
-def _as_scores(scores, name: str) -> np.ndarray:
+def as_scores(scores, name: str) -> np.ndarray:
     """One-dimensional, non-empty, finite attack scores (kept name: other modules import it)."""
     return as_finite_array(scores, name)
 
@@ -85,7 +88,8 @@ def paired_permutations(rng: np.random.Generator, n_p: int,
     return order[order < n_p], order[order < n_q]
 
 
-def _check_count(value, name: str, *, minimum: int = 0) -> int:
+def check_count(value, name: str, *, minimum: int = 0) -> int:
+    """``value`` as an integer >= ``minimum`` (booleans refused)."""
     if isinstance(value, bool) or not float(value).is_integer():
         raise ValueError(f"{name} must be an integer, got {value!r}")
     value = int(value)
@@ -120,7 +124,8 @@ def _log_ratio_term(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarra
 PRIVACY_DIRECTIONS = ("both", "forward")
 
 
-def _check_direction(direction: str) -> str:
+def check_direction(direction: str) -> str:
+    """``direction`` if it is one of ``PRIVACY_DIRECTIONS``, else a clear error."""
     if direction not in PRIVACY_DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(PRIVACY_DIRECTIONS)}, got "
                          f"{direction!r}")
@@ -147,8 +152,8 @@ def epsilon_from_error_rates(*, fpr, fnr, delta: float, direction: str = "both")
     finite epsilon explains a perfect test). Clopper-Pearson upper bounds are never 0, so the
     lower bounds built on this function are always finite.
     """
-    delta = _check_delta(delta)
-    direction = _check_direction(direction)
+    delta = check_delta(delta)
+    direction = check_direction(direction)
     fpr_a = np.asarray(fpr, dtype=np.float64)
     fnr_a = np.asarray(fnr, dtype=np.float64)
     for name, arr in (("fpr", fpr_a), ("fnr", fnr_a)):

@@ -5,7 +5,7 @@ The certified side of the toolkit owns the Gaussian privacy profile
 Balle and Wang's theorem cited). The empirical floor may not import it, so a function here that
 turns a mu lower bound into an epsilon lower bound, :func:`epsilon_from_gdp`, takes the profile
 from its caller (``epsilon_of_mu``; the audit layer passes the bounds' solver). The one copy of
-the profile kept on this floor, :func:`gaussian_delta` and its inverse :func:`_gaussian_epsilon`,
+the profile kept on this floor, :func:`gaussian_delta` and its inverse :func:`gaussian_epsilon`,
 is the ground truth of Gaussian test beds (the power benchmark's mechanisms, the divergence
 estimators' fitted Gaussians) and is never used to state a bound.
 """
@@ -20,18 +20,18 @@ import numpy as np
 from scipy import optimize, special, stats
 
 from empirical.statistics.checks import (
-    KIND_LOWER_BOUND,
-    _as_scores,
-    _check_alpha,
-    _check_probability,
+    as_scores,
+    check_alpha,
+    check_probability,
 )
 from empirical.statistics.thresholds import (
     TEST_RECORD_FIELDS,
     BonferroniPareto,
     EpsilonLowerBound,
     ThresholdStrategy,
-    _check_strategy,
-    _select,
+    ThresholdTestBound,
+    check_strategy,
+    select_rule,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -65,7 +65,7 @@ def gaussian_delta(*, mu: float, epsilon: float) -> float:
     return float(math.exp(log_a) * -math.expm1(log_b - log_a))
 
 
-def _gaussian_epsilon(*, mu: float, delta: float) -> float:
+def gaussian_epsilon(*, mu: float, delta: float) -> float:
     """Smallest eps with gaussian_delta(mu, eps) <= delta (0 < delta < 1), to ~1e-12 either way.
 
     The test-bed inverse (no rounding direction): a lower bound takes its profile from the
@@ -84,27 +84,15 @@ def _gaussian_epsilon(*, mu: float, delta: float) -> float:
     return float(optimize.brentq(excess, 0.0, upper, xtol=1e-12, rtol=1e-12))
 
 
-@dataclass(frozen=True)
-class GdpMuLowerBound:
-    """Lower bound on the Gaussian-DP parameter mu, valid with probability >= ``confidence``.
+@dataclass(frozen=True, kw_only=True)
+class GdpMuLowerBound(ThresholdTestBound):
+    """Lower bound on the Gaussian-DP parameter mu (the test's fields: :class:`ThresholdTestBound`).
 
     Valid for any pair of distributions: if they are mu*-GDP then mu* >= ``mu``.
     """
 
     mu: float
-    confidence: float
-    threshold: float
-    positive_above: bool
-    fpr_upper: float
-    fnr_upper: float
-    false_positives: int
-    false_negatives: int
-    n_positive: int
-    n_negative: int
-    strategy: str
-    n_rules_considered: int
     method: str = "Clopper-Pearson FPR/FNR into mu >= Phi^-1(1 - FPR) - Phi^-1(FNR)"
-    kind: str = KIND_LOWER_BOUND
 
 
 def gdp_mu_lower_bound(
@@ -122,15 +110,15 @@ def gdp_mu_lower_bound(
     bounds on the rates and the same strategies as :func:`epsilon_lower_bound` apply. Clamped
     at 0, so null data give 0 (cf. the sign bug fixed in jax_privacy PR #270).
     """
-    alpha = _check_alpha(alpha)
-    strategy = _check_strategy(BonferroniPareto() if strategy is None else strategy)
-    positive = _as_scores(scores_positive, "scores_positive")
-    negative = _as_scores(scores_negative, "scores_negative")
+    alpha = check_alpha(alpha)
+    strategy = check_strategy(BonferroniPareto() if strategy is None else strategy)
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
 
     def functional(fpr_hi, fnr_hi):
         return np.maximum(0.0, stats.norm.isf(fpr_hi) - stats.norm.ppf(fnr_hi))
 
-    choice = _select(
+    choice = select_rule(
         positive,
         negative,
         alpha=alpha,
@@ -174,7 +162,7 @@ def epsilon_from_gdp(
     if not callable(epsilon_of_mu):
         raise ValueError("epsilon_of_mu must be a callable epsilon_of_mu(*, mu, delta), e.g. "
                          "bounds.conversions.gaussian_epsilon_lower passed in by the caller")
-    delta = _check_probability(delta, "delta", open_low=True, open_high=True)
+    delta = check_probability(delta, "delta", open_low=True, open_high=True)
     epsilon = 0.0 if bound.mu <= 0.0 else float(epsilon_of_mu(mu=bound.mu, delta=delta))
     if not (math.isfinite(epsilon) and epsilon >= 0.0):
         raise ValueError(f"epsilon_of_mu returned {epsilon!r} at mu = {bound.mu!r}; expected a "

@@ -9,8 +9,8 @@ import numpy as np
 
 from empirical.statistics.checks import (
     KIND_ESTIMATE,
-    _check_count,
     as_finite_array,
+    check_count,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def neurips2023_bin_points(*, epsilon, n_models: int) -> np.ndarray:
     Bins are kept while their right end is at most ceil(log(n_models - 1)); larger epsilon
     scores 0 (14 bins, [0, 7), for the challenge's 512 models).
     """
-    n_models = _check_count(n_models, "n_models", minimum=2)
+    n_models = check_count(n_models, "n_models", minimum=2)
     eps = np.atleast_1d(np.asarray(epsilon, dtype=np.float64))
     if np.any(np.isnan(eps)) or np.any(eps < 0):
         raise ValueError("epsilon must be non-negative and not NaN")
@@ -176,8 +176,8 @@ def _as_score_matrix(array, name: str) -> np.ndarray:
 def neurips2023_forget_quality(unlearned_scores, retrained_scores) -> NeurIPS2023ForgetQuality:
     """Forget quality F from score matrices of shape [n_models, n_forget_examples].
 
-    Scores are the organisers' logit-scaled confidences (see
-    :func:`empirical.attacks.logit_scaled_confidence`). For each example the distribution with
+    Scores are the organisers' logit-scaled confidences log(p_y / (1 - p_y)) (Carlini et al.
+    2022, LiRA, Sec. 4.3), computed stably from logits. For each example the distribution with
     the larger median is "positive"; the per-example epsilon is the plug-in maximum over the
     rules, then F = mean of :func:`neurips2023_bin_points`.
     """

@@ -9,8 +9,8 @@ from scipy import stats
 
 from empirical.statistics.checks import (
     KIND_ESTIMATE,
-    _as_scores,
-    _check_probability,
+    as_scores,
+    check_probability,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -37,8 +37,8 @@ class RocCurve:
 
 def roc_curve(scores_positive, scores_negative) -> RocCurve:
     """Empirical ROC curve and AUC of a score (higher score = more positive)."""
-    positive = _as_scores(scores_positive, "scores_positive")
-    negative = _as_scores(scores_negative, "scores_negative")
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
     pos = np.sort(positive)
     neg = np.sort(negative)
     thresholds = np.unique(np.concatenate([pos, neg]))[::-1]
@@ -75,7 +75,7 @@ class TprAtFpr:
 
 def tpr_at_fpr(scores_positive, scores_negative, *, fpr: float) -> TprAtFpr:
     """TPR at a fixed FPR, as LiRA reports it (Carlini et al. 2022, Sec. 4)."""
-    target = _check_probability(fpr, "fpr", open_low=False, open_high=False)
+    target = check_probability(fpr, "fpr", open_low=False, open_high=False)
     roc = roc_curve(scores_positive, scores_negative)
     ok = np.flatnonzero(roc.fpr <= target)
     i = int(ok[np.argmax(roc.tpr[ok])])

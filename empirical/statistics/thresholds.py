@@ -16,12 +16,12 @@ from empirical.statistics.checks import (
     KIND_ESTIMATE,
     KIND_INTERVAL,
     KIND_LOWER_BOUND,
-    _as_scores,
-    _check_alpha,
-    _check_count,
-    _check_delta,
-    _check_direction,
-    _check_probability,
+    as_scores,
+    check_alpha,
+    check_count,
+    check_delta,
+    check_direction,
+    check_probability,
     epsilon_from_error_rates,
     paired_permutations,
 )
@@ -30,7 +30,7 @@ from empirical.statistics.checks import (
 # Clopper-Pearson.
 
 
-def _cp_upper(k, n, gamma) -> np.ndarray:
+def clopper_pearson_upper(k, n, gamma) -> np.ndarray:
     """One-sided upper Clopper-Pearson bound at level gamma (P[p > bound] <= gamma)."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -40,7 +40,7 @@ def _cp_upper(k, n, gamma) -> np.ndarray:
     return np.where(full, 1.0, bound)
 
 
-def _cp_lower(k, n, gamma) -> np.ndarray:
+def clopper_pearson_lower(k, n, gamma) -> np.ndarray:
     """One-sided lower Clopper-Pearson bound at level gamma (P[p < bound] <= gamma)."""
     k = np.asarray(k, dtype=np.float64)
     n = np.asarray(n, dtype=np.float64)
@@ -76,19 +76,19 @@ def clopper_pearson(
     ``sided="upper"`` gives a one-sided upper bound (``lower`` is 0), ``"lower"`` a one-sided
     lower bound (``upper`` is 1), ``"two-sided"`` splits ``1 - confidence`` between the tails.
     """
-    trials = _check_count(trials, "trials", minimum=1)
-    successes = _check_count(successes, "successes")
+    trials = check_count(trials, "trials", minimum=1)
+    successes = check_count(successes, "successes")
     if successes > trials:
         raise ValueError(f"successes ({successes}) exceeds trials ({trials})")
-    confidence = _check_probability(confidence, "confidence", open_low=True, open_high=True)
+    confidence = check_probability(confidence, "confidence", open_low=True, open_high=True)
     miss = 1.0 - confidence
     if sided == "two-sided":
-        lower = float(_cp_lower(successes, trials, miss / 2))
-        upper = float(_cp_upper(successes, trials, miss / 2))
+        lower = float(clopper_pearson_lower(successes, trials, miss / 2))
+        upper = float(clopper_pearson_upper(successes, trials, miss / 2))
     elif sided == "upper":
-        lower, upper = 0.0, float(_cp_upper(successes, trials, miss))
+        lower, upper = 0.0, float(clopper_pearson_upper(successes, trials, miss))
     elif sided == "lower":
-        lower, upper = float(_cp_lower(successes, trials, miss)), 1.0
+        lower, upper = float(clopper_pearson_lower(successes, trials, miss)), 1.0
     else:
         raise ValueError(f"sided must be 'two-sided', 'upper' or 'lower', got {sided!r}")
     return ProportionInterval(
@@ -132,7 +132,7 @@ class SampleSplit:
     name = "sample-split"
 
     def __post_init__(self) -> None:
-        _check_probability(
+        check_probability(
             self.selection_fraction, "selection_fraction", open_low=True, open_high=True
         )
         if isinstance(self.seed, bool) or not isinstance(self.seed, int | np.integer):
@@ -195,7 +195,7 @@ def _orientations(two_sided_threshold: bool) -> tuple[float, ...]:
 
 
 @dataclass(frozen=True)
-class _Choice:
+class SelectedRule:
     value: float
     threshold: float
     positive_above: bool
@@ -216,13 +216,9 @@ class _Choice:
                 "strategy": strategy, "n_rules_considered": self.n_rules}
 
 
-# The fields of :meth:`_Choice.test_record`, which a bound derived from another copies.
-TEST_RECORD_FIELDS = ("threshold", "positive_above", "fpr_upper", "fnr_upper", "false_positives",
-                      "false_negatives", "n_positive", "n_negative", "strategy",
-                      "n_rules_considered")
 
 
-def _select(
+def select_rule(
     positive: np.ndarray,
     negative: np.ndarray,
     *,
@@ -230,7 +226,7 @@ def _select(
     strategy: ThresholdStrategy,
     two_sided_threshold: bool,
     functional: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> _Choice:
+) -> SelectedRule:
     """Best rule under ``strategy`` for a statistic ``functional(fpr_upper, fnr_upper)``.
 
     ``functional`` must be non-increasing in both error rates, so that plugging in upper
@@ -261,12 +257,12 @@ def _select(
             gamma_pos = alpha_each / (2 * pos.size)
         else:
             raise ValueError(f"unknown threshold strategy {strategy!r}")
-        fpr_hi = _cp_upper(rules.false_positives, rules.n_negative, gamma_neg)
-        fnr_hi = _cp_upper(rules.false_negatives, rules.n_positive, gamma_pos)
+        fpr_hi = clopper_pearson_upper(rules.false_positives, rules.n_negative, gamma_neg)
+        fnr_hi = clopper_pearson_upper(rules.false_negatives, rules.n_positive, gamma_pos)
         values = functional(fpr_hi, fnr_hi)
         i = int(np.argmax(values))
         choices.append(
-            _Choice(
+            SelectedRule(
                 value=float(values[i]),
                 threshold=float(sign * rules.thresholds[i]),
                 positive_above=sign > 0,
@@ -301,7 +297,7 @@ def _select_split(
     strategy: SampleSplit,
     orientations: tuple[float, ...],
     functional: Callable[[np.ndarray, np.ndarray], np.ndarray],
-) -> _Choice:
+) -> SelectedRule:
     rng = np.random.default_rng(strategy.seed)
     k_pos = _split_sizes(positive.size, strategy.selection_fraction, "positive")
     k_neg = _split_sizes(negative.size, strategy.selection_fraction, "negative")
@@ -317,8 +313,8 @@ def _select_split(
         rules = _pareto_rules(sign * pos_sel, sign * neg_sel)
         n_rules += rules.thresholds.size
         values = functional(
-            _cp_upper(rules.false_positives, rules.n_negative, alpha / 2),
-            _cp_upper(rules.false_negatives, rules.n_positive, alpha / 2),
+            clopper_pearson_upper(rules.false_positives, rules.n_negative, alpha / 2),
+            clopper_pearson_upper(rules.false_negatives, rules.n_positive, alpha / 2),
         )
         advantage = (
             1.0
@@ -331,10 +327,10 @@ def _select_split(
             best_key, best_rule = key, (sign, float(rules.thresholds[i]))
     sign, t = best_rule
     fp, fn = _counts_at(sign * pos_cert, sign * neg_cert, t)
-    fpr_hi = float(_cp_upper(fp, neg_cert.size, alpha / 2))
-    fnr_hi = float(_cp_upper(fn, pos_cert.size, alpha / 2))
+    fpr_hi = float(clopper_pearson_upper(fp, neg_cert.size, alpha / 2))
+    fnr_hi = float(clopper_pearson_upper(fn, pos_cert.size, alpha / 2))
     value = float(functional(np.array([fpr_hi]), np.array([fnr_hi]))[0])
-    return _Choice(
+    return SelectedRule(
         value=value,
         threshold=sign * t,
         positive_above=sign > 0,
@@ -352,17 +348,19 @@ def _select_split(
 # epsilon lower bounds.
 
 
-@dataclass(frozen=True)
-class EpsilonLowerBound:
-    """epsilon lower bound at ``delta``, valid with probability >= ``confidence``.
+@dataclass(frozen=True, kw_only=True)
+class ThresholdTestBound:
+    """A lower bound certified by one threshold test, valid with probability >= ``confidence``:
+    the fields every such bound reports, whatever quantity it bounds.
 
     ``threshold`` and ``positive_above`` describe the certified rule (``score >= threshold``
-    says positive when ``positive_above``, ``score <= threshold`` otherwise); counts and sizes
-    are those of the sample that certified it (the held-out part for ``SampleSplit``).
+    says positive when ``positive_above``, ``score <= threshold`` otherwise; None for counts of
+    a test fixed in advance); counts and sizes are those of the sample that certified it (the
+    held-out part for ``SampleSplit``, the non-pilot part for a pilot-chosen rule), the rates
+    their Clopper-Pearson upper bounds; ``n_rules_considered`` rules were eligible under
+    ``strategy``.
     """
 
-    epsilon: float
-    delta: float
     confidence: float
     threshold: float | None
     positive_above: bool | None
@@ -378,7 +376,22 @@ class EpsilonLowerBound:
     kind: str = KIND_LOWER_BOUND
 
 
-def _check_strategy(strategy) -> ThresholdStrategy:
+# The fields that describe the test (all but its level, method and kind): what a bound derived
+# from another copies, and what :meth:`SelectedRule.test_record` fills.
+TEST_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(ThresholdTestBound)
+                           if f.name not in ("confidence", "method", "kind"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class EpsilonLowerBound(ThresholdTestBound):
+    """epsilon lower bound at ``delta`` (the test's fields: :class:`ThresholdTestBound`)."""
+
+    epsilon: float
+    delta: float
+
+
+def check_strategy(strategy) -> ThresholdStrategy:
+    """``strategy`` if it is one of the threshold strategies, else a clear error."""
     if not isinstance(strategy, BonferroniPareto | SampleSplit | FixedThreshold):
         raise ValueError(
             "strategy must be BonferroniPareto(), SampleSplit(...) or FixedThreshold(...), "
@@ -411,18 +424,18 @@ def epsilon_lower_bound(
     (:func:`epsilon_from_error_rates`); "forward" bounds only P(S) <= e^eps Q(S) + delta with
     the positives' law as P.
     """
-    delta = _check_delta(delta)
-    direction = _check_direction(direction)
-    alpha = _check_alpha(alpha)
-    strategy = _check_strategy(BonferroniPareto() if strategy is None else strategy)
-    positive = _as_scores(scores_positive, "scores_positive")
-    negative = _as_scores(scores_negative, "scores_negative")
+    delta = check_delta(delta)
+    direction = check_direction(direction)
+    alpha = check_alpha(alpha)
+    strategy = check_strategy(BonferroniPareto() if strategy is None else strategy)
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
 
     def functional(fpr_hi, fnr_hi):
         return np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                                    direction=direction))
 
-    choice = _select(
+    choice = select_rule(
         positive,
         negative,
         alpha=alpha,
@@ -454,19 +467,19 @@ def epsilon_lower_bound_from_counts(
     The test must not have been chosen using these counts; alpha is split evenly between the
     FPR and FNR bounds. ``direction`` as in :func:`epsilon_lower_bound`.
     """
-    delta = _check_delta(delta)
-    direction = _check_direction(direction)
-    alpha = _check_alpha(alpha)
-    n_negative = _check_count(n_negative, "n_negative", minimum=1)
-    n_positive = _check_count(n_positive, "n_positive", minimum=1)
-    false_positives = _check_count(false_positives, "false_positives")
-    false_negatives = _check_count(false_negatives, "false_negatives")
+    delta = check_delta(delta)
+    direction = check_direction(direction)
+    alpha = check_alpha(alpha)
+    n_negative = check_count(n_negative, "n_negative", minimum=1)
+    n_positive = check_count(n_positive, "n_positive", minimum=1)
+    false_positives = check_count(false_positives, "false_positives")
+    false_negatives = check_count(false_negatives, "false_negatives")
     if false_positives > n_negative:
         raise ValueError(f"false_positives ({false_positives}) exceeds n_negative ({n_negative})")
     if false_negatives > n_positive:
         raise ValueError(f"false_negatives ({false_negatives}) exceeds n_positive ({n_positive})")
-    fpr_hi = float(_cp_upper(false_positives, n_negative, alpha / 2))
-    fnr_hi = float(_cp_upper(false_negatives, n_positive, alpha / 2))
+    fpr_hi = float(clopper_pearson_upper(false_positives, n_negative, alpha / 2))
+    fnr_hi = float(clopper_pearson_upper(false_negatives, n_positive, alpha / 2))
     return EpsilonLowerBound(
         epsilon=epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                          direction=direction),
@@ -521,10 +534,10 @@ def epsilon_estimate(
 ) -> EpsilonEstimate:
     """Plug-in epsilon estimate (no confidence; see :class:`EpsilonEstimate`); ``direction``
     as in :func:`epsilon_lower_bound`."""
-    delta = _check_delta(delta)
-    direction = _check_direction(direction)
-    positive = _as_scores(scores_positive, "scores_positive")
-    negative = _as_scores(scores_negative, "scores_negative")
+    delta = check_delta(delta)
+    direction = check_direction(direction)
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
     best = EpsilonEstimate(
         epsilon=0.0,
         delta=delta,
@@ -592,11 +605,11 @@ def max_certifiable_epsilon(
     pass the strategy actually used for its own ceiling. ``direction`` as in
     :func:`epsilon_lower_bound`.
     """
-    delta = _check_delta(delta)
-    direction = _check_direction(direction)
-    alpha = _check_alpha(alpha)
-    n_positive = _check_count(n_positive, "n_positive", minimum=1)
-    n_negative = _check_count(n_negative, "n_negative", minimum=1)
+    delta = check_delta(delta)
+    direction = check_direction(direction)
+    alpha = check_alpha(alpha)
+    n_positive = check_count(n_positive, "n_positive", minimum=1)
+    n_negative = check_count(n_negative, "n_negative", minimum=1)
     n_orient = len(_orientations(two_sided_threshold))
     if strategy is None or isinstance(strategy, FixedThreshold):
         gamma_neg = gamma_pos = alpha / n_orient / 2
@@ -611,11 +624,11 @@ def max_certifiable_epsilon(
         gamma_neg = gamma_pos = alpha / 2
         name = strategy.name
     else:
-        _check_strategy(strategy)
+        check_strategy(strategy)
         raise AssertionError("unreachable")
     eps = epsilon_from_error_rates(
-        fpr=float(_cp_upper(0, n_negative, gamma_neg)),
-        fnr=float(_cp_upper(0, n_positive, gamma_pos)),
+        fpr=float(clopper_pearson_upper(0, n_negative, gamma_neg)),
+        fnr=float(clopper_pearson_upper(0, n_positive, gamma_pos)),
         delta=delta,
         direction=direction,
     )

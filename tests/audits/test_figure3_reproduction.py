@@ -7,13 +7,11 @@ import json
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 import bounds
 from audits.cli import main
-from audits.reproductions.chien2024 import burn_in_epochs_long, least_integer_near
-from bounds.calibration import calibrate, least_integer
+from audits.reproductions.chien2024 import burn_in_epochs_long
+from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance
 
@@ -117,29 +115,15 @@ def test_fig3b_end_to_end_with_headline(tmp_path, capsys):
                    T=result["setting"]["burn_in_epochs"]["full"], b=n)
 
 
-@settings(max_examples=200, deadline=None)
-@given(answer=st.integers(min_value=1, max_value=5000), hint=st.integers(min_value=-3, max_value=6000))
-def test_warm_started_search_equals_least_integer(answer, hint):
-    """least_integer_near finds the same least k as bounds.calibration.least_integer."""
-    calls = []
-
-    def predicate(k: int) -> bool:
-        calls.append(k)
-        return k >= answer
-
-    assert least_integer_near(predicate, hint=hint) == answer == least_integer(predicate, start=1)
-    assert min(calls) >= 1
-
-
 def test_long_burn_in_is_the_least_t_meeting_its_target():
     """The long burn-in T: the burn-in term alone meets (0.001, 1/n) at sigma = 0.03, at T and
     not at T - 1, by the engine, and it is longer than Table 2's T (erratum E16)."""
-    from audits.adapters.pnsgd import largest_float_at_most
+    from bounds.numerics import float_down
 
     n, b, lam = 256, 128, 256e-6
     T = burn_in_epochs_long(n=n, b=b, l2=lam, clip=1.0, radius=100.0)
     m, L = Fraction(lam), Fraction(1, 4) + Fraction(lam)
-    fixed = {"sigma": Fraction(3, 100), "eta": largest_float_at_most(1 / L), "m": m, "L": L,
+    fixed = {"sigma": Fraction(3, 100), "eta": float_down(1 / L), "m": m, "L": L,
              "M": Fraction(1), "n": n, "b": b, "K": 1, "R": Fraction(100), "Z": 0}
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     assert best_epsilon(bound, delta=1 / n, T=T, **fixed).epsilon <= 0.001
@@ -201,19 +185,19 @@ def test_time_shift_never_needs_more_epochs_than_the_runs_certificate():
     """At matched constants (2 removals), the run's schedule function and the engine's
     thm3.2+thm3.11 accounting agree request by request, and the time-shift accounting is never
     longer (its bound is never larger)."""
-    from audits.adapters.pnsgd import largest_float_at_most
     from audits.reproductions.chien2024 import (
         fig3_setting,
         pnsgd_accountings,
         pnsgd_sequence_epochs,
     )
+    from bounds.numerics import float_down
 
     setting = dataclasses_replace(fig3_setting(constants="matched"), removals=2)
     lam = 0.011264
     for batch, b in ((4, 4), ("full", 256)):
         acc = pnsgd_accountings(setting, batch, epsilon=1.0, sigma=0.03, removals=2)
         run = pnsgd_sequence_epochs(
-            epsilon=1.0, sigma=0.03, eta=largest_float_at_most(1 / (Fraction(1, 4) + Fraction(lam))),
+            epsilon=1.0, sigma=0.03, eta=float_down(1 / (Fraction(1, 4) + Fraction(lam))),
             l2=lam, clip=1.0, n=256, b=b, T=dict(setting.burn_in)[batch], R=100.0, removals=2)
         assert tuple(acc["thm3.2+thm3.11"]["epochs_per_request"]) == run
         for ours, chain in zip(acc["time-shift"]["epochs_per_request"], run, strict=True):

@@ -102,7 +102,7 @@ def test_paper_table_noise_claims_epsilon_but_certifies_far_more():
 
 
 def test_model_clipping_certificate_rechecks_delta():
-    from bounds.papers.koloskova2025 import model_clipping_log_deltas
+    from bounds.hockey_stick import model_clipping_log_deltas
 
     prepared = prepare_audit(get_adapter("koloskova-model-clipping").demo_spec(trials=10))
     cert, config = prepared.certificate, prepared.mechanism.config

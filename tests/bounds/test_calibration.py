@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import bounds
 from bounds.calibration import calibrate, least_integer
 from bounds.conversions import best_epsilon, dp_epsilon_float
-from bounds.engine import BoundError, SolverError
+from bounds.errors import BoundError, SolverError
 from bounds.strategies import strategy_for
 
 FEW = settings(deadline=None, max_examples=4, suppress_health_check=list(HealthCheck))
@@ -103,7 +103,7 @@ def test_least_unlearning_epochs(bound_id):
 
 
 def test_least_burn_in():
-    # Theorem 3.2 as printed is not monotone in T (issue 9, item 3); the capped form is, on the
+    # Theorem 3.2 as printed is not monotone in T; the capped form is, on the
     # whole domain, so no regime has to be assumed.
     bound_id = "chien2024:thm3.2/capped"
 
@@ -229,11 +229,49 @@ def test_unreachable_targets_raise_solver_errors():
         calibrate("chien2024:thm3.11+cor3.7", solve="requests", epsilon=0.05, delta=1e-5, **params)
 
 
-def test_least_integer_helper():
+def test_least_integer_finds_the_least_integer_and_refuses_past_its_limit():
     assert least_integer(lambda k: k * k >= 1000) == 32
     assert least_integer(lambda k: True, start=5) == 5
     with pytest.raises(SolverError):
         least_integer(lambda k: False, limit=100)
+
+
+@settings(max_examples=200, deadline=None)
+@given(answer=st.integers(min_value=1, max_value=5000), hint=st.integers(min_value=-3, max_value=6000))
+def test_a_warm_start_finds_the_same_least_integer_and_never_probes_below_start(answer, hint):
+    calls = []
+
+    def predicate(k: int) -> bool:
+        calls.append(k)
+        return k >= answer
+
+    assert least_integer(predicate, hint=hint) == answer == least_integer(predicate, start=1)
+    assert min(calls) >= 1
+
+
+def test_a_warm_start_near_the_answer_is_cheap():
+    calls = []
+
+    def predicate(k: int) -> bool:
+        calls.append(k)
+        return k >= 1000
+
+    assert least_integer(predicate, hint=1003) == 1000
+    assert len(calls) <= 6
+
+
+@settings(max_examples=200, deadline=None)
+@given(answer=st.integers(min_value=2, max_value=10**6), start=st.integers(min_value=1, max_value=10**4))
+def test_a_coarse_search_holds_where_it_stops_and_is_within_its_resolution(answer, start):
+    """With resolution r the answer holds and exceeds the least one by at most r of the
+    bracket's lower end (the trial-count search of the audits plans runs this way)."""
+    predicate = lambda k: k >= answer  # noqa: E731
+    if predicate(start):
+        return
+    found = least_integer(predicate, start=start, hint=start, first_step=start,
+                          resolution=Fraction(1, 20))
+    assert predicate(found)
+    assert found - answer <= max(1, (found - 1) // 20)
 
 
 # --------------------------------------------------------------------------------------------

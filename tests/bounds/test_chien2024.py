@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds.engine import Bound, GeometricLogMeanExp, PreconditionError
+from bounds.declarations import Bound
+from bounds.errors import PreconditionError
+from bounds.special import GeometricLogMeanExp
 from bounds.strategies import as_floats, is_valid, pnsgd_setting, strategy_for
 
 # Health checks stay on (filter_too_much in particular): they check the exported strategies.
@@ -250,7 +252,7 @@ def test_interval_encloses_the_60_digit_value(bound_id):
 
 
 # Monotonicity that the declarations restrict to a regime (see the declaration's notes).
-# Declared monotonicity must hold on the whole domain (issue 9, item 3): no regimes.
+# Declared monotonicity must hold on the whole domain: no regimes.
 REGIMES: dict = {}
 
 
@@ -288,7 +290,7 @@ def test_declared_monotonicity(bound_id, name, direction):
 
 def test_thm32_is_not_monotone_in_T_outside_the_declared_regime():
     # Where Z_B = 2 eta M/(b(1 - c^{n/b})) > 2R, Z grows with T until the 2R cap: a longer
-    # burn-in gives a *larger* bound, so no T monotonicity is declared (issue 9, item 3).
+    # burn-in gives a *larger* bound, so no T monotonicity is declared.
     assert "T" not in get("chien2024:thm3.2").monotone
     assert get("chien2024:thm3.2/capped").monotone["T"] == "decreasing"
     params = {"alpha": 2, "sigma": 1, "eta": "1/2", "m": "1/100", "L": 1, "M": 1, "n": 7, "b": 7,

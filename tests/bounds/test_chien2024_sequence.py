@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds.engine import BoundError
+from bounds.errors import BoundError
 from bounds.papers.chien2024 import sequence_start_distance
 
 SEQ = "chien2024:thm3.2+thm3.11/sequence"

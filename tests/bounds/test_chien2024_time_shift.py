@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds.calibration import calibrate
-from bounds.engine import BoundError
+from bounds.errors import BoundError
 from bounds.papers.chien2024 import experiment_constants, sequential_epochs
 
 SINGLE = "chien2024:thm3.2/time-shift"
@@ -122,8 +122,8 @@ def _independent_schedule(p: dict, requests: int) -> list[int]:
 @pytest.mark.parametrize(("b", "total"), [(MNIST_N, 1786), (128, 100)])
 def test_mnist_hundred_requests_schedule_matches_an_independent_recursion(b, total):
     """Figure 3b's setting at MNIST constants: 100 requests at (1, 1/n), sigma = 0.03, Table 2's
-    T. The engine's schedule equals the hand recursion, request by request; issue 24 states the
-    totals 1786 (b = n) and 100 (b = 128), which equal Theorem 3.11's converged accounting."""
+    T. The engine's schedule equals the hand recursion, request by request, with totals
+    1786 (b = n) and 100 (b = 128), equal to Theorem 3.11's converged accounting."""
     p = mnist(b)
     expected = _independent_schedule(p, 100)
     schedule = sequential_epochs(requests=100, epsilon=1.0, delta=DELTA, method="time-shift",

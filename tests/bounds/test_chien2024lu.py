@@ -13,7 +13,7 @@ from scipy.optimize import minimize_scalar
 
 import bounds
 from bounds.calibration import calibrate
-from bounds.engine import PreconditionError
+from bounds.errors import PreconditionError
 
 THM32 = bounds.get("chien2024lu:thm3.2")
 THM33 = bounds.get("chien2024lu:thm3.3")

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds.engine import PreconditionError
+from bounds.errors import PreconditionError
 from bounds.papers.chien2024lu import (
     lu_sequence_certificate,
     lu_sequence_level_float,

@@ -18,8 +18,9 @@ from scipy import stats
 import bounds
 from bounds import conversions
 from bounds.calibration import calibrate
-from bounds.engine import PreconditionError, get_reproduction
+from bounds.errors import PreconditionError
 from bounds.papers import chourasia2023 as paper
+from bounds.registry import get_reproduction
 from bounds.strategies import strategy_for
 from tests.bounds import reference_chourasia2023 as ref
 from tests.bounds.test_docs import as_params, check_output, console_examples, run_example

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import bounds
-from bounds import engine
+from bounds import declarations
 from bounds.conversions import (
     CONVERSIONS,
     best_epsilon,
@@ -24,7 +24,8 @@ from bounds.conversions import (
     renyi_difference,
     renyi_to_dp,
 )
-from bounds.engine import BoundError, PreconditionError
+from bounds.errors import BoundError, PreconditionError
+from bounds.values import symbols
 
 SOME = settings(deadline=None, max_examples=30, suppress_health_check=list(HealthCheck))
 FEW = settings(deadline=None, max_examples=8, suppress_health_check=list(HealthCheck))
@@ -35,17 +36,17 @@ renyi_levels = st.floats(0.0, 100.0)
 noises = st.floats(0.3, 20.0)  # Gaussian mechanism noise s (sensitivity 1): mu = 1/s
 
 
-def _gaussian_rdp_bound() -> engine.Bound:
+def _gaussian_rdp_bound() -> declarations.Bound:
     """The Gaussian mechanism with sensitivity 1 and noise s: (alpha, alpha/(2 s^2))-RDP."""
-    alpha, s = engine.symbols("alpha s")
-    return engine.Bound(
+    alpha, s = symbols("alpha s")
+    return declarations.Bound(
         id="test:gaussian",
         title="Gaussian mechanism",
-        citation=engine.Citation("test", "Mironov 2017, Proposition 7", "none", "Prop. 7"),
-        parameters=(engine.Parameter("alpha", "order", lower=1, lower_open=True),
-                    engine.Parameter("s", "noise", lower=0, lower_open=True)),
+        citation=declarations.Citation("test", "Mironov 2017, Proposition 7", "none", "Prop. 7"),
+        parameters=(declarations.Parameter("alpha", "order", lower=1, lower_open=True),
+                    declarations.Parameter("s", "noise", lower=0, lower_open=True)),
         expression=alpha / (2 * s**2),
-        guarantee=engine.Guarantee("renyi_dp", "RDP", renyi_order="alpha"),
+        guarantee=declarations.Guarantee("renyi_dp", "RDP", renyi_order="alpha"),
     )
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds.conversions import renyi_to_dp
-from bounds.engine import PreconditionError
+from bounds.errors import PreconditionError
 from bounds.papers.gaussian import gaussian_exact_delta, gaussian_exact_epsilon
 
 RDP = bounds.get("gaussian:rdp")

@@ -430,7 +430,7 @@ def _exact_isotropic_divergence(problem: Problem, j0: int) -> Fraction:
 
     Why exact: the divergence can be ~1e-32 while the means and variances are O(1), so in
     50-digit arithmetic the mean gap and the log-determinant terms cancel to a handful of correct
-    digits (issue 10: c = 0.05, n = 3, b = 1, K = 4, alpha = 2 failed). In rationals nothing
+    digits (c = 0.05, n = 3, b = 1, K = 4, alpha = 2 fails there). In rationals nothing
     cancels: the variance recursion does not depend on the data, K whole epochs from the
     stationary law keep the stationary variance v, so both laws share v and
     d_alpha = alpha (mean gap)^2 / (2 v) in both directions, with no logarithm left."""

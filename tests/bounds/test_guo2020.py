@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import bounds
 from bounds.conversions import gaussian_delta
-from bounds.engine import PreconditionError
+from bounds.errors import PreconditionError
 from bounds.papers import guo2020
 from tests.bounds import reference_guo2020 as ref
 

@@ -21,9 +21,11 @@ from hypothesis import strategies as st
 from scipy import integrate, stats
 
 import bounds
+from bounds import hockey_stick as H
 from bounds.conversions import best_epsilon
-from bounds.engine import BoundError, PreconditionError, SolverError, get_reproduction
+from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.papers import koloskova2025 as K
+from bounds.registry import get_reproduction
 from tests.bounds import reference_koloskova2025 as ref
 
 DELTA = "1e-5"
@@ -148,10 +150,10 @@ def test_theta_golden_values(e, r_, digits: str) -> None:
     reference = ref.theta(e, r_)
     assert mpmath.nstr(reference, 12) == mpmath.nstr(mpmath.mpf(digits), 12)
     assert mpmath.almosteq(reference, ref.theta_by_quadrature(e, r_), rel_eps=1e-20)
-    declared = K.theta(epsilon=str(e), r=str(r_), precision="mp", digits=50)
+    declared = H.theta(epsilon=str(e), r=str(r_), precision="mp", digits=50)
     with mpmath.workdps(80):
         assert mpmath.almosteq(declared, reference, rel_eps=mpmath.mpf(10) ** -45)
-    assert K.theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(reference), rel=1e-12)
+    assert H.theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(reference), rel=1e-12)
 
 
 def test_theta_log_space_at_the_extremes() -> None:
@@ -159,19 +161,19 @@ def test_theta_log_space_at_the_extremes() -> None:
     for e, r_ in ((1, 40), (1, "0.02"), (30, 50), ("0.01", 200)):
         reference = ref.theta(e, r_)
         exact_log = mpmath.log(reference)
-        assert K.log_theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(exact_log), rel=1e-10)
+        assert H.log_theta(epsilon=float(e), r=float(r_)) == pytest.approx(float(exact_log), rel=1e-10)
         if reference < 1 - 1e-12:
             one_minus = float(1 - reference)
-            assert 1 - math.exp(K.log_theta(epsilon=float(e), r=float(r_))) == pytest.approx(
+            assert 1 - math.exp(H.log_theta(epsilon=float(e), r=float(r_))) == pytest.approx(
                 one_minus, rel=1e-6) or one_minus < 1e-15
 
 
 @settings(max_examples=60, deadline=None)
 @given(st.floats(1e-3, 30), st.floats(1e-2, 60), st.floats(1.0001, 3))
 def test_theta_monotone_in_r_and_epsilon(e: float, r_: float, factor: float) -> None:
-    base = K.log_theta(epsilon=e, r=r_)
-    assert K.log_theta(epsilon=e, r=r_ * factor) >= base
-    assert K.log_theta(epsilon=e * factor, r=r_) <= base
+    base = H.log_theta(epsilon=e, r=r_)
+    assert H.log_theta(epsilon=e, r=r_ * factor) >= base
+    assert H.log_theta(epsilon=e * factor, r=r_) <= base
     assert base <= 0
 
 
@@ -310,7 +312,7 @@ def test_model_clipping_accountants_dominate_exact_two_steps(e: float, c2: float
     assert exact_2 <= float(adaptive[2]) + 1e-12 <= float(paper[2]) + 2e-12
     exact_1 = float(ref.theta(e, 2 * c2 / sigma))
     assert exact_1 == pytest.approx(float(adaptive[1]), rel=1e-12)  # one step: tight
-    declared = K.model_clipping_log_deltas(epsilon=e, C0=c2, C2=c2, sigma0=0, sigma=sigma, T=2, adaptive=True)
+    declared = H.model_clipping_log_deltas(epsilon=e, C0=c2, C2=c2, sigma0=0, sigma=sigma, T=2, adaptive=True)
     assert math.exp(declared[2]) == pytest.approx(float(adaptive[2]), rel=1e-9)
 
 
@@ -532,33 +534,33 @@ def test_best_epsilon_on_a9_matches_reference_conversions() -> None:
 def test_adaptive_steps_past_the_exact_phase_stay_on_the_safe_side_and_close(monkeypatch) -> None:
     # 385 adaptive steps (an independent 60-digit recursion), with the step-by-step phase cut to
     # 100 steps, so mp counts the rest in blocks and interval mode gives an enclosure.
-    monkeypatch.setattr(K, "_ADAPTIVE_EXACT_STEPS", 100)
+    monkeypatch.setattr(H, "ADAPTIVE_EXACT_STEPS", 100)
     params = dict(epsilon=1, delta="1e-5", C0=1, C2=1, sigma0=0, sigma="0.35")
     exact = ref.least_steps(1, "1e-5", 1, 1, 0, "0.35", adaptive=True, limit=10_000)
     assert exact == 385
-    assert K._ADAPTIVE_EXACT_STEPS < exact
+    assert H.ADAPTIVE_EXACT_STEPS < exact
     adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
     mp_count = adaptive.evaluate(precision="mp", digits=40, **params).value
-    assert exact <= mp_count <= exact * (1 + K._STEP_TOLERANCE)
+    assert exact <= mp_count <= exact * (1 + H.STEP_TOLERANCE)
     enclosure = adaptive.evaluate(precision="interval", digits=40, **params)
     assert enclosure.lower <= exact <= enclosure.upper
-    assert enclosure.upper <= exact * (1 + K._STEP_TOLERANCE)
+    assert enclosure.upper <= exact * (1 + H.STEP_TOLERANCE)
 
 
 def test_adaptive_steps_work_is_bounded_when_theta_is_close_to_one(monkeypatch) -> None:
     # theta_eps(2 C2/sigma) = 1 - 2.5e-23: Theorem 4.2 needs 4.6e23 steps and the adaptive
     # recursion about 1e23, far beyond stepping one at a time.
     calls = []
-    real = K._log_theta_mp
-    monkeypatch.setattr(K, "_log_theta_mp", lambda *a: calls.append(1) or real(*a))
+    real = H.log_theta_mp
+    monkeypatch.setattr(H, "log_theta_mp", lambda *a: calls.append(1) or real(*a))
     params = dict(epsilon=1, delta="1e-5", C0=1, C2=1, sigma0=0, sigma="0.1")
     adaptive = bounds.get("koloskova2025:thm4.2/adaptive")
     closed = bounds.get("koloskova2025:thm4.2/steps").evaluate(precision="mp", digits=30, **params).value
     count = adaptive.evaluate(precision="mp", digits=30, **params).value
-    assert len(calls) <= K._ADAPTIVE_EVALUATIONS + 10
+    assert len(calls) <= H.ADAPTIVE_EVALUATIONS + 10
     calls.clear()
     enclosure = adaptive.evaluate(precision="interval", digits=30, **params)
-    assert len(calls) <= 2 * (K._ADAPTIVE_EVALUATIONS + 10)
+    assert len(calls) <= 2 * (H.ADAPTIVE_EVALUATIONS + 10)
     assert enclosure.lower <= count < closed and enclosure.upper < closed
     assert count == pytest.approx(float(enclosure.upper), rel=1e-9)
     # the lower end: every step is at most as long as the one at delta_t = delta
@@ -589,7 +591,7 @@ def test_erratum_k4_accountant_is_balle_2019_theorem_1_with_the_exact_gaussian_g
     eps~ = log(1 + (e^eps - 1)/delta), recomputed here at 60 digits from Phi."""
     from pathlib import Path
 
-    from bounds.papers.koloskova2025 import model_clipping_log_deltas
+    from bounds.hockey_stick import model_clipping_log_deltas
 
     def theta(e, r):
         return mpmath.ncdf(r / 2 - e / r) - mpmath.exp(e) * mpmath.ncdf(-r / 2 - e / r)

@@ -1,4 +1,4 @@
-"""Every declared monotonicity holds over the whole domain (issue 9, item 3).
+"""Every declared monotonicity holds over the whole domain.
 
 The calibration solvers trust ``Bound.monotone``: an answer for the least K, the least T or the
 greatest number of requests is only valid for every larger (smaller) value if the bound really
@@ -73,7 +73,7 @@ def _sample_monotonicity(bound_id: str, name: str, direction: str, budget: setti
 
 
 def test_the_check_detects_a_false_claim():
-    # Theorem 3.2 rises with T at the issue's inputs; declared decreasing it must be caught.
+    # Theorem 3.2 rises with T at these inputs; declared decreasing it must be caught.
     thm = bounds.get("chien2024:thm3.2")
     params = {"alpha": 2, "sigma": 1, "eta": "1/2", "m": "1/100", "L": 1, "M": 1, "n": 7, "b": 7,
               "K": 1, "R": 1}

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 import bounds
 from bounds.calibration import calibrate
 from bounds.conversions import gaussian_delta
-from bounds.engine import BoundError, PreconditionError
+from bounds.errors import BoundError, PreconditionError
 
 THM9 = bounds.get("neel2021:thm9")
 THM28 = bounds.get("neel2021:thm28")

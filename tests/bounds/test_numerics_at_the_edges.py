@@ -275,7 +275,7 @@ def test_eq10_interval_encloses_the_value_at_a_tiny_delta():
 
 
 def test_gaussian_certificate_recheck_uses_the_exact_inputs():
-    from bounds.papers.koloskova2025 import log_gaussian_delta, log_theta
+    from bounds.hockey_stick import log_gaussian_delta, log_theta
 
     enclosure = log_gaussian_delta(epsilon=1, sensitivity=2 * Fraction(0.1), sigma=0.3)
     lo, hi = interval_endpoints(enclosure)

@@ -8,9 +8,9 @@
   is not rigorous and some formulas are ill-conditioned at extreme inputs, e.g. 1 - gamma^I of
   D2D for m << L; the engine says so in its notes).
 
-Points: each bound's documented example, the same example pushed to the extremes the issue
-lists (1 - c down to 1e-15, c = 0, T to 1e12, K to 1e9, alpha from 1 + 1e-9 to 1e6, delta to
-1e-300, epsilon to 1e-9), and random draws from the full domain (bounds.strategies).
+Points: each bound's documented example, the same example pushed to the numerical extremes
+(1 - c down to 1e-15, c = 0, T to 1e12, K to 1e9, alpha from 1 + 1e-9 to 1e6, delta to 1e-300,
+epsilon to 1e-9), and random draws from the full domain (bounds.strategies).
 """
 
 from __future__ import annotations

@@ -16,9 +16,11 @@ import math
 import numpy as np
 import pytest
 
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, replacement_request
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chien2024lu import LangevinConfig, run_langevin
+from empirical.mechanisms.common import TrialOptions
 from empirical.models import QuadraticLoss
+from empirical.requests import UnlearningRequest, replacement_request
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset
@@ -37,7 +39,8 @@ def test_config_validation():
     assert LangevinConfig(**{**base, "unlearn_iterations": (1, 4)}).iterations_for(2) == (1, 4)
     # Logistic loss without l2 has m = 0: the LSI start N(0, 2 sigma^2/m) does not exist.
     with pytest.raises(ValueError, match="m > 0"):
-        run_langevin(_line(), UnlearningRequest((0,)), config=config, n_trials=1, seed=0)
+        run_langevin(_line(), UnlearningRequest((0,)), config=config,
+                     options=TrialOptions(n_trials=1, seed=0))
 
 
 def test_noise_free_hand_case_and_counts():
@@ -45,8 +48,8 @@ def test_noise_free_hand_case_and_counts():
     request = UnlearningRequest((3,), np.array([[8.0]]), np.array([1.0]))
     config = LangevinConfig(step_size=0.5, sigma=0.0, learn_iterations=1, unlearn_iterations=2,
                             clip=None, init_std=0.0)
-    result = run_langevin(_line(), request, config=config, n_trials=2, seed=0,
-                          model=QuadraticLoss(1, curvature=1.0))
+    result = run_langevin(_line(), request, config=config,
+                          options=TrialOptions(n_trials=2, seed=0, model=QuadraticLoss(1, curvature=1.0)))
     np.testing.assert_array_equal(result.learned.params, [[1.25]] * 2)
     # 1.25 -> 0.625 + 1.75 = 2.375 -> 1.1875 + 1.75 = 2.9375
     np.testing.assert_array_equal(result.unlearned.params, [[2.9375]] * 2)
@@ -59,8 +62,9 @@ def test_batch_requests_count_one_unlearning_run_each():
     requests = [UnlearningRequest((0, 1)), UnlearningRequest((2, 3))]
     config = LangevinConfig(step_size=0.5, sigma=0.1, learn_iterations=3,
                             unlearn_iterations=(1, 2), clip=None)
-    result = run_langevin(_line(6), requests, config=config, n_trials=3, seed=0, chunk_size=2,
-                          model=QuadraticLoss(1, curvature=1.0))
+    result = run_langevin(_line(6), requests, config=config,
+                          options=TrialOptions(n_trials=3, seed=0, model=QuadraticLoss(1, curvature=1.0),
+                                               chunk_size=2))
     assert result.gradient_evaluations == {"learn": 18, "unlearn": (6, 12), "retrain": 18}
 
 
@@ -71,10 +75,11 @@ def test_batched_loop_and_chunks_are_bit_identical():
     request = replacement_request(small, [2], seed=3)
     config = LangevinConfig(step_size=1 / 0.325, sigma=0.05, learn_iterations=4,
                             unlearn_iterations=2, l2=0.075, clip=1.0, radius=2.0)
-    whole = run_langevin(small, request, config=config, n_trials=5, seed=9)
-    loop = run_langevin(small, request, config=config, n_trials=2, seed=9, mode="loop",
-                        first_trial=2)
-    chunked = run_langevin(small, request, config=config, n_trials=5, seed=9, chunk_size=3)
+    whole = run_langevin(small, request, config=config, options=TrialOptions(n_trials=5, seed=9))
+    loop = run_langevin(small, request, config=config,
+                        options=TrialOptions(n_trials=2, seed=9, mode="loop", first_trial=2))
+    chunked = run_langevin(small, request, config=config,
+                           options=TrialOptions(n_trials=5, seed=9, chunk_size=3))
     for side in ("learned", "unlearned", "retrained"):
         for name in ("params", "forget_losses", "retain_losses", "test_accuracy"):
             full = getattr(getattr(whole, side), name)
@@ -89,18 +94,19 @@ def test_noise_sits_in_every_step_and_scales_exactly():
     data, request = _line(), UnlearningRequest((3,), np.array([[8.0]]), np.array([1.0]))
     model = QuadraticLoss(1, curvature=1.0)
     base = dict(step_size=0.25, sigma=0.3, learn_iterations=3, unlearn_iterations=2, clip=None)
-    full = run_langevin(data, request, config=LangevinConfig(**base), n_trials=4, seed=2,
-                        model=model)
+    full = run_langevin(data, request, config=LangevinConfig(**base),
+                        options=TrialOptions(n_trials=4, seed=2, model=model))
     half = run_langevin(data, request, config=LangevinConfig(**base, noise_multiplier_scale=0.5),
-                        n_trials=4, seed=2, model=model)
-    quiet = run_langevin(data, request, config=LangevinConfig(**{**base, "sigma": 0.0},
+                        options=TrialOptions(n_trials=4, seed=2, model=model))
+    quiet = run_langevin(data, request,
+                         config=LangevinConfig(**{**base, "sigma": 0.0},
                                                               init_std=0.0),
-                         n_trials=4, seed=2, model=model)
+                         options=TrialOptions(n_trials=4, seed=2, model=model))
     np.testing.assert_allclose(half.unlearned.params - quiet.unlearned.params,
                                0.5 * (full.unlearned.params - quiet.unlearned.params), atol=1e-12)
     # One unlearning step more changes the law (noise is added at every step, not once).
     more = run_langevin(data, request, config=LangevinConfig(**{**base, "unlearn_iterations": 3}),
-                        n_trials=4, seed=2, model=model)
+                        options=TrialOptions(n_trials=4, seed=2, model=model))
     assert not np.allclose(more.unlearned.params, full.unlearned.params)
 
 
@@ -120,8 +126,9 @@ def test_quadratic_laws_match_the_closed_form():
     config = LangevinConfig(step_size=eta, sigma=sigma, learn_iterations=T, unlearn_iterations=K,
                             clip=None)
     n_trials = 4000
-    result = run_langevin(data, request, config=config, n_trials=n_trials, seed=5,
-                          model=QuadraticLoss(1, curvature=m))
+    result = run_langevin(data, request, config=config,
+                          options=TrialOptions(n_trials=n_trials, seed=5,
+                                               model=QuadraticLoss(1, curvature=m)))
     for side, (mean, var) in (("learned", learned), ("unlearned", unlearned),
                               ("retrained", retrained)):
         sample = getattr(result, side).params[:, 0]

@@ -13,13 +13,14 @@ c^{K_Abar} (1 - c^{K_A}) (s_D - s_D')/lam, and R_q = q ||gap||^2/(2 v0) exactly.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 import torch
 
 from bounds.papers import chourasia2023 as paper
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, removal_request
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chourasia2023 import (
     BatchedRequest,
     LinearLoss,
@@ -27,7 +28,8 @@ from empirical.mechanisms.chourasia2023 import (
     run_noisy_gd,
     stationary_init_variance,
 )
-from empirical.mechanisms.common import data_versions
+from empirical.mechanisms.common import TrialOptions, data_versions
+from empirical.requests import UnlearningRequest, removal_request
 
 SIDES = ("learned", "unlearned", "retrained")
 
@@ -105,8 +107,9 @@ def linear_run():
     request = _replace(0, -dataset.features[:1], dataset.labels[:1])
     config = _theorem51_config(q=2.0, lam=0.5, beta=0.5, eps_dp=1.0, n=dataset.n, K_A=25,
                                K_Abar=3)
-    result = run_noisy_gd(dataset, request, config=config, n_trials=2500, seed=11,
-                          model=LinearLoss(dataset.dim), chunk_size=1250)
+    result = run_noisy_gd(dataset, request, config=config,
+                          options=TrialOptions(n_trials=2500, seed=11, model=LinearLoss(dataset.dim),
+                                               chunk_size=1250))
     return dataset, request, config, result
 
 
@@ -219,16 +222,17 @@ def test_clipping_scales_the_linear_gradient_to_norm_L():
                   dataset.test_labels, "scaled")
     config = NoisyGDConfig(step_size=0.25, sigma=0.0, learn_steps=7, unlearn_steps=0, l2=1.0,
                            clip=1.0, init_variance=0.0)
-    clipped = run_noisy_gd(big, removal_request(0), config=config, n_trials=2, seed=0,
-                           model=LinearLoss(2))
-    unclipped = run_noisy_gd(dataset, removal_request(0), config=config, n_trials=2, seed=0,
-                             model=LinearLoss(2))
+    clipped = run_noisy_gd(big, removal_request(0), config=config,
+                           options=TrialOptions(n_trials=2, seed=0, model=LinearLoss(2)))
+    unclipped = run_noisy_gd(dataset, removal_request(0), config=config,
+                             options=TrialOptions(n_trials=2, seed=0, model=LinearLoss(2)))
     # ||3x|| = 3 clipped to 1 is the unit-norm record: identical noiseless trajectories
     np.testing.assert_allclose(clipped.learned.params, unclipped.learned.params, rtol=1e-14)
     # and without clipping the scaled data move the model three times as far
-    free = run_noisy_gd(big, removal_request(0), config=NoisyGDConfig(
+    free = run_noisy_gd(big, removal_request(0),
+                        config=NoisyGDConfig(
         step_size=0.25, sigma=0.0, learn_steps=7, unlearn_steps=0, l2=1.0, init_variance=0.0),
-        n_trials=1, seed=0, model=LinearLoss(2))
+                        options=TrialOptions(n_trials=1, seed=0, model=LinearLoss(2)))
     np.testing.assert_allclose(free.learned.params[0], 3 * unclipped.learned.params[0],
                                rtol=1e-13)
 
@@ -255,13 +259,14 @@ def test_batched_equals_loop_bit_for_bit_on_cpu(digits_small):
     config = NoisyGDConfig(step_size=0.4, sigma=0.05, learn_steps=6, unlearn_steps=2, l2=0.5,
                            clip=0.5)
     request = _replace(3, digits_small.features[7:8], [-1.0])
-    batched = run_noisy_gd(digits_small, request, config=config, n_trials=5, seed=4)
-    loop = run_noisy_gd(digits_small, request, config=config, n_trials=5, seed=4, mode="loop")
+    batched = run_noisy_gd(digits_small, request, config=config, options=TrialOptions(n_trials=5, seed=4))
+    loop = run_noisy_gd(digits_small, request, config=config,
+                        options=TrialOptions(n_trials=5, seed=4, mode="loop"))
     _assert_identical(batched, loop)
-    tail = run_noisy_gd(digits_small, request, config=config, n_trials=2, seed=4, first_trial=3,
-                        chunk_size=1)
+    tail = run_noisy_gd(digits_small, request, config=config,
+                        options=TrialOptions(n_trials=2, seed=4, chunk_size=1, first_trial=3))
     _assert_identical(batched, tail, rows=slice(3, 5))
-    other = run_noisy_gd(digits_small, request, config=config, n_trials=5, seed=5)
+    other = run_noisy_gd(digits_small, request, config=config, options=TrialOptions(n_trials=5, seed=5))
     assert not np.array_equal(other.unlearned.params, batched.unlearned.params)
 
 
@@ -285,16 +290,17 @@ class FlipTheSignRequester:
 def test_requester_sees_the_published_model_and_stays_batched(digits_small):
     config = NoisyGDConfig(step_size=0.4, sigma=0.05, learn_steps=4, unlearn_steps=1, l2=0.5,
                            clip=0.5)
-    args = dict(config=config, seed=8, model=LinearLoss(digits_small.dim),
-                requester=FlipTheSignRequester(), adaptive_requests=2)
-    batched = run_noisy_gd(digits_small, removal_request(0), n_trials=6, **args)
-    loop = run_noisy_gd(digits_small, removal_request(0), n_trials=6, mode="loop", **args)
+    args = dict(config=config, requester=FlipTheSignRequester(), adaptive_requests=2)
+    options = TrialOptions(n_trials=6, seed=8, model=LinearLoss(digits_small.dim))
+    batched = run_noisy_gd(digits_small, removal_request(0), options=options, **args)
+    loop = run_noisy_gd(digits_small, removal_request(0), options=replace(options, mode="loop"),
+                        **args)
     _assert_identical(batched, loop)
     np.testing.assert_array_equal(batched.adaptive_indices[:, :, 0], [[1, 2]] * 6)
     # replay one trial by hand: the published sign decides the record, the record moves the
     # model along coordinate 0 by eta/n per step relative to the removal-free run
-    fixed = run_noisy_gd(digits_small, removal_request(0), n_trials=6, config=config, seed=8,
-                         model=LinearLoss(digits_small.dim))
+    fixed = run_noisy_gd(digits_small, removal_request(0), config=config,
+                         options=TrialOptions(n_trials=6, seed=8, model=LinearLoss(digits_small.dim)))
     np.testing.assert_array_equal(fixed.learned.params, batched.learned.params)
     assert not np.array_equal(fixed.unlearned.params, batched.unlearned.params)
 
@@ -302,8 +308,8 @@ def test_requester_sees_the_published_model_and_stays_batched(digits_small):
 def test_requester_without_count_is_refused(digits_small):
     config = NoisyGDConfig(step_size=0.4, sigma=0.05, learn_steps=1, unlearn_steps=1, l2=0.5)
     with pytest.raises(ValueError, match="requester exactly when"):
-        run_noisy_gd(digits_small, removal_request(0), config=config, n_trials=1, seed=0,
-                     requester=FlipTheSignRequester())
+        run_noisy_gd(digits_small, removal_request(0), config=config, requester=FlipTheSignRequester(),
+                     options=TrialOptions(n_trials=1, seed=0))
 
 
 def test_reference_under_a_requester_replays_the_interaction_from_the_edited_database():
@@ -317,9 +323,9 @@ def test_reference_under_a_requester_replays_the_interaction_from_the_edited_dat
     lam, eta = 0.8, 0.3
     config = NoisyGDConfig(step_size=eta, sigma=0.0, learn_steps=5, unlearn_steps=(2, 3), l2=lam,
                            init_variance=0.0)
-    result = run_noisy_gd(dataset, request, config=config, n_trials=2, seed=0,
-                          model=LinearLoss(3), requester=PublishedDirectionRequester((7,)),
-                          adaptive_requests=1)
+    result = run_noisy_gd(dataset, request, config=config, requester=PublishedDirectionRequester((7,)),
+                          adaptive_requests=1,
+                          options=TrialOptions(n_trials=2, seed=0, model=LinearLoss(3)))
     (x0, y0, w0), (x1, y1, w1) = data_versions(dataset, (request,))
     c = 1 - eta * lam
 
@@ -380,8 +386,8 @@ def test_per_record_reference_divergence_does_not_grow_with_the_request_size(r):
     expected = q * one_record**2 / (2 * v0)
 
     def renyi(reference_record):
-        result = run_noisy_gd(dataset, request, config=silent, n_trials=1, seed=5,
-                              model=LinearLoss(dataset.dim), reference_record=reference_record)
+        result = run_noisy_gd(dataset, request, config=silent, reference_record=reference_record,
+                              options=TrialOptions(n_trials=1, seed=5, model=LinearLoss(dataset.dim)))
         gap = result.unlearned.params[0] - result.retrained.params[0]
         return q * float(gap @ gap) / (2 * v0)
 

@@ -11,9 +11,6 @@ import pytest
 
 from empirical.data import (
     Dataset,
-    RequestSequence,
-    UnlearningRequest,
-    apply_request,
     breast_cancer,
     dataset_names,
     digits_3_vs_8,
@@ -21,15 +18,20 @@ from empirical.data import (
     load_cifar10,
     load_dataset,
     load_mnist,
-    random_replacement_request,
-    random_request_sequence,
     read_idx,
-    removal_request,
-    replacement_request,
     select_class_pair,
     synthetic_gaussian,
     synthetic_mnist_shape,
     unit_normalize,
+)
+from empirical.requests import (
+    RequestSequence,
+    UnlearningRequest,
+    apply_request,
+    random_replacement_request,
+    random_request_sequence,
+    removal_request,
+    replacement_request,
 )
 
 

@@ -234,7 +234,7 @@ def test_model_clipping_and_output_perturbation_accountants_above_exact(epsilon,
     """One step of eq. (4) from two deterministic points 2 C2 apart (after Pi_C2) is exactly
     the Gaussian mechanism N(0,1) vs N(2C2/sigma,1); Theorem 4.2 (both accountants, T = 1,
     sigma0 = 0 so delta_0 = 1) and output perturbation's theta must be >= its exact delta."""
-    from bounds.papers.koloskova2025 import model_clipping_log_deltas, theta
+    from bounds.hockey_stick import model_clipping_log_deltas, theta
 
     mu = kol.gaussian_ground_truth(method="output-perturbation", start_distance=2 * C,
                                    steps=0, step_size=1.0, l2=0.0, sigma=sigma)

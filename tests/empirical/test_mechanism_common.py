@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -9,9 +10,10 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, replacement_request
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chien2024 import PNSGDConfig, run_pnsgd
 from empirical.mechanisms.common import (
+    TrialOptions,
     batch_gradient,
     check_config,
     counts_for,
@@ -28,6 +30,7 @@ from empirical.mechanisms.common import (
 from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.mechanisms.neel2021 import D2DConfig, run_d2d
 from empirical.models import LinearModel, LogisticRegression, QuadraticLoss
+from empirical.requests import UnlearningRequest, replacement_request
 from empirical.trials import TrialRandom, run_trials
 from tests.empirical.hand_data import line_dataset
 
@@ -77,8 +80,9 @@ def test_noisy_step_projects_onto_the_ball():
 def test_prepare_mechanism_rows_versions_and_score_sets():
     data = _small_digits()
     request = [UnlearningRequest((3,)), replacement_request(data, [5, 7], seed=0)]
-    setup = prepare_mechanism(data, request, retain_scores=6, score_seed=2, device="cpu",
-                              dtype=torch.float32)
+    options = TrialOptions(n_trials=2, seed=4, first_trial=7, retain_scores=6, score_seed=2,
+                           device="cpu", dtype=torch.float32)
+    setup = prepare_mechanism(data, request, options)
     assert setup.forget == (3, 5, 7)
     assert len(setup.versions) == 3 and setup.versions[0].features.dtype == torch.float32
     assert setup.retained.size == 6 and np.all(np.diff(setup.retained) > 0)
@@ -89,20 +93,18 @@ def test_prepare_mechanism_rows_versions_and_score_sets():
                                   request[1].replacement_features[0].astype(np.float32))
     np.testing.assert_array_equal(setup.sets.forget_features.numpy(),
                                   data.features[[3, 5, 7]].astype(np.float32))
-    assert prepare_mechanism(data, request, retain_scores=100, score_seed=0, device="cpu",
-                             dtype=torch.float64).retained.size == data.n - 3
-    assert prepare_mechanism(data, request, retain_scores=0, score_seed=0, device="cpu",
-                             dtype=torch.float64, least_retain_scores=1).retained.size == 1
+    def retaining(count: int) -> TrialOptions:
+        return TrialOptions(n_trials=1, seed=0, retain_scores=count, device="cpu")
+
+    assert prepare_mechanism(data, request, retaining(100)).retained.size == data.n - 3
+    assert prepare_mechanism(data, request, retaining(0), least_retain_scores=1).retained.size == 1
     with pytest.raises(ValueError, match="retain_scores"):
-        prepare_mechanism(data, request, retain_scores=-1, score_seed=0, device="cpu",
-                          dtype=torch.float64)
+        prepare_mechanism(data, request, retaining(-1))
     with pytest.raises(ValueError, match="out of range"):
-        prepare_mechanism(data, UnlearningRequest((data.n,)), retain_scores=1, score_seed=0,
-                          device="cpu", dtype=torch.float64)
+        prepare_mechanism(data, UnlearningRequest((data.n,)), retaining(1))
     outputs = {f"{side}/{name}": np.zeros((2, 1)) for side in ("unlearned", "retrained")
                for name in ("params", "forget_losses", "retain_losses", "test_accuracy")}
-    fields = result_fields(setup, outputs, seed=4, first_trial=7, n_trials=2,
-                           sides=("unlearned", "retrained"))
+    fields = result_fields(setup, outputs, sides=("unlearned", "retrained"))
     assert fields["dtype"] == "float32" and fields["device"] == "cpu" and fields["seed"] == 4
     np.testing.assert_array_equal(fields["trial_indices"], [7, 8])
     assert "learned" not in fields and fields["retrained"].params.shape == (2, 1)
@@ -180,7 +182,7 @@ def test_skeleton_counts_each_phase_and_evaluates_the_published_models():
     data = _line()
     model = CountingModel(QuadraticLoss(1, curvature=1.0))
     setup = prepare_mechanism(data, [UnlearningRequest((0,)), UnlearningRequest((1,))],
-                              retain_scores=2, score_seed=0, device="cpu", dtype=torch.float64)
+                              TrialOptions(n_trials=1, seed=0, retain_scores=2, device="cpu"))
 
     def steps(params, version, count):
         for _ in range(count):
@@ -225,9 +227,10 @@ def test_d2d_shared_descents_from_zero_match_the_loop_and_a_hand_descent(interna
     request = replacement_request(small, [2], seed=3)
     config = D2DConfig(step_size=2 / 0.4, noise_std=0.3, learn_iterations=4, unlearn_iterations=2,
                        internal_state=internal, l2=0.075, clip=1.0, radius=2.0, init_std=0.0)
-    whole = run_d2d(small, request, config=config, n_trials=5, seed=9)
-    loop = run_d2d(small, request, config=config, n_trials=2, seed=9, mode="loop", first_trial=2)
-    chunked = run_d2d(small, request, config=config, n_trials=5, seed=9, chunk_size=2)
+    whole = run_d2d(small, request, config=config, options=TrialOptions(n_trials=5, seed=9))
+    loop = run_d2d(small, request, config=config,
+                   options=TrialOptions(n_trials=2, seed=9, mode="loop", first_trial=2))
+    chunked = run_d2d(small, request, config=config, options=TrialOptions(n_trials=5, seed=9, chunk_size=2))
     for side in ("learned", "unlearned", "retrained"):
         for name in ("params", "forget_losses", "retain_losses", "test_accuracy"):
             full = getattr(getattr(whole, side), name)
@@ -240,8 +243,8 @@ def test_d2d_shared_descents_from_zero_match_the_loop_and_a_hand_descent(interna
     assert whole.gradient_evaluations == chunked.gradient_evaluations == {
         "learn": 4 * 24, "unlearn": (2 * 24,), "retrain": 4 * 24}
     # The descent by hand, one trial from 0 (Algorithm 2 with projection onto C_2).
-    setup = prepare_mechanism(small, request, retain_scores=0, score_seed=0, device="cpu",
-                              dtype=torch.float64)
+    setup = prepare_mechanism(small, request,
+                              TrialOptions(n_trials=1, seed=0, retain_scores=0, device="cpu"))
     model = LogisticRegression(small.dim)
 
     def descend(params, version, count):
@@ -252,7 +255,7 @@ def test_d2d_shared_descents_from_zero_match_the_loop_and_a_hand_descent(interna
 
     learned = descend(torch.zeros(1, small.dim, dtype=torch.float64), setup.versions[0], 4)
     quiet = run_d2d(small, request, config=D2DConfig(**{**config.__dict__, "noise_std": 0.0}),
-                    n_trials=3, seed=9)
+                    options=TrialOptions(n_trials=3, seed=9))
     np.testing.assert_array_equal(quiet.learned.params, learned.expand(3, -1).numpy())
     if internal:
         clean = descend(learned, setup.versions[1], 2)
@@ -268,7 +271,7 @@ def test_pnsgd_counts_its_gradient_evaluations():
     config = PNSGDConfig(step_size=0.5, sigma=0.1, batch_size=8, learn_epochs=3,
                          unlearn_epochs=(1, 2), l2=0.1)
     result = run_pnsgd(data, [UnlearningRequest((0,)), UnlearningRequest((4,))], config=config,
-                       n_trials=3, seed=0, chunk_size=2)
+                       options=TrialOptions(n_trials=3, seed=0, chunk_size=2))
     assert result.gradient_evaluations == {"learn": 72, "unlearn": (24, 48), "retrain": 72}
 
 
@@ -286,3 +289,15 @@ def test_linear_models_share_the_base():
     assert accuracy.tolist() == [0.5]
     assert math.isnan(QuadraticLoss(2, curvature=1.0).accuracy(params, features,
                                                                torch.ones(2)).item())
+
+
+def test_every_mechanism_entry_point_takes_the_one_options_object() -> None:
+    import inspect
+
+    from empirical.mechanisms import chien2024, chien2024lu, chourasia2023, guo2020, neel2021
+
+    for run in (chien2024.run_pnsgd, chourasia2023.run_noisy_gd, chien2024lu.run_langevin,
+                guo2020.run_guo, neel2021.run_d2d):
+        parameters = inspect.signature(run).parameters
+        assert list(parameters)[:4] == ["dataset", "request", "config", "options"], run.__name__
+        assert not set(parameters) & {f.name for f in dataclasses.fields(TrialOptions)}, run.__name__

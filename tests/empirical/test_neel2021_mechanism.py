@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, UnlearningRequest, digits_3_vs_8, replacement_request
-from empirical.mechanisms.common import tensor_versions
+from empirical.data import Dataset, digits_3_vs_8
+from empirical.mechanisms.common import TrialOptions, tensor_versions
 from empirical.mechanisms.neel2021 import (
     D2DConfig,
     d2d_contraction,
@@ -27,6 +27,7 @@ from empirical.mechanisms.neel2021 import (
     run_d2d,
 )
 from empirical.models import LogisticRegression, QuadraticLoss
+from empirical.requests import UnlearningRequest, replacement_request
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset
@@ -61,8 +62,8 @@ def test_noise_free_hand_case_both_variants():
     # 7/2, x <- x/2 + 7/4. From 0: learned 5/4, unlearned (I=1) 5/8 + 7/4 = 19/8, retrained 7/4.
     request = UnlearningRequest((3,), np.array([[8.0]]), np.array([1.0]))
     for internal in (True, False):
-        result = run_d2d(_line(), request, config=_config(internal_state=internal), n_trials=2,
-                         seed=0, model=QuadraticLoss(1, curvature=1.0))
+        result = run_d2d(_line(), request, config=_config(internal_state=internal),
+                         options=TrialOptions(n_trials=2, seed=0, model=QuadraticLoss(1, curvature=1.0)))
         np.testing.assert_array_equal(result.learned.params, [[1.25]] * 2)
         np.testing.assert_array_equal(result.unlearned.params, [[19 / 8]] * 2)
         np.testing.assert_array_equal(result.retrained.params, [[1.75]] * 2)
@@ -72,8 +73,9 @@ def test_noise_free_hand_case_both_variants():
 def test_counted_gradient_evaluations_follow_the_iterations():
     request = [UnlearningRequest((0,)), UnlearningRequest((1,))]
     config = _config(learn_iterations=3, unlearn_iterations=(2, 5))
-    result = run_d2d(_line(), request, config=config, n_trials=3, seed=0, chunk_size=2,
-                     model=QuadraticLoss(1, curvature=1.0))
+    result = run_d2d(_line(), request, config=config,
+                     options=TrialOptions(n_trials=3, seed=0, model=QuadraticLoss(1, curvature=1.0),
+                                          chunk_size=2))
     # n = 4 per-example gradients per full-batch step, removals still evaluated (null records).
     assert result.gradient_evaluations == {"learn": 12, "unlearn": (8, 20), "retrain": 12}
 
@@ -113,12 +115,11 @@ def test_internal_state_and_noise_placement():
     request = replacement_request(small, [3], seed=1)
     common = dict(step_size=2 / 0.4, learn_iterations=5, unlearn_iterations=2, l2=0.075, clip=1.0)
     quiet = run_d2d(small, request, config=D2DConfig(noise_std=0.0, internal_state=True, **common),
-                    n_trials=3, seed=4)
+                    options=TrialOptions(n_trials=3, seed=4))
     kept = run_d2d(small, request, config=D2DConfig(noise_std=0.5, internal_state=True, **common),
-                   n_trials=3, seed=4)
-    dropped = run_d2d(small, request,
-                      config=D2DConfig(noise_std=0.5, internal_state=False, **common),
-                      n_trials=3, seed=4)
+                   options=TrialOptions(n_trials=3, seed=4))
+    dropped = run_d2d(small, request, config=D2DConfig(noise_std=0.5, internal_state=False, **common),
+                      options=TrialOptions(n_trials=3, seed=4))
     np.testing.assert_array_equal(kept.unlearned_clean, quiet.unlearned_clean)
     assert not np.allclose(dropped.unlearned_clean, quiet.unlearned_clean)
     # The published model is the clean one plus one draw of N(0, sigma^2 I) (output noise only).
@@ -127,9 +128,10 @@ def test_internal_state_and_noise_placement():
     np.testing.assert_allclose(kept.unlearned.params - kept.unlearned_clean,
                                dropped.unlearned.params - dropped.unlearned_clean, atol=1e-12)
     # noise_multiplier_scale scales exactly the drawn output noise.
-    half = run_d2d(small, request, config=D2DConfig(noise_std=0.5, internal_state=True,
+    half = run_d2d(small, request,
+                   config=D2DConfig(noise_std=0.5, internal_state=True,
                                                     noise_multiplier_scale=0.5, **common),
-                   n_trials=3, seed=4)
+                   options=TrialOptions(n_trials=3, seed=4))
     np.testing.assert_allclose(half.unlearned.params - half.unlearned_clean,
                                0.5 * (kept.unlearned.params - kept.unlearned_clean), atol=1e-12)
 
@@ -142,9 +144,10 @@ def test_batched_loop_and_chunks_are_bit_identical(internal):
     request = replacement_request(small, [2], seed=3)
     config = D2DConfig(step_size=2 / 0.4, noise_std=0.3, learn_iterations=4, unlearn_iterations=2,
                        internal_state=internal, l2=0.075, clip=1.0, radius=2.0, init_std=0.5)
-    whole = run_d2d(small, request, config=config, n_trials=5, seed=9)
-    loop = run_d2d(small, request, config=config, n_trials=2, seed=9, mode="loop", first_trial=2)
-    chunked = run_d2d(small, request, config=config, n_trials=5, seed=9, chunk_size=2)
+    whole = run_d2d(small, request, config=config, options=TrialOptions(n_trials=5, seed=9))
+    loop = run_d2d(small, request, config=config,
+                   options=TrialOptions(n_trials=2, seed=9, mode="loop", first_trial=2))
+    chunked = run_d2d(small, request, config=config, options=TrialOptions(n_trials=5, seed=9, chunk_size=2))
     for side in ("learned", "unlearned", "retrained"):
         for name in ("params", "forget_losses", "retain_losses", "test_accuracy"):
             full = getattr(getattr(whole, side), name)
@@ -167,8 +170,9 @@ def test_quadratic_published_laws_are_exact_gaussians():
     for internal, variance in ((True, sigma**2), (False, sigma**2 * (1 + c ** (2 * steps)))):
         config = _config(step_size=eta, noise_std=sigma, learn_iterations=3,
                          unlearn_iterations=steps, internal_state=internal)
-        result = run_d2d(data, request, config=config, n_trials=n_trials, seed=11,
-                         model=QuadraticLoss(1, curvature=m))
+        result = run_d2d(data, request, config=config,
+                         options=TrialOptions(n_trials=n_trials, seed=11,
+                                              model=QuadraticLoss(1, curvature=m)))
         sample = result.unlearned.params[:, 0]
         # z-test of the mean and chi-square-type test of the variance at ~5 standard errors.
         assert abs(sample.mean() - unlearned_mean) < 5 * math.sqrt(variance / n_trials)

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from scipy import integrate, optimize, stats
 
 from empirical import statistics as S
+from empirical.statistics.gdp import gaussian_epsilon
+from empirical.statistics.thresholds import clopper_pearson_upper
 
 REPS = 200
 ALPHA = 0.05
@@ -158,7 +160,7 @@ def test_clopper_pearson_one_sided_coverage():
     rng = np.random.default_rng(0)
     p, n = 0.07, 60
     k = rng.binomial(n, p, size=4000)
-    uppers = S._cp_upper(k, n, 0.05)
+    uppers = clopper_pearson_upper(k, n, 0.05)
     assert np.mean(uppers < p) <= 0.05
 
 
@@ -389,7 +391,7 @@ def test_gaussian_delta_matches_numerical_integral(mu, eps):
 def test_gaussian_delta_edge_cases_and_inversion():
     assert S.gaussian_delta(mu=0.0, epsilon=1.0) == 0.0
     assert S.gaussian_delta(mu=2.0, epsilon=60.0) >= 0.0
-    eps = S._gaussian_epsilon(mu=2.0, delta=1e-5)
+    eps = gaussian_epsilon(mu=2.0, delta=1e-5)
     assert S.gaussian_delta(mu=2.0, epsilon=eps) == pytest.approx(1e-5, rel=1e-8)
     with pytest.raises(ValueError):
         S.gaussian_delta(mu=-1.0, epsilon=0.0)
@@ -429,7 +431,7 @@ def test_epsilon_from_gdp_at_mu_zero_is_zero_without_calling_the_profile():
 def test_reference_profile_agrees_with_the_test_bed_copy():
     # the test-bed inverse kept on the empirical floor and the scipy-CDF root agree
     for mu, delta in ((0.5, 1e-2), (1.5, 1e-3), (3.0, 1e-5)):
-        assert S._gaussian_epsilon(mu=mu, delta=delta) == pytest.approx(
+        assert gaussian_epsilon(mu=mu, delta=delta) == pytest.approx(
             reference_epsilon_of_mu(mu=mu, delta=delta), rel=1e-8)
 
 
@@ -579,3 +581,23 @@ def test_sample_split_keeps_paired_trials_together():
     result = S.epsilon_lower_bound(scores, scores.copy(), delta=1e-5,
                                    strategy=S.SampleSplit(seed=3))
     assert result.false_positives + result.false_negatives == result.n_positive
+
+
+def test_every_threshold_test_bound_reports_its_rule_and_counts() -> None:
+    from empirical.statistics.pilot import pilot_epsilon_lower_bound
+
+    rng = np.random.default_rng(7)
+    positive, negative = rng.normal(2.0, 1.0, 400), rng.normal(0.0, 1.0, 400)
+    results = [
+        S.epsilon_lower_bound(positive, negative, delta=1e-3),
+        S.gdp_mu_lower_bound(positive, negative),
+        pilot_epsilon_lower_bound(positive, negative, delta=1e-3, alpha=0.05, seed=1),
+    ]
+    for result in results:
+        assert isinstance(result, S.ThresholdTestBound)
+        assert result.kind == S.KIND_LOWER_BOUND
+        assert 0.0 <= result.fpr_upper <= 1.0 and 0.0 <= result.fnr_upper <= 1.0
+    full = results[0]
+    assert full.false_negatives == int(np.sum(positive < full.threshold))
+    assert full.false_positives == int(np.sum(negative >= full.threshold))
+    assert results[2].n_positive + results[2].n_pilot_positive == positive.size

@@ -18,8 +18,8 @@ only costs power, never validity.
 
 The limit. :func:`single_threshold_limit` is the best such bound one could get knowing the
 truth: the threshold chosen on the exact rates and Clopper-Pearson evaluated at the expected
-counts N * rate (a typical value, not a bound). It is the yardstick of the issue ("single-
-threshold limit"); :mod:`empirical.power_bench` measures ratios against it.
+counts N * rate (a typical value, not a bound). It is the yardstick of audit power (the
+"single-threshold limit"); :mod:`empirical.benchmarks.power` measures ratios against it.
 """
 
 from __future__ import annotations
@@ -31,9 +31,17 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.statistics import _cp_upper, epsilon_from_error_rates, epsilon_lower_bound_from_counts
-from empirical.statistics.checks import _as_scores as as_scores
-from empirical.statistics.checks import _check_probability, paired_permutations
+from empirical.statistics.checks import (
+    as_scores,
+    check_probability,
+    epsilon_from_error_rates,
+    paired_permutations,
+)
+from empirical.statistics.thresholds import (
+    EpsilonLowerBound,
+    clopper_pearson_upper,
+    epsilon_lower_bound_from_counts,
+)
 
 __all__ = [
     "PilotEpsilonLowerBound",
@@ -44,32 +52,21 @@ __all__ = [
 _GRID = 801  # candidate thresholds scanned on the pilot's normal fits
 
 
-@dataclass(frozen=True)
-class PilotEpsilonLowerBound:
-    """epsilon lower bound at ``delta``, valid with probability >= ``confidence``.
-
-    The rule is "positive when score >= threshold" if ``positive_above`` else "score <=
-    threshold"; counts are those of the tested (non-pilot) trials.
+@dataclass(frozen=True, kw_only=True)
+class PilotEpsilonLowerBound(EpsilonLowerBound):
+    """epsilon lower bound at ``delta`` from one rule chosen on a pilot (the test's fields:
+    :class:`~empirical.statistics.ThresholdTestBound`); counts are those of the tested
+    (non-pilot) trials, ``n_pilot_*`` the pilot's sizes.
     """
 
-    epsilon: float
-    delta: float
-    confidence: float
-    threshold: float
-    positive_above: bool
-    fpr_upper: float
-    fnr_upper: float
-    false_positives: int
-    false_negatives: int
-    n_positive: int
-    n_negative: int
     n_pilot_positive: int
     n_pilot_negative: int
+    strategy: str = "pilot-threshold"
+    n_rules_considered: int = 1
     method: str = (
         "pilot-chosen threshold (normal fits of the pilot scores), Clopper-Pearson upper bounds "
         "on FPR and FNR of the remaining trials at alpha/2 each, Kairouz et al. 2015 region"
     )
-    kind: str = "lower bound"
 
 
 def _as_scores(scores, name: str) -> np.ndarray:
@@ -80,7 +77,7 @@ def _as_scores(scores, name: str) -> np.ndarray:
 
 
 def _check_open_unit(value: float, name: str) -> float:
-    return _check_probability(value, name, open_low=True, open_high=True)
+    return check_probability(value, name, open_low=True, open_high=True)
 
 
 def _best_rule(
@@ -101,8 +98,8 @@ def _best_rule(
     """
     fpr = np.clip(tail_negative(grid), 0.0, 1.0)
     fnr = np.clip(1.0 - tail_positive(grid), 0.0, 1.0)
-    fpr_hi = _cp_upper(fpr * n_negative, n_negative, alpha / 2)
-    fnr_hi = _cp_upper(fnr * n_positive, n_positive, alpha / 2)
+    fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative, alpha / 2)
+    fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive, alpha / 2)
     eps = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                               direction=direction))
     i = int(np.argmax(eps))

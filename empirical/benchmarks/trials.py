@@ -12,14 +12,17 @@ shape-dependent orders, so there the largest difference is reported).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import torch
 
-from empirical.data import drop_to_multiple, load_dataset, random_replacement_request
+from empirical.data import drop_to_multiple, load_dataset
 from empirical.mechanisms import common as mechanisms_common
 from empirical.mechanisms.chien2024 import paper_logistic_config, run_pnsgd
+from empirical.mechanisms.common import TrialOptions
+from empirical.requests import random_replacement_request
 from empirical.trials import resolve_device
 
 __all__ = ["BENCH_DEFAULTS", "CPU_BENCH_THREADS", "trials_benchmark"]
@@ -126,23 +129,20 @@ def _benchmark(
     config = paper_logistic_config(n=data.n, sigma=sigma, batch_size=batch_size,
                                    learn_epochs=learn_epochs, unlearn_epochs=unlearn_epochs,
                                    radius=None)
-    common = {
-        "config": config,
-        "seed": seed,
-        "device": resolved,
-        "dtype": _DTYPES[dtype],
-    }
+    common = TrialOptions(n_trials=2, seed=seed, device=resolved, dtype=_DTYPES[dtype])
     # Warm-up: first-call allocations, kernel caches and (on CUDA) context creation.
-    run_pnsgd(data, request, n_trials=2, **common)
+    run_pnsgd(data, request, config=config, options=common)
 
     _synchronize(resolved)
     start = time.perf_counter()
-    batched = run_pnsgd(data, request, n_trials=n_trials, chunk_size=chunk_size, **common)
+    batched = run_pnsgd(data, request, config=config,
+                        options=replace(common, n_trials=n_trials, chunk_size=chunk_size))
     _synchronize(resolved)
     batched_seconds = time.perf_counter() - start
 
     start = time.perf_counter()
-    looped = run_pnsgd(data, request, n_trials=loop_trials, mode="loop", **common)
+    looped = run_pnsgd(data, request, config=config,
+                       options=replace(common, n_trials=loop_trials, mode="loop"))
     _synchronize(resolved)
     loop_seconds = time.perf_counter() - start
 

@@ -18,14 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import (
-    Dataset,
-    RequestSequence,
-    UnlearningRequest,
-    digits_3_vs_8,
-    removal_request,
-    replacement_request,
-)
+from empirical.data import Dataset, digits_3_vs_8
 from empirical.mechanisms.chien2024 import (
     PAPER_BURN_IN_EPOCHS,
     PNSGDConfig,
@@ -33,7 +26,9 @@ from empirical.mechanisms.chien2024 import (
     paper_logistic_config,
     run_pnsgd,
 )
+from empirical.mechanisms.common import TrialOptions
 from empirical.models import FunctionalClassifier, QuadraticLoss, TinyCNN, TinyMLP
+from empirical.requests import RequestSequence, UnlearningRequest, removal_request, replacement_request
 
 SIDES = ("learned", "unlearned", "retrained")
 
@@ -102,14 +97,16 @@ def test_run_rejects_bad_inputs(digits):
                          unlearn_epochs=1, l2=0.01)
     request = removal_request(0)
     with pytest.raises(ValueError, match="drop_to_multiple"):
-        run_pnsgd(digits, request, config=config, n_trials=2, seed=0)
+        run_pnsgd(digits, request, config=config, options=TrialOptions(n_trials=2, seed=0))
     no_m = PNSGDConfig(step_size=1.0, sigma=0.1, batch_size=32, learn_epochs=1,
                        unlearn_epochs=1)
     with pytest.raises(ValueError, match="init_std"):
-        run_pnsgd(digits, request, config=no_m, n_trials=2, seed=0)
+        run_pnsgd(digits, request, config=no_m, options=TrialOptions(n_trials=2, seed=0))
     with pytest.raises(ValueError, match="out of range"):
-        run_pnsgd(digits, removal_request(400), config=config.__class__(
-            **{**config.__dict__, "batch_size": 32}), n_trials=2, seed=0)
+        run_pnsgd(digits, removal_request(400),
+                  config=config.__class__(
+            **{**config.__dict__, "batch_size": 32}),
+                  options=TrialOptions(n_trials=2, seed=0))
 
 
 # ------------------------------------------------------------------------------------------
@@ -126,23 +123,23 @@ def _digits_config(**changes) -> PNSGDConfig:
 def test_batched_loop_and_chunks_are_bit_identical(digits, batch_size):
     request = replacement_request(digits, [7, 100], seed=3)
     config = _digits_config(radius=50.0, batch_size=batch_size)
-    reference = run_pnsgd(digits, request, config=config, n_trials=9, seed=11)
-    looped = run_pnsgd(digits, request, config=config, n_trials=9, seed=11, mode="loop")
+    reference = run_pnsgd(digits, request, config=config, options=TrialOptions(n_trials=9, seed=11))
+    looped = run_pnsgd(digits, request, config=config, options=TrialOptions(n_trials=9, seed=11, mode="loop"))
     _assert_identical(reference, looped)
     for chunk in (2, 4):
-        _assert_identical(reference, run_pnsgd(digits, request, config=config, n_trials=9,
-                                               seed=11, chunk_size=chunk))
-    tail = run_pnsgd(digits, request, config=config, n_trials=3, seed=11, first_trial=6)
+        _assert_identical(reference, run_pnsgd(digits, request, config=config,
+                                               options=TrialOptions(n_trials=9, seed=11, chunk_size=chunk)))
+    tail = run_pnsgd(digits, request, config=config, options=TrialOptions(n_trials=3, seed=11, first_trial=6))
     _assert_identical(reference, tail, rows=slice(6, 9))
     np.testing.assert_array_equal(tail.trial_indices, [6, 7, 8])
-    other = run_pnsgd(digits, request, config=config, n_trials=9, seed=12)
+    other = run_pnsgd(digits, request, config=config, options=TrialOptions(n_trials=9, seed=12))
     assert not np.array_equal(other.unlearned.params, reference.unlearned.params)
 
 
 def test_result_shapes_and_scores(digits):
     request = replacement_request(digits, [5], seed=0)
-    result = run_pnsgd(digits, request, config=_digits_config(), n_trials=4, seed=0,
-                       retain_scores=10)
+    result = run_pnsgd(digits, request, config=_digits_config(),
+                       options=TrialOptions(n_trials=4, seed=0, retain_scores=10))
     assert result.n_trials == 4 and result.n == 256 and result.num_params == 64
     assert result.forget_indices == (5,)
     assert result.retain_indices.shape == (10,) and 5 not in result.retain_indices
@@ -159,18 +156,18 @@ def test_result_shapes_and_scores(digits):
     assert result.strong_convexity == pytest.approx(256e-6)
     assert result.smoothness == pytest.approx(0.25 + 256e-6)
     assert result.fixed_partition is None and result.dtype == "float64"
-    bare = run_pnsgd(digits, request, config=_digits_config(), n_trials=2, seed=0,
-                     retain_scores=0)
+    bare = run_pnsgd(digits, request, config=_digits_config(),
+                     options=TrialOptions(n_trials=2, seed=0, retain_scores=0))
     assert bare.unlearned.retain_losses.shape == (2, 0) and bare.retain_indices.size == 0
 
 
 def test_partitions_per_trial_or_fixed(digits):
     request = replacement_request(digits, [3], seed=0)
-    per_trial = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0), n_trials=64,
-                          seed=0)
+    per_trial = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0),
+                          options=TrialOptions(n_trials=64, seed=0))
     assert set(np.unique(per_trial.forget_batch)) == set(range(8))
     fixed = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0, partition="fixed"),
-                      n_trials=8, seed=0)
+                      options=TrialOptions(n_trials=8, seed=0))
     assert len(np.unique(fixed.forget_batch)) == 1
     batches = fixed.fixed_partition
     assert batches.shape == (8, 32) and sorted(batches.ravel().tolist()) == list(range(256))
@@ -180,19 +177,21 @@ def test_partitions_per_trial_or_fixed(digits):
 def test_projection_clipping_and_accuracy(digits):
     request = replacement_request(digits, [0], seed=1)
     projected = run_pnsgd(digits, request, config=_digits_config(radius=0.5, sigma=0.5),
-                          n_trials=6, seed=0)
+                          options=TrialOptions(n_trials=6, seed=0))
     for side in SIDES:
         norms = np.linalg.norm(getattr(projected, side).params, axis=1)
         assert np.all(norms <= 0.5 * (1 + 1e-12))
     # Unit-norm features keep the logistic gradient inside the unit ball: M = 1 is a no-op
     # (seed 000 App. N.3), while a smaller M changes the run.
-    clipped = run_pnsgd(digits, request, config=_digits_config(), n_trials=3, seed=0)
-    unclipped = run_pnsgd(digits, request, config=_digits_config(clip=None), n_trials=3, seed=0)
+    clipped = run_pnsgd(digits, request, config=_digits_config(), options=TrialOptions(n_trials=3, seed=0))
+    unclipped = run_pnsgd(digits, request, config=_digits_config(clip=None),
+                          options=TrialOptions(n_trials=3, seed=0))
     np.testing.assert_array_equal(clipped.unlearned.params, unclipped.unlearned.params)
-    tight = run_pnsgd(digits, request, config=_digits_config(clip=0.05), n_trials=3, seed=0)
+    tight = run_pnsgd(digits, request, config=_digits_config(clip=0.05),
+                      options=TrialOptions(n_trials=3, seed=0))
     assert not np.array_equal(tight.unlearned.params, clipped.unlearned.params)
     trained = run_pnsgd(digits, request, config=_digits_config(learn_epochs=10, sigma=0.01),
-                        n_trials=8, seed=0)
+                        options=TrialOptions(n_trials=8, seed=0))
     assert trained.retrained.test_accuracy.mean() > 0.8
     assert trained.unlearned.test_accuracy.mean() > 0.8
 
@@ -203,7 +202,7 @@ def _network_run(module, input_shape, digits, *, mode):
     config = PNSGDConfig(step_size=0.5, sigma=0.01, batch_size=32, learn_epochs=1,
                          unlearn_epochs=1, l2=0.01, clip=1.0, init_std=0.3)
     return run_pnsgd(digits, replacement_request(digits, [4], seed=0), config=config,
-                     n_trials=3, seed=0, model=model, mode=mode)
+                     options=TrialOptions(n_trials=3, seed=0, model=model, mode=mode))
 
 
 def test_pnsgd_drives_the_mlp_through_torch_func(digits):
@@ -239,8 +238,8 @@ def test_noise_free_quadratic_hand_case():
     request = UnlearningRequest((1,), np.array([[5.0]]), np.array([1.0]))
     config = PNSGDConfig(step_size=0.5, sigma=0.0, batch_size=2, learn_epochs=1,
                          unlearn_epochs=1, clip=None, init_std=0.0)
-    result = run_pnsgd(data, request, config=config, n_trials=2, seed=0,
-                       model=QuadraticLoss(1, curvature=1.0))
+    result = run_pnsgd(data, request, config=config,
+                       options=TrialOptions(n_trials=2, seed=0, model=QuadraticLoss(1, curvature=1.0)))
     np.testing.assert_array_equal(result.learned.params, [[1.0], [1.0]])
     np.testing.assert_array_equal(result.unlearned.params, [[2.0], [2.0]])
     np.testing.assert_array_equal(result.retrained.params, [[1.5], [1.5]])
@@ -300,7 +299,8 @@ def _quadratic_run(request, *, n_trials, init_std=None, scale=1.0, unlearn_epoch
                          clip=None, radius=None, init_std=init_std, partition="fixed",
                          noise_multiplier_scale=scale)
     model = QuadraticLoss(QUAD["d"], curvature=QUAD["m"])
-    return data, run_pnsgd(data, request, config=config, n_trials=n_trials, seed=5, model=model)
+    return data, run_pnsgd(data, request, config=config,
+                           options=TrialOptions(n_trials=n_trials, seed=5, model=model))
 
 
 def _check_gaussian(samples, mean, var, *, width=4.5):
@@ -427,7 +427,7 @@ def test_quadratic_renyi_divergence_matches_gaussian_fit():
 
 
 def test_trials_benchmark_reports_rates_and_identity():
-    from empirical.bench import trials_benchmark
+    from empirical.benchmarks.trials import trials_benchmark
 
     report = trials_benchmark(n_trials=12, loop_trials=3, learn_epochs=1)
     assert report["dataset"] == "digits-3-vs-8" and report["n"] == 256
@@ -450,7 +450,7 @@ def test_trials_benchmark_reports_rates_and_identity():
 
 @pytest.mark.slow
 def test_trials_benchmark_at_mnist_shape():
-    from empirical.bench import trials_benchmark
+    from empirical.benchmarks.trials import trials_benchmark
 
     report = trials_benchmark(n_trials=4, loop_trials=1, dataset="synthetic-mnist-shape",
                               learn_epochs=2)
@@ -464,6 +464,6 @@ def test_zero_burn_in_retrains_to_the_initial_point_mass(digits):
     (Theorem 3.2 needs T >= 1; tests/bounds/test_chien2024.py)."""
     request = replacement_request(digits, [0], seed=0)
     result = run_pnsgd(digits, request, config=_digits_config(learn_epochs=0, init_std=0.0),
-                       n_trials=4, seed=0)
+                       options=TrialOptions(n_trials=4, seed=0))
     assert np.all(result.retrained.params == 0.0)
     assert np.all(np.linalg.norm(result.unlearned.params, axis=1) > 0)

@@ -1,7 +1,8 @@
-"""Membership-inference scores on plain arrays (numpy in, numpy out; torch tensors accepted).
+"""Membership-inference scores on plain arrays (numpy in, numpy out; torch tensors accepted):
+the reference formulas of the toolkit's score convention, kept with the tests that pin them.
 
 Every score follows one sign convention: higher means "more like a model that trained on the
-example". Feed the resulting arrays to :mod:`empirical.statistics`.
+example", as the audits assume. Scores fed to :mod:`empirical.statistics` follow it.
 
 Public API
 ----------

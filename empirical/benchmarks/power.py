@@ -22,9 +22,10 @@ import numpy as np
 
 from empirical import divergence
 from empirical.renyi_audit import renyi_audit
-from empirical.statistics import _gaussian_epsilon, epsilon_lower_bound
+from empirical.statistics import epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
-from empirical.threshold_power import pilot_epsilon_lower_bound, single_threshold_limit
+from empirical.statistics.gdp import gaussian_epsilon
+from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
 
 __all__ = ["PARTS", "detection_power", "epsilon_bound_power", "estimator_coverage", "power_benchmark"]
 
@@ -56,7 +57,7 @@ def epsilon_bound_power(
     rows = []
     for mu in mus:
         for delta in deltas:
-            exact = _gaussian_epsilon(mu=mu, delta=delta)
+            exact = gaussian_epsilon(mu=mu, delta=delta)
             limit = single_threshold_limit(mu=mu, delta=delta, n=n, alpha=alpha)
             values: dict[str, list[float]] = {"pilot": [], "current": []}
             for run in range(runs):
@@ -100,7 +101,7 @@ def detection_power(
     ``eps_delta_pilot`` (pilot lower bound above the exact certified epsilon at ``delta``) and
     ``eps_delta_current`` (the current Bonferroni-Pareto bound).
     """
-    certified_eps = _gaussian_epsilon(mu=1.0, delta=delta)
+    certified_eps = gaussian_epsilon(mu=1.0, delta=delta)
     rows = []
     for factor in factors:
         hits = {"renyi": 0, "eps_delta_pilot": 0, "eps_delta_current": 0}

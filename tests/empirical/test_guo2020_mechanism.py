@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from empirical.mechanisms import guo2020 as g
+from empirical.mechanisms.common import TrialOptions
 
 
 def problem(n: int = 40, d: int = 5, *, seed: int = 0, loss: g.Loss = "logistic"):
@@ -161,7 +162,8 @@ def test_preconditioned_training_meets_the_tolerance_and_agrees_with_newton() ->
 
 
 def digits_removals(count: int):
-    from empirical.data import load_dataset, removal_request
+    from empirical.data import load_dataset
+    from empirical.requests import removal_request
 
     return load_dataset("digits"), [removal_request([i]) for i in range(count)]
 
@@ -169,9 +171,10 @@ def digits_removals(count: int):
 def test_run_guo_batched_equals_loop_and_respects_the_budget() -> None:
     dataset, requests = digits_removals(3)
     config = g.GuoConfig(lam=0.01, sigma=0.5, budget=0.012)
-    batched = g.run_guo(dataset, requests, config=config, n_trials=6, seed=3, retain_scores=4)
-    looped = g.run_guo(dataset, requests, config=config, n_trials=3, seed=3, retain_scores=4,
-                       mode="loop", first_trial=3)
+    batched = g.run_guo(dataset, requests, config=config,
+                        options=TrialOptions(n_trials=6, seed=3, retain_scores=4))
+    looped = g.run_guo(dataset, requests, config=config,
+                       options=TrialOptions(n_trials=3, seed=3, mode="loop", first_trial=3, retain_scores=4))
     np.testing.assert_allclose(batched.unlearned.params[3:], looped.unlearned.params,
                                rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(batched.retrained.params[3:], looped.retrained.params,
@@ -188,12 +191,13 @@ def test_run_guo_batched_equals_loop_and_respects_the_budget() -> None:
 
 
 def test_run_guo_refuses_replacements() -> None:
-    from empirical.data import load_dataset, replacement_request
+    from empirical.data import load_dataset
+    from empirical.requests import replacement_request
 
     dataset = load_dataset("digits")
     with pytest.raises(ValueError, match="removals only"):
-        g.run_guo(dataset, replacement_request(dataset, [0], seed=0),
-                  config=g.GuoConfig(lam=0.01, sigma=1.0), n_trials=2, seed=0)
+        g.run_guo(dataset, replacement_request(dataset, [0], seed=0), config=g.GuoConfig(lam=0.01, sigma=1.0),
+                  options=TrialOptions(n_trials=2, seed=0))
 
 
 def test_spectral_norm_is_bounded_from_above_against_50_digits() -> None:
@@ -207,3 +211,12 @@ def test_spectral_norm_is_bounded_from_above_against_50_digits() -> None:
         upper = g.spectral_norm_upper(X)
         assert upper >= exact
         assert upper <= exact * (1 + 1e-12)
+
+
+def test_run_guo_refuses_a_model_its_config_does_not_train() -> None:
+    from empirical.models import LogisticRegression
+
+    dataset, requests = digits_removals(1)
+    with pytest.raises(ValueError, match="options.model must be None"):
+        g.run_guo(dataset, requests, config=g.GuoConfig(lam=0.01, sigma=1.0),
+                  options=TrialOptions(n_trials=1, seed=0, model=LogisticRegression(dataset.dim)))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from empirical.power_bench import detection_power, epsilon_bound_power, estimator_coverage
+from empirical.benchmarks.power import detection_power, epsilon_bound_power, estimator_coverage
 
 
 def test_benchmark_rows_are_plain_and_consistent():
@@ -40,7 +40,7 @@ def test_coverage_table_reports_out_of_range_cells_instead_of_infinite_values():
 
 
 def test_power_benchmark_run_counts_are_checked():
-    from empirical.power_bench import power_benchmark
+    from empirical.benchmarks.power import power_benchmark
 
     with pytest.raises(ValueError, match="detection_runs must be a positive integer"):
         power_benchmark(detection_runs=0)
@@ -49,7 +49,7 @@ def test_power_benchmark_run_counts_are_checked():
 
 
 def test_power_benchmark_parts_run_alone_with_their_own_draws():
-    from empirical.power_bench import power_benchmark
+    from empirical.benchmarks.power import power_benchmark
 
     alone = power_benchmark(quick=True, parts=("epsilon",), epsilon_runs=1)
     assert alone["parts"] == ["epsilon"] and alone["detection"] == alone["estimator_coverage"] == []

@@ -1,6 +1,7 @@
-"""Regression tests of issue 9 (soundness defects of the answers built on the PNSGD, D2D and
-Langevin bounds). Each test fails on the code before the fix; the expected numbers come from
-the bounds' own closed forms or from independent mpmath recomputation, not from our output.
+"""Answers built on the PNSGD, D2D and Langevin bounds stay sound at the edges of their inputs:
+contraction factors near 1 and at 0, unbounded request counts, orders of conversions, literal
+variants. The expected numbers come from the bounds' own closed forms or from independent mpmath
+recomputation, not from our output.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import sympy as sp
 import bounds
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
-from bounds.engine import BoundError, SolverError
+from bounds.errors import BoundError, SolverError
 
-# The inputs of the issue: c = 1 - 1e-9 and the bound crosses epsilon = 1 between s = 3 and 4.
+# A slow contraction: c = 1 - 1e-9 and the bound crosses epsilon = 1 between s = 3 and 4.
 SLOW_CONTRACTION = {"eta": "1e-9", "m": 1, "L": 1, "M": 1, "n": 1000, "b": 1000, "R": 1000, "K": 1,
                     "sigma": 1000}
 TABLE3 = {"eta": "1/L", "m": "0.011264", "L": "0.261264", "M": 1, "n": 11264, "b": 128, "R": 100}
@@ -93,7 +94,7 @@ def test_eps0_is_converted_at_its_own_order():
             + mpmath.log(10**5) / 9
     assert conv.epsilon >= exact
     assert conv.epsilon <= exact * (1 + 1e-12)
-    assert conv.epsilon > 1.2  # not the 0.0112 the optimiser used to certify
+    assert conv.epsilon > 1.2  # far above the 0.0112 an unconstrained order optimiser reaches
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests for empirical.attacks: score formulas, layouts, torch input, U-LiRA."""
+"""Tests of the membership-inference scores: score formulas, layouts, torch input, U-LiRA."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import special, stats
 
-from empirical import attacks as A
 from empirical.statistics import roc_curve
+from tests.empirical import membership_scores as A
 
 
 def softmax_true_probability(logits, labels):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special, stats
 
-from empirical.threshold_power import pilot_epsilon_lower_bound, single_threshold_limit
+from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
 
 
 def exact_epsilon(mu: float, delta: float) -> float:
