@@ -1,4 +1,4 @@
-"""Analysis of an audit's trials: attack scores, lower bounds, estimates, plots, verdict.
+"""Analysis of an audit's trials: attack scores, lower bounds, Rényi tests, estimates, plots.
 
 Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
 :mod:`empirical.statistics` (or :mod:`empirical.statistics.pilot` for the pilot threshold) whose
@@ -6,14 +6,13 @@ threshold choice is covered by its strategy; with a Rényi certificate, each att
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
 Rényi tests); their levels are split evenly (Bonferroni), so all of them hold simultaneously with
-probability at least ``confidence``. The verdict is VIOLATION, CONSISTENT or INCONCLUSIVE: no test
-of the design as run exceeds the certificate even on the two worlds' scores pulled apart (the
-reference violation, :func:`_pulled_apart`; docs/audits.md, "Verdicts and statuses"). A
-certificate is tested only in the direction it states (:func:`_privacy_direction`). Data-dependent
-attack parameters (the projection direction) come from pilot trials with their own seed, never
-used to certify.
-Plug-in numbers are reported as estimates. :func:`build_report` assembles the report data
-(schema in :mod:`audits.report.schema`).
+probability at least ``confidence``. Each test is also run on the two worlds' scores pulled
+apart (the reference violation, :func:`_pulled_apart`), which is what :mod:`audits.verdict`
+needs to tell CONSISTENT from INCONCLUSIVE. A certificate is tested only in the direction it
+states (:func:`certificate_direction`). Data-dependent attack parameters (the projection
+direction) come from pilot trials with their own seed, never used to certify. Plug-in numbers
+are reported as estimates. :func:`analyse` runs all of it for an
+:class:`~audits.plan.AuditPlan` and its trials; :mod:`audits.report.assemble` builds the report.
 """
 
 from __future__ import annotations
@@ -21,25 +20,21 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from audits import progress
-from audits.execution import code_version, toolkit_version
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
-from audits.report.schema import (
-    EXIT_CODES,
-    KIND_ESTIMATE,
-    KIND_LOWER_BOUND,
-    SCHEMA_ID,
-    SCHEMA_VERSION,
-)
+from audits.report.schema import KIND_ESTIMATE, KIND_LOWER_BOUND
 from audits.seeds import derived_seed
 from audits.spec import ESTIMATORS, STATISTICS
 
-__all__ = ["build_report"]
+if TYPE_CHECKING:
+    from audits.execution import ChunkResults
+    from audits.plan import AuditPlan
+
+__all__ = ["Analysis", "AttackScores", "analyse"]
 
 # Largest number of points kept per ROC curve in the report (the AUC uses every score), and
 # of scores per side kept for the histograms.
@@ -48,12 +43,15 @@ _PLOT_SCORES = 5000
 
 
 
-def _finite(x: float) -> float | str:
+def finite(x: float) -> float | str:
+    """``x``, or "inf"/"-inf" where it is infinite (JSON has no infinities)."""
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
 @dataclass(frozen=True)
-class _AttackScores:
+class AttackScores:
+    """One attack's scores, unlearned (the positive class) and retrained, one per trial."""
+
     name: str
     unlearned: np.ndarray  # [n] aggregated score
     retrained: np.ndarray
@@ -64,7 +62,7 @@ class _AttackScores:
 def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                    attacks: Sequence[str] | None,
                    projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
-                   ) -> list[_AttackScores]:
+                   ) -> list[AttackScores]:
     """Turn a batch into 1-D scores per attack (unlearned = positive class).
 
     ``projections``: statistics already projected on the pilot's direction, chunk by chunk
@@ -75,7 +73,7 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
     stat_names = list(projections) + [s for s in main.unlearned.statistics if s not in projections]
     if attacks is None:
         attacks = score_names + (["projection"] if stat_names and pilot is not None else [])
-    out: list[_AttackScores] = []
+    out: list[AttackScores] = []
     for attack in attacks:
         if attack in main.unlearned.scores:
             u, r = main.unlearned.scores[attack], main.retrained.scores[attack]
@@ -86,7 +84,7 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                     per_example = (u, r)
                 details = {"score": f"mean over {u.shape[1]} forgotten record(s)"}
                 u, r = u.mean(axis=1), r.mean(axis=1)
-            out.append(_AttackScores(attack, u, r, per_example, details))
+            out.append(AttackScores(attack, u, r, per_example, details))
         elif attack == "projection":
             if not stat_names:
                 raise ValueError("the projection attack needs statistics from the mechanism")
@@ -100,7 +98,7 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                     u = project_rows(main.unlearned.statistics[stat], unit)
                     r = project_rows(main.retrained.statistics[stat], unit)
                 name = "projection" if len(stat_names) == 1 else f"projection[{stat}]"
-                out.append(_AttackScores(
+                out.append(AttackScores(
                     name, u, r, None,
                     {"statistic": stat, "direction": "mean(unlearned) - mean(retrained) over "
                      f"{pilot.n_trials} pilot trials (independent seed)",
@@ -112,7 +110,8 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
     return out
 
 
-def _strategy(name: str, seed: int):
+def strategy_of(name: str, seed: int):
+    """The lower-bound strategy of a statistic (its threshold choice)."""
     from empirical import statistics as st
 
     if name == "bonferroni-pareto":
@@ -122,10 +121,6 @@ def _strategy(name: str, seed: int):
     raise ValueError(f"unknown statistic {name!r}; known: {', '.join(STATISTICS)}")
 
 
-# Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
-# on the forgotten data" (the toolkit's score convention), "less" the reverse, "both" tests
-# each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
-DIRECTIONS = ("both", "greater", "less")
 # Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
 # their threshold / bins (a seeded random subset, independent of the tested scores).
 PILOT_THRESHOLD_FRACTION = 0.05
@@ -133,15 +128,15 @@ RENYI_PILOT_FRACTION = 0.1
 # Least pilot of the pilot-threshold statistic per side: its normal fits need two scores.
 _PILOT_THRESHOLD_MIN = 2
 # Smallest number of trials per side for which the histogram test is run.
-_RENYI_MIN_TRIALS = 20
+RENYI_MIN_TRIALS = 20
 
 
-def _pilot_size(n: int) -> int:
+def pilot_size(n: int) -> int:
     """Pilot trials per side of the pilot-threshold statistic: 5%, and at least 2."""
     return max(_PILOT_THRESHOLD_MIN, int(round(PILOT_THRESHOLD_FRACTION * n)))
 
 
-def _orientations(statistic: str, direction: str) -> tuple[str, ...]:
+def orientations(statistic: str, direction: str) -> tuple[str, ...]:
     """The score orientations one statistic is run in (each one test of the family)."""
     if statistic == "pilot-threshold":
         # Its pilot chooses the orientation, so "both" is one test; a stated direction restricts it.
@@ -149,24 +144,25 @@ def _orientations(statistic: str, direction: str) -> tuple[str, ...]:
     return ("greater", "less") if direction == "both" else (direction,)
 
 
-def _test_family(attacks: list[_AttackScores], *, statistics: Sequence[str], direction: str,
+def _test_family(attacks: list[AttackScores], *, statistics: Sequence[str], direction: str,
                  renyi: bool) -> tuple[int, int]:
     """(number of (epsilon, delta) tests, number of Rényi tests) the audit runs."""
-    per_attack = sum(len(_orientations(name, direction)) for name in statistics)
+    per_attack = sum(len(orientations(name, direction)) for name in statistics)
     n_renyi = sum(1 for a in attacks if renyi and min(a.unlearned.size, a.retrained.size)
-                  >= _RENYI_MIN_TRIALS)
+                  >= RENYI_MIN_TRIALS)
     return len(attacks) * per_attack, n_renyi
 
 
-def _privacy_direction(certificate: Certificate) -> str:
+def certificate_direction(certificate: Certificate) -> str:
     """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
     P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
     D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
     return "forward" if certificate.renyi_direction == "forward" else "both"
 
 
-def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delta: float,
-                     alpha_each: float, seed: int, privacy_direction: str):
+def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta: float,
+                    alpha_each: float, seed: int, privacy_direction: str):
+    """One test of the family: statistic ``name`` on ``attack`` in one score orientation."""
     from empirical import statistics as st
     from empirical.statistics.pilot import pilot_epsilon_lower_bound
 
@@ -175,11 +171,11 @@ def _one_lower_bound(attack: _AttackScores, *, name: str, orientation: str, delt
         u, r = -u, -r  # "score <= t says unlearned" is "-score >= -t"
     if name == "pilot-threshold":
         return pilot_epsilon_lower_bound(
-            u, r, delta=delta, alpha=alpha_each, pilot_fraction=_pilot_size(u.size) / u.size,
+            u, r, delta=delta, alpha=alpha_each, pilot_fraction=pilot_size(u.size) / u.size,
             seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
             both_orientations=orientation == "both", direction=privacy_direction)
     return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
-                                  strategy=_strategy(name, seed), direction=privacy_direction)
+                                  strategy=strategy_of(name, seed), direction=privacy_direction)
 
 
 def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
@@ -205,7 +201,7 @@ def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
     return moved, r
 
 
-def _above(attack: _AttackScores, direction: str) -> bool:
+def _above(attack: AttackScores, direction: str) -> bool:
     """The side the reference violation moves the attack's unlearned scores to: the stated
     score direction, else the side their mean lies on. One reference per attack, shared by all
     its tests, so that scores already apart are their own reference for every test."""
@@ -214,7 +210,7 @@ def _above(attack: _AttackScores, direction: str) -> bool:
     return float(attack.unlearned.mean()) >= float(attack.retrained.mean())
 
 
-def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], delta: float,
+def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], delta: float,
                   confidence: float, seed: int, direction: str, alpha_each: float,
                   family: int, privacy_direction: str,
                   notes: list[str]) -> tuple[list[dict], float]:
@@ -224,18 +220,18 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
     reach = 0.0
     for attack in attacks:
         u, r = _pulled_apart(attack.unlearned, attack.retrained, above=_above(attack, direction))
-        apart = _AttackScores(attack.name, u, r, None, attack.details)
+        apart = AttackScores(attack.name, u, r, None, attack.details)
         for name in statistics:
-            for orientation in _orientations(name, direction):
+            for orientation in orientations(name, direction):
                 try:
-                    lb = _one_lower_bound(attack, name=name, orientation=orientation,
+                    lb = one_lower_bound(attack, name=name, orientation=orientation,
                                           delta=delta, alpha_each=alpha_each, seed=seed,
                                           privacy_direction=privacy_direction)
                 except ValueError as error:
                     notes.append(f"statistic {name} not run for attack {attack.name}: {error}")
                     continue
                 try:
-                    test_reach = float(_one_lower_bound(
+                    test_reach = float(one_lower_bound(
                         apart, name=name, orientation=orientation, delta=delta,
                         alpha_each=alpha_each, seed=seed,
                         privacy_direction=privacy_direction).epsilon)
@@ -280,7 +276,7 @@ def _lower_bounds(attacks: list[_AttackScores], *, statistics: Sequence[str], de
     return entries, reach
 
 
-def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
+def effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
     """The certified curve made non-decreasing: D_alpha is non-decreasing in alpha (van Erven
     and Harremoës 2014, Theorem 3), so eps(alpha') certifies every alpha <= alpha' too and the
     certificate at alpha is the smallest value it states at any order >= alpha."""
@@ -292,7 +288,7 @@ def _effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
     return out[::-1]
 
 
-def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alpha_each: float,
+def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha_each: float,
                  seed: int, family: int, confidence: float, direction: str) -> list[dict]:
     """The histogram Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
@@ -302,14 +298,14 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
     """
     from empirical.renyi_audit import renyi_audit
 
-    curve = _effective_curve(certificate)
+    curve = effective_curve(certificate)
     orders = [a for a, _ in curve]
     certified = dict(curve)
     two_sided = certificate.renyi_direction == "both"
     out = []
     for attack in attacks:
         n_u, n_r = attack.unlearned.size, attack.retrained.size
-        if min(n_u, n_r) < _RENYI_MIN_TRIALS:
+        if min(n_u, n_r) < RENYI_MIN_TRIALS:
             continue
         settings = dict(certified=certified.__getitem__, two_sided=two_sided, orders=orders,
                         beta=alpha_each, pilot_fraction=RENYI_PILOT_FRACTION,
@@ -335,12 +331,12 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
             "overall_confidence": confidence,
             "direction": "both" if two_sided else "forward",
             "orders": list(c.orders),
-            "certified": [_finite(certified[a]) for a in c.orders],
-            "certified_as_stated": [_finite(certificate.renyi_epsilon(a)) for a in c.orders],
+            "certified": [finite(certified[a]) for a in c.orders],
+            "certified_as_stated": [finite(certificate.renyi_epsilon(a)) for a in c.orders],
             "lower_forward": list(c.forward),
             "lower_backward": list(c.backward),
-            "estimate_forward": [_finite(v) for v in c.estimate_forward],
-            "estimate_backward": [_finite(v) for v in c.estimate_backward],
+            "estimate_forward": [finite(v) for v in c.estimate_forward],
+            "estimate_backward": [finite(v) for v in c.estimate_backward],
             "ceiling": ceiling,
             "could_refute": could,
             "violating_orders": list(result.violating_orders),
@@ -353,110 +349,7 @@ def _renyi_tests(attacks: list[_AttackScores], certificate: Certificate, *, alph
     return out
 
 
-def _could_refute(attacks: list[_AttackScores], lower_bounds: list[dict], renyi: list[dict],
-                  certified: float) -> bool:
-    """Whether the design as run could have refuted the certificate: for EVERY attack, some
-    test of that attack refutes it on the attack's reference violation (its scores pulled
-    apart). Requiring every attack keeps a mechanism whose scores lie apart under one attack
-    from being called CONSISTENT because another attack's reference would have been refuted."""
-    if not attacks:
-        return False
-
-    def refutes(name: str) -> bool:
-        return (any(e["details"]["reach"] > certified for e in lower_bounds
-                    if e["attack"] == name)
-                or any(e["could_refute"] for e in renyi if e["attack"] == name))
-
-    return all(refutes(attack.name) for attack in attacks)
-
-
-def _number(value: float | str) -> float:
-    return math.inf if value == "inf" else float(value)
-
-
-def _epsilon_ceiling(*, n: int, name: str, delta: float, alpha_each: float, seed: int,
-                     privacy_direction: str) -> float:
-    """An upper bound on every epsilon lower bound ``name`` can give with n trials per side,
-    whatever the scores (zero observed errors on the trials it tests)."""
-    from empirical import statistics as st
-
-    if name == "pilot-threshold":
-        tested = n - _pilot_size(n)
-        return st.max_certifiable_epsilon(n_positive=max(tested, 1), n_negative=max(tested, 1),
-                                          delta=delta, alpha=alpha_each, strategy=None,
-                                          direction=privacy_direction).epsilon
-    return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta, alpha=alpha_each,
-                                      strategy=_strategy(name, seed),
-                                      direction=privacy_direction).epsilon
-
-
-# Further draws of the reference violation that a planned number of trials must refute, each.
-_NEEDED_CONFIRMATIONS = 10
-_NEEDED_MAX = 10**7
-
-
-def _trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
-                   alpha_each: float, seed: int, n_now: int, renyi: bool,
-                   direction: str) -> int | None:
-    """Smallest number of trials per side (to 5%) at which this design -- the same tests,
-    orientations, pilot fractions, bin rule and per-test level -- shows a violation on the
-    reference violation: continuous scores of the two worlds lying apart (a mechanism with no
-    privacy through the attack; the tests' outcome on such scores depends only on their ranks,
-    not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
-    until :data:`_NEEDED_CONFIRMATIONS` further draws all refute; None when no size up to
-    10^7 refutes."""
-    from fractions import Fraction
-
-    from bounds.calibration import least_integer
-    from bounds.errors import SolverError
-    from empirical.renyi_audit import renyi_audit
-
-    privacy_direction = _privacy_direction(certificate)
-    curve = dict(_effective_curve(certificate)) if renyi else {}
-
-    def could_refute(n: int, draw: int) -> bool:
-        rng = np.random.default_rng([seed, n, draw])
-        # One reference for every test: unlearned scores above (below for direction "less").
-        u, r = 3.0 + rng.random(n), rng.random(n)
-        if direction == "less":
-            u = -u
-        for name in statistics:
-            if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
-                                privacy_direction=privacy_direction) <= certificate.epsilon:
-                continue  # not even zero errors would refute: skip the run
-            for orientation in _orientations(name, direction):
-                try:
-                    lb = _one_lower_bound(_AttackScores("reference", u, r, None, {}),
-                                          name=name, orientation=orientation, delta=delta,
-                                          alpha_each=alpha_each, seed=seed + draw,
-                                          privacy_direction=privacy_direction)
-                except ValueError:
-                    continue
-                if lb.epsilon > certificate.epsilon:
-                    return True
-        if curve and n >= _RENYI_MIN_TRIALS:
-            return renyi_audit(u, r, certified=curve.__getitem__,
-                               two_sided=certificate.renyi_direction == "both",
-                               orders=list(curve), beta=alpha_each,
-                               pilot_fraction=RENYI_PILOT_FRACTION,
-                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}"),
-                               stop_at_violation=True).violation
-        return False
-
-    n = max(n_now, 1)
-    try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
-        high = least_integer(lambda k: could_refute(k, 0), start=n, hint=n, first_step=n,
-                             limit=_NEEDED_MAX, resolution=Fraction(1, 20))
-    except SolverError:
-        return None
-    while not all(could_refute(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
-        high = int(math.ceil(high * 1.05))
-        if high > _NEEDED_MAX:
-            return None
-    return high
-
-
-def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta: float,
+def _estimates(attacks: list[AttackScores], *, estimators: Sequence[str], delta: float,
                seed: int, notes: list[str], privacy_direction: str) -> list[dict]:
     from empirical import divergence as dv
     from empirical import statistics as st
@@ -481,15 +374,15 @@ def _estimates(attacks: list[_AttackScores], *, estimators: Sequence[str], delta
                     kl = dv.gaussian_kl_divergence(u, r, n_bootstrap=200,
                                                    seed=derived_seed(seed, "bootstrap"))
                     value, method = kl.value, kl.method
-                    interval = None if kl.interval is None else [_finite(kl.interval[0]),
-                                                                 _finite(kl.interval[1])]
+                    interval = None if kl.interval is None else [finite(kl.interval[0]),
+                                                                 finite(kl.interval[1])]
                     label = "KL(unlearned || retrained) of the attack score, Gaussian fit"
                 else:
                     raise ValueError(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
             except ValueError as error:
                 notes.append(f"estimator {name} skipped for attack {attack.name}: {error}")
                 continue
-            out.append({"name": label, "attack": attack.name, "value": _finite(float(value)),
+            out.append({"name": label, "attack": attack.name, "value": finite(float(value)),
                         "kind": KIND_ESTIMATE, "interval": interval, "method": method})
     return out
 
@@ -505,7 +398,7 @@ def _thin_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[list[float], list[float
     return fpr[index].tolist(), tpr[index].tolist()
 
 
-def _plots(attacks: list[_AttackScores], *, delta: float, notes: list[str],
+def _plots(attacks: list[AttackScores], *, delta: float, notes: list[str],
            privacy_direction: str) -> dict:
     from empirical import statistics as st
 
@@ -550,125 +443,51 @@ def _utility(batch: TrialBatch) -> dict | None:
             "accuracies": {"unlearned": u.tolist(), "retrained": r.tolist()}}
 
 
-POSSIBLE_CAUSES = (
-    "the implementation departs from the algorithm the theorem analyses (noise scale, step "
-    "count, batches, clipping, projection, random seeds reused between trials)",
-    "an assumption of the theorem does not hold for this data or model (smoothness, strong "
-    "convexity, bounded gradients or domain, sensitivity)",
-    "the theorem, its constants or its conversion to (epsilon, delta) are wrong",
-)
+@dataclass(frozen=True)
+class Analysis:
+    """What the trials of an audit show: every test of the family (lower bounds and Rényi
+    tests, each with its reach on the scores pulled apart), estimates, utility and plots.
+
+    ``n_eps_tests`` is the number of (epsilon, delta) tests of the family; ``family`` of all
+    tests (Rényi tests included), each run at level ``alpha_each``. ``notes`` are the plan's and
+    the chunks' notes followed by what the analysis skipped or thinned.
+    """
+
+    attacks: list[AttackScores]
+    n_trials: int
+    pilot_trials: int
+    renyi_certificate: bool
+    n_eps_tests: int
+    family: int
+    alpha_each: float
+    lower_bounds: list[dict]
+    reach: float
+    renyi: list[dict]
+    estimates: list[dict]
+    plots: dict
+    utility: dict | None
+    notes: list[str]
 
 
-def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
-             confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
-             alpha_each: float,
-             trials_needed: Any, n_trials: int) -> dict:
-    """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
-    certified = certificate.epsilon
-    best = max(lower_bounds, key=lambda e: e["epsilon"]) if lower_bounds else None
-    max_lb = best["epsilon"] if best else 0.0
-    violations = [e for e in lower_bounds if e["epsilon"] > certified]
-    renyi_violations = [{"attack": e["attack"], "orders": e["violating_orders"],
-                         "direction": e["direction"], "confidence": e["confidence"]}
-                        for e in renyi if e["violation"]]
-    if certified > 0:
-        tightness = max_lb / certified
-    else:
-        tightness = math.inf if max_lb > 0 else 0.0
-    miss = f"{1 - confidence:.3g}"
-    levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
-              f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
-              f"{confidence:g}")
-    causes: list[str] = []
-    needed = None
-    if violations or renyi_violations:
-        status = "VIOLATION"
-        found = []
-        if violations:
-            found.append(
-                f"{len(violations)} of {len(lower_bounds)} (epsilon, delta) lower bound(s) exceed "
-                f"the certified epsilon {certified:.6g} at delta {certificate.delta:.3g}; the "
-                f"largest is epsilon >= {max_lb:.6g} (attack {best['attack']}, "
-                f"{best['statistic']})")
-        for e in renyi_violations:
-            found.append(f"the Rényi lower-bound curve of attack {e['attack']} exceeds the "
-                         f"certified curve at order(s) {', '.join(f'{a:g}' for a in e['orders'])}")
-        explanation = (
-            f"The mechanism as run does not meet the certificate ({certificate.bound}): "
-            f"{'; '.join(found)}. {levels}: unless an event of probability {miss} occurred, the "
-            "unlearned models leak more than the certificate allows. This refutes the "
-            "certificate for this run, not necessarily the theorem; see possible_causes."
-        )
-        causes = list(POSSIBLE_CAUSES)
-    elif not could_refute:
-        status = "INCONCLUSIVE"
-        needed = trials_needed
-        renyi_note = ""
-        if renyi:
-            renyi_note = (" and its Rényi test on those scores stays at or below the certified "
-                          "curve at every order")
-        explanation = (
-            f"This audit of {n_trials} trials per side could not have shown a violation: run on "
-            "the two worlds' scores pulled apart (what a mechanism with no privacy at all "
-            "through these attacks gives, with the same split, bins and levels), its largest "
-            f"epsilon lower bound is {ceiling:.4g}, not above the certified {certified:.6g}"
-            f"{renyi_note}. Even a mechanism leaking everything would not be refuted, so the "
-            "audit says nothing about the certificate. "
-            + (f"About {needed} trials per side would let it refute such a mechanism (the "
-               "smallest size at which these tests refute the certificate on scores lying apart, "
-               "confirmed on several draws; detecting a small violation needs more)."
-               if needed is not None else
-               "No audit of up to 10^7 trials per side could show a violation.")
-        )
-    else:
-        status = "CONSISTENT"
-        if best is None and not renyi:
-            explanation = "No attack produced a lower bound; nothing contradicts the certificate."
-        else:
-            explanation = (
-                f"No empirical lower bound exceeds the certified epsilon {certified:.6g} "
-                f"(delta {certificate.delta:.3g}, {certificate.bound})"
-                + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best['attack']} "
-                   f"({best['statistic']}), is {tightness:.3g} of the certificate"
-                   if best is not None else "")
-                + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
-                + f". {levels}. This is absence of evidence against the certificate, not a "
-                "proof of it."
-            )
-    return {"status": status, "exit_code": EXIT_CODES[status],
-            "certified_epsilon": _finite(certified), "max_lower_bound": max_lb,
-            "best_lower_bound": best, "tightness": _finite(tightness),
-            "explanation": explanation, "violations": violations,
-            "renyi_violations": renyi_violations, "possible_causes": causes,
-            "could_show_violation": could_refute, "trials_needed": needed,
-            "tests": {"family_size": family, "alpha_each": alpha_each,
-                      "confidence_each": 1.0 - alpha_each, "overall_confidence": confidence}}
-
-
-def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: Certificate,
-                  main: TrialBatch, pilot: TrialBatch | None, attacks: Sequence[str] | None,
-                  statistics: Sequence[str], estimators: Sequence[str], confidence: float,
-                  seed: int, seeds: Mapping[str, Any], device: str, wall_seconds: float,
-                  chunks: int, chunks_resumed: int, notes: Sequence[str] = (),
-                  extra_plots: Sequence[Mapping[str, Any]] = (), direction: str = "both",
-                  projections: Mapping[str, tuple[np.ndarray, np.ndarray, float]] | None = None
-                  ) -> dict:
-    """The report dict (schema ``report.json``) of a finished audit: certificate, lower bounds,
-    estimates, verdict, utility, plots."""
+def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
+    """Lower bounds, Rényi tests, estimates, utility and plots of ``chunks``' trials under the
+    plan's certificate and settings (the Bonferroni split over the whole family of tests)."""
     progress.phase("analysing the scores (lower bounds, estimates, Rényi tests)")
-    notes = list(notes)
+    settings, certificate = plan.settings, plan.certificate
+    statistics, direction = settings.statistics, settings.direction
+    confidence, seed = settings.confidence, settings.seed
+    notes = [*plan.notes, *chunks.notes]
     delta = certificate.delta
     if not 0 < delta < 1:
         raise ValueError(f"the lower bounds need a certificate delta in (0, 1), got {delta}")
-    if direction not in DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}")
-    scored = _attack_scores(main, pilot, attacks, projections)
-    privacy_direction = _privacy_direction(certificate)
+    main = chunks.main
+    scored = _attack_scores(main, chunks.pilot, settings.attacks, chunks.projections)
+    privacy_direction = certificate_direction(certificate)
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
                                   renyi=use_renyi)
     if use_renyi and not n_renyi and scored:
-        notes.append(f"the Rényi test needs at least {_RENYI_MIN_TRIALS} trials per side; only "
+        notes.append(f"the Rényi test needs at least {RENYI_MIN_TRIALS} trials per side; only "
                      "the (epsilon, delta) bounds were run")
     family = max(1, n_eps + n_renyi)
     alpha_each = (1.0 - confidence) / family
@@ -678,50 +497,14 @@ def build_report(*, spec_dict: Mapping[str, Any], spec_hash: str, certificate: C
                                         privacy_direction=privacy_direction, notes=notes)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
                          confidence=confidence, direction=direction) if use_renyi else []
-    could = _could_refute(scored, lower_bounds, renyi, certificate.epsilon)
-    needed = None
-    if not could and scored:
-        # The family an adequately sized audit would run (the Rényi test included).
-        full = max(1, n_eps + (len(scored) if use_renyi else 0))
-        needed = _trials_needed(certificate, statistics=statistics, delta=delta,
-                                alpha_each=(1.0 - confidence) / full, seed=seed,
-                                n_now=main.n_trials, renyi=use_renyi, direction=direction)
-    estimates = _estimates(scored, estimators=estimators, delta=delta, seed=seed, notes=notes,
-                           privacy_direction=privacy_direction)
+    estimates = _estimates(scored, estimators=settings.estimators, delta=delta, seed=seed,
+                           notes=notes, privacy_direction=privacy_direction)
     plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
-    if extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots), drawn generically
-        plots["extra"] = [dict(plot) for plot in extra_plots]
-    verdict = _verdict(certificate, lower_bounds, reach, confidence, renyi, could_refute=could,
-                       family=family,
-                       alpha_each=alpha_each, trials_needed=needed, n_trials=main.n_trials)
-    report = {
-        "schema": SCHEMA_ID,
-        "schema_version": SCHEMA_VERSION,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "code_version": code_version(),
-        "toolkit_version": toolkit_version(),
-        "spec": dict(spec_dict),
-        "spec_hash": spec_hash,
-        "certificate": certificate.to_dict(),
-        "empirical": {
-            "n_trials": main.n_trials,
-            "pilot_trials": 0 if pilot is None else pilot.n_trials,
-            "confidence": confidence,
-            "device": device,
-            "lower_bounds": lower_bounds,
-            "estimates": estimates,
-            "max_certifiable_epsilon": _finite(reach),
-            "direction": direction,
-            "renyi": renyi,
-        },
-        "verdict": verdict,
-        "utility": _utility(main),
-        "plots": plots,
-        "seeds": {"seed": int(seed), **seeds},
-        "timing": {"wall_seconds": float(wall_seconds), "chunks": int(chunks),
-                   "chunks_resumed": int(chunks_resumed)},
-        "notes": notes,
-    }
-    return report
-
-
+    if plan.extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots)
+        plots["extra"] = [dict(plot) for plot in plan.extra_plots]
+    return Analysis(
+        attacks=scored, n_trials=main.n_trials,
+        pilot_trials=0 if chunks.pilot is None else chunks.pilot.n_trials,
+        renyi_certificate=use_renyi, n_eps_tests=n_eps, family=family, alpha_each=alpha_each,
+        lower_bounds=lower_bounds, reach=reach, renyi=renyi, estimates=estimates, plots=plots,
+        utility=_utility(main), notes=notes)

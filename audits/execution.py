@@ -461,27 +461,34 @@ def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
 class ChunkResults:
     """What :func:`run_chunks` returns: the main and pilot batches, the main chunks' projected
     statistics (stat -> (unlearned, retrained) scores, direction norm), chunk counts, the pilot
-    seed, and where the chunks ran (None: locally)."""
+    seed (None where no trials ran), where the chunks ran (None: locally) and notes for the
+    report (stored chunks recomputed)."""
 
     main: TrialBatch
     pilot: TrialBatch | None
     projections: dict[str, tuple[np.ndarray, np.ndarray, float]]
     chunks: int
     resumed: int
-    pilot_seed: int
+    pilot_seed: int | None
     cluster: str | None
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def given(cls, batch: TrialBatch) -> ChunkResults:
+        """Trials computed elsewhere (precomputed scores): no chunks, no pilot, no seeds."""
+        return cls(batch, None, {}, 0, 0, None, None)
 
 
 def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chunk_size: int,
                seed: int, out_dir: str | Path | None, audit_key: str, spec_json: str,
                backend: str, progress: bool, label: str, ray_address: str | None,
-               replace: bool = False, resume: bool = False, notes: list[str] | None = None,
-               project: bool = False, keep_statistics: bool = False) -> ChunkResults:
+               replace: bool = False, resume: bool = False, project: bool = False,
+               keep_statistics: bool = False) -> ChunkResults:
     """Pilot and main trials of an audit, computed or read back from the chunk store.
 
     A store holding another spec's audit is refused unless ``replace`` (which deletes it).
     Stored chunks failing their checksum are refused, or with ``resume`` dropped and
-    recomputed; either way they are named, and with ``notes`` the recomputation is recorded.
+    recomputed; either way they are named, and the recomputation is in the result's notes.
     Nothing is written to ``out_dir`` before these checks pass. ``project``: main chunks store
     their statistics projected on the pilot's direction (the projection attack), the statistics
     themselves only with ``keep_statistics``.
@@ -490,6 +497,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     plans = _plan(PILOT, pilot_trials, chunk_size, pilot_seed) if pilot_trials else []
     plans += _plan(MAIN, trials, chunk_size, seed)
     store = None
+    notes: list[str] = []
     if out_dir is not None:
         path = Path(out_dir) / STORE_NAME
         bad = _check_store(path, audit_key=audit_key, spec_json=spec_json, replace=replace,
@@ -505,8 +513,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
                 message = (f"chunks {named} failed their SHA-256 checksum in {store.path} and "
                            "were recomputed (--resume)")
                 print(f"warning: {message}", file=sys.stderr)
-                if notes is not None:
-                    notes.append(message)
+                notes.append(message)
         except BaseException:
             store.close()
             raise
@@ -535,7 +542,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     norms = {name: norm for name, (_, norm) in _directions(pilot).items()}
     projections = {name: (u, r, norms[name]) for name, (u, r) in main.projected.items()}
     return ChunkResults(main.batch, pilot.batch, projections, len(plans), resumed, pilot_seed,
-                        cluster)
+                        cluster, tuple(notes))
 
 
 def _directions(pilot: _Phase) -> dict[str, tuple[np.ndarray, float]]:

@@ -7,16 +7,20 @@ Entry points:
   bound engine, calibrated to the spec's target; the trials run in chunks
   (:mod:`audits.execution`), locally or as Ray tasks, and every finished chunk is stored in
   ``audit.sqlite`` so that a killed audit resumes where it stopped and gives a bit-identical
-  report; :mod:`audits.analysis` turns them into lower bounds, estimates and the verdict.
+  report.
 * :func:`audit_mechanism`: the same for your own :class:`~audits.protocols.TrialMechanism`.
 * :func:`audit_scores`: the analysis and report for precomputed score arrays.
+
+Each builds an :class:`~audits.plan.AuditPlan` (settings checked once, certificate, trial
+source, cache key); the trials run (:func:`_run`), and
+:func:`audits.report.assemble.build_report` turns plan and trials into the report:
+:mod:`audits.analysis` the lower bounds and estimates, :mod:`audits.verdict` the verdict.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import json
 import math
 import time
@@ -25,23 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
-from audits.analysis import build_report
-from audits.execution import code_version, printable, resolve_device, run_chunks
+from audits.execution import ChunkResults, code_version, printable, resolve_device, run_chunks
 from audits.loader import adapter_of, load_spec
+from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
+from audits.report.assemble import build_report
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
-from audits.spec import (
-    ESTIMATORS,
-    MAX_SEED,
-    STATISTICS,
-    AuditSpec,
-    check_confidence,
-)
+from audits.spec import AuditSettings, AuditSpec
 from audits.store import STORE_NAME, FolderLock, check_folder
 
 __all__ = [
@@ -218,35 +215,28 @@ def run_audit(
 
     refusals()  # before the certificate is computed: a refused folder costs nothing
     progress_lines.phase("preparing the audit (data, model, certificate)")
-    prepared = prepare_audit(spec, backend=backend)
-    spec_json = spec.canonical_json()
-    audit_key = hashlib.sha256(
-        f"{spec.digest(code_version())}|{prepared.fingerprint}".encode()).hexdigest()
-    store_notes: list[str] = []
+    plan = spec_plan(spec, prepare_audit(spec, backend=backend), started=start,
+                     extra_plots=tuple(adapter_of(spec).extra_plots(spec)))
     with _writer(out_dir, check=refusals):
-        results = run_chunks(
-            prepared.mechanism, trials=spec.trials, pilot_trials=spec.pilot_trials,
-            chunk_size=spec.chunk_size, seed=spec.seed, out_dir=out_dir, audit_key=audit_key,
-            spec_json=spec_json, backend=backend, progress=progress,
-            label=f"audit {printable(spec.name, 60)}", ray_address=ray_address,
-            replace=replace, resume=resume, notes=store_notes,
-            project="projection" in spec.attacks, keep_statistics=keep_statistics)
         # where chunks ran does not change the numbers, so it stays out of the report
-        report = build_report(
-            spec_dict=spec.to_dict(), spec_hash=audit_key, certificate=prepared.certificate,
-            main=results.main, pilot=results.pilot, attacks=spec.attacks,
-            statistics=spec.statistics, estimators=spec.estimators,
-            confidence=spec.confidence, seed=spec.seed,
-            seeds={"pilot_seed": results.pilot_seed, **prepared.seeds,
-                   "per_trial": "torch generators seeded with BLAKE2b(seed | trial | stream) "
-                                "(empirical.trials.trial_seed)"},
-            device=prepared.device, wall_seconds=time.perf_counter() - start,
-            chunks=results.chunks, chunks_resumed=results.resumed,
-            notes=[*prepared.notes, *store_notes], extra_plots=adapter_of(spec).extra_plots(spec),
-            projections=results.projections)
-        return _finish(report, out_dir)
+        chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,
+                      ray_address=ray_address, replace=replace, resume=resume,
+                      keep_statistics=keep_statistics)
+        return _finish(build_report(plan, chunks), out_dir)
 
 
+def _run(plan: AuditPlan, *, out_dir: str | Path | None, backend: str, progress: bool,
+         ray_address: str | None, replace: bool, resume: bool = False,
+         keep_statistics: bool = False) -> ChunkResults:
+    """The plan's trials, in chunks (stored in ``out_dir`` when the plan stores them)."""
+    settings = plan.settings
+    return run_chunks(
+        plan.mechanism, trials=settings.trials, pilot_trials=settings.pilot_trials,
+        chunk_size=settings.chunk_size, seed=settings.seed,
+        out_dir=out_dir if plan.stored else None, audit_key=plan.cache_key,
+        spec_json=plan.spec_json, backend=backend, progress=progress,
+        label=f"audit {printable(settings.name, 60)}", ray_address=ray_address,
+        replace=replace, resume=resume, project=plan.project, keep_statistics=keep_statistics)
 
 
 @reported
@@ -282,73 +272,21 @@ def audit_mechanism(
     another audit's report or chunks is refused unless ``replace``.
     """
     start = time.perf_counter()
-    if not isinstance(mechanism, TrialMechanism):
-        raise ValueError("mechanism must have a run_trials(seed=, first_trial=, n_trials=) method")
-    if not isinstance(certificate, Certificate):
-        raise ValueError("certificate must be an audits.protocols.Certificate")
-    settings = _custom_settings(trials=trials, pilot_trials=pilot_trials, confidence=confidence,
-                                seed=seed, attacks=attacks, statistics=statistics,
-                                estimators=estimators, chunk_size=chunk_size, name=name,
-                                direction=direction)
-    settings["mechanism"] = str(getattr(mechanism, "description", type(mechanism).__name__))
-    settings_json = json.dumps(settings, sort_keys=True)
-    audit_key = hashlib.sha256(
-        f"{settings_json}|{code_version()}|{cache_key}".encode()).hexdigest()
+    settings = AuditSettings(name=name, trials=trials, pilot_trials=pilot_trials,
+                             confidence=confidence, seed=seed, attacks=attacks,
+                             statistics=statistics, estimators=estimators,
+                             chunk_size=chunk_size, direction=direction)
+    plan = mechanism_plan(mechanism, certificate=certificate, settings=settings,
+                          cache_key=cache_key, started=start)
+
     def refusals() -> None:
-        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=audit_key)
+        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=plan.cache_key)
 
     refusals()
-    store_dir = out_dir if cache_key is not None else None
     with _writer(out_dir, check=refusals):
-        results = run_chunks(
-            mechanism, trials=trials, pilot_trials=pilot_trials, chunk_size=chunk_size,
-            seed=seed, out_dir=store_dir, audit_key=audit_key, spec_json=settings_json,
-            backend=backend, progress=progress, label=f"audit {printable(name, 60)}",
-            ray_address=ray_address, replace=replace,
-            project=attacks is None or "projection" in attacks)
-        report = build_report(
-            spec_dict=settings, spec_hash=audit_key, certificate=certificate, main=results.main,
-            pilot=results.pilot, attacks=attacks, statistics=settings["statistics"],
-            estimators=settings["estimators"], confidence=confidence, seed=seed,
-            seeds={"pilot_seed": results.pilot_seed},
-            device=str(getattr(mechanism, "device", "cpu")),
-            wall_seconds=time.perf_counter() - start, chunks=results.chunks,
-            chunks_resumed=results.resumed, direction=direction,
-            projections=results.projections)
-        return _finish(report, out_dir)
-
-
-def _custom_settings(*, trials, pilot_trials, confidence, seed, attacks, statistics,
-                     estimators, chunk_size, name, direction="both") -> dict[str, Any]:
-    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
-        raise ValueError(f"trials must be an integer >= 2, got {trials!r}")
-    if isinstance(pilot_trials, bool) or not isinstance(pilot_trials, int) or pilot_trials < 0:
-        raise ValueError(f"pilot_trials must be a non-negative integer, got {pilot_trials!r}")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive integer, got {chunk_size!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise ValueError(f"seed must be an integer in [0, 2**63 - 1], got {seed!r}")
-    _check_confidence(confidence)
-    if direction not in ("both", "greater", "less"):
-        raise ValueError(f"direction must be 'both', 'greater' or 'less', got {direction!r}")
-    statistics = list(statistics)
-    estimators = list(estimators)
-    for item in statistics:
-        if item not in STATISTICS:
-            raise ValueError(f"unknown statistic {item!r}; known: {', '.join(STATISTICS)}")
-    if not statistics:
-        raise ValueError("give at least one statistic")
-    for item in estimators:
-        if item not in ESTIMATORS:
-            raise ValueError(f"unknown estimator {item!r}; known: {', '.join(ESTIMATORS)}")
-    return {"name": name, "trials": trials, "pilot_trials": pilot_trials,
-            "confidence": confidence, "seed": seed,
-            "attacks": None if attacks is None else list(attacks), "statistics": statistics,
-            "estimators": estimators, "chunk_size": chunk_size, "direction": direction}
-
-
-def _check_confidence(confidence: float) -> None:
-    check_confidence(confidence, "confidence")
+        chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,
+                      ray_address=ray_address, replace=replace)
+        return _finish(build_report(plan, chunks), out_dir)
 
 
 def audit_scores(
@@ -378,26 +316,16 @@ def audit_scores(
     start = time.perf_counter()
     batch = TrialBatch(ModelOutputs(scores=unlearned, accuracy=unlearned_accuracy),
                        ModelOutputs(scores=retrained, accuracy=retrained_accuracy))
-    if not isinstance(certificate, Certificate):
-        raise ValueError("certificate must be an audits.protocols.Certificate")
-    settings = _custom_settings(trials=batch.n_trials, pilot_trials=0, confidence=confidence,
-                                seed=seed, attacks=None, statistics=statistics,
-                                estimators=estimators, chunk_size=max(1, batch.n_trials),
-                                name=name, direction=direction)
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    for key, array in sorted(batch.to_arrays().items()):
-        digest.update(key.encode())
-        digest.update(np.ascontiguousarray(array).tobytes())
+    settings = AuditSettings(name=name, trials=batch.n_trials, pilot_trials=0,
+                             confidence=confidence, seed=seed, attacks=None,
+                             statistics=statistics, estimators=estimators,
+                             chunk_size=max(1, batch.n_trials), direction=direction)
+    plan = scores_plan(batch, certificate=certificate, settings=settings, started=start)
+
     def refusals() -> None:
-        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash",
-                               value=digest.hexdigest())
+        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=plan.cache_key)
 
     refusals()
-    report = build_report(
-        spec_dict=settings, spec_hash=digest.hexdigest(), certificate=certificate, main=batch,
-        pilot=None, attacks=None, statistics=statistics, estimators=estimators,
-        confidence=confidence, seed=seed, seeds={}, device="precomputed",
-        wall_seconds=time.perf_counter() - start, chunks=0, chunks_resumed=0,
-        direction=direction)
+    report = build_report(plan, ChunkResults.given(batch))
     with _writer(out_dir, check=refusals):
         return _finish(report, out_dir)

@@ -43,6 +43,8 @@ __all__ = [
     "DATASETS",
     "ESTIMATORS",
     "STATISTICS",
+    "DIRECTIONS",
+    "AuditSettings",
     "AuditSpec",
     "CertificateSpec",
     "DatasetSpec",
@@ -107,6 +109,10 @@ _DATASET_ALIASES = {"digits-3-vs-8": "digits", "synthetic": "synthetic-gaussian"
 _PATH_DATASETS = ("mnist", "cifar10", "npz")
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float64", "float32")
+# Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
+# on the forgotten data" (the toolkit's score convention), "less" the reverse, "both" tests
+# each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
+DIRECTIONS = ("both", "greater", "less")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -333,6 +339,67 @@ class CertificateSpec:
 # The audit.
 
 
+# ----------------------------------------------------------------------------------------------
+# How an audit is run and tested, whatever gives the trials.
+
+
+@dataclass(frozen=True, kw_only=True)
+class AuditSettings:
+    """The settings every audit has, from a spec, a mechanism of yours or precomputed scores.
+
+    ``trials`` pairs are tested and ``pilot_trials`` more choose data-dependent attack
+    parameters; ``attacks`` None means every score the trials give (plus the projection attack
+    when there are pilot trials). ``confidence`` is the probability with which all tests hold
+    together; ``direction`` the score orientation tested ("both": each, Bonferroni).
+    ``path`` prefixes the field names in error messages (``"spec"`` for a spec's fields).
+    """
+
+    name: str = "audit"
+    trials: int
+    pilot_trials: int = 0
+    confidence: float = 0.95
+    seed: int = 0
+    attacks: tuple[str, ...] | None = None
+    statistics: tuple[str, ...] = ("bonferroni-pareto",)
+    estimators: tuple[str, ...] = ("plugin-epsilon", "auc")
+    chunk_size: int = 250
+    direction: str = "both"
+    path: dataclasses.InitVar[str] = ""
+
+    def __post_init__(self, path: str) -> None:
+        def at(name: str) -> str:
+            return f"{path}.{name}" if path else name
+
+        positive_int(self.trials, at("trials"))
+        if self.trials < 2:
+            raise fail(at("trials"), f"must be at least 2, got {self.trials}")
+        integer(self.pilot_trials, at("pilot_trials"), minimum=0, what="a non-negative integer")
+        if self.attacks is not None:
+            if isinstance(self.attacks, str) or not isinstance(self.attacks, Sequence) or not all(
+                    isinstance(item, str) for item in self.attacks):
+                raise fail(at("attacks"), f"must be a list of names, got {self.attacks!r}")
+            object.__setattr__(self, "attacks", tuple(self.attacks))
+        object.__setattr__(self, "statistics",
+                           names(self.statistics, at("statistics"), STATISTICS))
+        object.__setattr__(self, "estimators",
+                           names(self.estimators, at("estimators"), ESTIMATORS,
+                                 allow_empty=True))
+        check_confidence(self.confidence, at("confidence"))
+        _seed(self.seed, at("seed"))
+        positive_int(self.chunk_size, at("chunk_size"))
+        choice(self.direction, at("direction"), DIRECTIONS)
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise fail(at("name"), f"must be a non-empty string, got {self.name!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain form (tuples as lists): what the report records as the audit's settings."""
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+# ----------------------------------------------------------------------------------------------
+# The spec.
+
+
 @dataclass(frozen=True)
 class AuditSpec:
     """Everything an audit needs; see the module docstring and ``docs/audits.md``.
@@ -373,19 +440,12 @@ class AuditSpec:
                 or not isinstance(getattr(self.algorithm, "name", None), str)):
             raise fail(f"{p}.algorithm", "must be the parameters of an algorithm (a dataclass "
                        f"with a name), got {type(self.algorithm).__name__}")
-        positive_int(self.trials, f"{p}.trials")
-        if self.trials < 2:
-            raise fail(f"{p}.trials", f"must be at least 2, got {self.trials}")
+        settings = self.settings  # the checks every audit shares
+        object.__setattr__(self, "statistics", settings.statistics)
+        object.__setattr__(self, "estimators", settings.estimators)
         if self.trials > MAX_TRIALS:
             raise fail(f"{p}.trials", f"must be at most {MAX_TRIALS}, got {self.trials}")
         object.__setattr__(self, "attacks", names(self.attacks, f"{p}.attacks", ATTACKS))
-        object.__setattr__(self, "statistics",
-                           names(self.statistics, f"{p}.statistics", STATISTICS))
-        object.__setattr__(self, "estimators",
-                           names(self.estimators, f"{p}.estimators", ESTIMATORS,
-                                  allow_empty=True))
-        integer(self.pilot_trials, f"{p}.pilot_trials", minimum=0,
-                what="a non-negative integer")
         if self.pilot_trials > MAX_TRIALS:
             raise fail(f"{p}.pilot_trials", f"must be at most {MAX_TRIALS}, got "
                        f"{self.pilot_trials}")
@@ -394,17 +454,20 @@ class AuditSpec:
                         f"(its direction comes from pilot trials), got {self.pilot_trials}")
         if "sample-split" in self.statistics and self.trials < 4:
             raise fail(f"{p}.trials", "must be at least 4 for the sample-split statistic")
-        check_confidence(self.confidence, f"{p}.confidence")
-        _seed(self.seed, f"{p}.seed")
         if not isinstance(self.device, str) or not (
             self.device in DEVICES or self.device.startswith("cuda:")
         ):
             raise fail(f"{p}.device", f"must be 'cpu', 'cuda', 'cuda:N' or 'auto', got "
                         f"{self.device!r}")
         choice(self.dtype, f"{p}.dtype", DTYPES)
-        positive_int(self.chunk_size, f"{p}.chunk_size")
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise fail(f"{p}.name", f"must be a non-empty string, got {self.name!r}")
+
+    @property
+    def settings(self) -> AuditSettings:
+        """The spec's :class:`AuditSettings` (its scores tested in both orientations)."""
+        return AuditSettings(name=self.name, trials=self.trials, pilot_trials=self.pilot_trials,
+                             confidence=self.confidence, seed=self.seed, attacks=self.attacks,
+                             statistics=self.statistics, estimators=self.estimators,
+                             chunk_size=self.chunk_size, path="spec")
 
     def replace(self, **changes: Any) -> AuditSpec:
         """A copy with top-level fields changed (each field validated again; the adapter's

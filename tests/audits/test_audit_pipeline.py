@@ -332,13 +332,34 @@ def test_cached_mechanism_audit_resumes(tmp_path):
     assert comparable(first.report) == comparable(again.report)
 
 
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("seed", -1, "seed: must be a non-negative integer, got -1"),
+    ("confidence", 1.0, "confidence: must be a number in (0, 1), e.g. 0.95, got 1.0"),
+    ("statistics", ["bonferroni-pareto", "bonferroni-pareto"],
+     "statistics: lists a name twice: ['bonferroni-pareto', 'bonferroni-pareto']"),
+    ("estimators", ["median"], "estimators[0]: must be one of"),
+])
+def test_every_entry_point_refuses_bad_settings_with_one_message(field, value, message):
+    cert = Certificate(epsilon=1.0, delta=1e-3)
+    scores = {"s": np.arange(10.0)}
+    with pytest.raises(SpecError) as from_spec:
+        spec_from_dict({"algorithm": {"name": "pnsgd"}, field: value})
+    with pytest.raises(SpecError) as from_mechanism:
+        audit_mechanism(GaussianShift(1.0), certificate=cert, trials=10, **{field: value})
+    with pytest.raises(SpecError) as from_scores:
+        audit_scores(unlearned=scores, retrained=scores, certificate=cert, **{field: value})
+    assert str(from_spec.value) == f"spec.{str(from_mechanism.value)}"
+    assert str(from_mechanism.value) == str(from_scores.value)
+    assert str(from_mechanism.value).startswith(message)
+
+
 def test_bad_mechanism_inputs():
     cert = Certificate(epsilon=1.0, delta=1e-3)
     with pytest.raises(ValueError, match="run_trials"):
         audit_mechanism(object(), certificate=cert, trials=10)
-    with pytest.raises(ValueError, match="trials must be an integer >= 2"):
+    with pytest.raises(ValueError, match="^trials: must be at least 2, got 1$"):
         audit_mechanism(GaussianShift(1.0), certificate=cert, trials=1)
-    with pytest.raises(ValueError, match="unknown statistic"):
+    with pytest.raises(ValueError, match=r"^statistics\[0\]: must be one of .*got 'gdp'$"):
         audit_mechanism(GaussianShift(1.0), certificate=cert, trials=10, statistics=["gdp"])
     with pytest.raises(ValueError, match="not produced by the mechanism"):
         audit_mechanism(GaussianShift(1.0), certificate=cert, trials=10, attacks=["loss"])

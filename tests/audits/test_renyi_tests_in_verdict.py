@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.analysis import _effective_curve
+from audits.analysis import effective_curve
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import CURVE_ORDERS, Certificate
 from audits.runner import audit_scores, prepare_audit
@@ -76,7 +76,7 @@ def test_certificate_rejects_malformed_curves():
 def test_the_tested_curve_is_the_non_decreasing_envelope():
     cert = Certificate(epsilon=1.0, delta=1e-5,
                        renyi_curve=((1.5, 0.9), (2.0, 0.3), (4.0, 0.5), (8.0, 0.4)))
-    assert _effective_curve(cert) == [(1.5, 0.3), (2.0, 0.3), (4.0, 0.4), (8.0, 0.4)]
+    assert effective_curve(cert) == [(1.5, 0.3), (2.0, 0.3), (4.0, 0.4), (8.0, 0.4)]
 
 
 def _binned_truth(mu: float, edges: tuple[float, ...], order: float) -> tuple[float, float]:

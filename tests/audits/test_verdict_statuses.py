@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from audits.analysis import POSSIBLE_CAUSES
 from audits.cli import main as cli_main
 from audits.protocols import Certificate, ModelOutputs, TrialBatch
 from audits.report.schema import EXIT_CODES, STATUSES
 from audits.runner import audit_scores
 from audits.testing import assert_consistent
+from audits.verdict import POSSIBLE_CAUSES
 from empirical.statistics import BonferroniPareto, max_certifiable_epsilon
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "audits.md"

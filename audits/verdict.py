@@ -1,0 +1,255 @@
+"""The verdict of an audit: VIOLATION, CONSISTENT or INCONCLUSIVE (docs/audits.md, "Verdicts
+and statuses").
+
+VIOLATION when some test of the family exceeds the certificate; otherwise CONSISTENT only when
+the design as run could have refuted it: for every attack, some test refutes the certificate on
+that attack's reference violation (its scores pulled apart, :mod:`audits.analysis`). Else
+INCONCLUSIVE, with the number of trials per side an audit would need to refute a mechanism
+with no privacy at all (:func:`trials_needed`). The verdict reads an
+:class:`~audits.analysis.Analysis`; it computes no lower bound of its own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from audits.analysis import (
+    RENYI_MIN_TRIALS,
+    RENYI_PILOT_FRACTION,
+    AttackScores,
+    certificate_direction,
+    effective_curve,
+    finite,
+    one_lower_bound,
+    orientations,
+    pilot_size,
+    strategy_of,
+)
+from audits.protocols import Certificate
+from audits.report.schema import EXIT_CODES
+from audits.seeds import derived_seed
+
+if TYPE_CHECKING:
+    from audits.analysis import Analysis
+    from audits.plan import AuditPlan
+
+__all__ = ["POSSIBLE_CAUSES", "could_refute", "decide", "trials_needed"]
+
+
+def decide(plan: AuditPlan, analysis: Analysis) -> dict:
+    """The verdict dict of the report (schema ``report.json``, ``verdict``) of ``analysis``
+    against the plan's certificate."""
+    settings, certificate = plan.settings, plan.certificate
+    scored = analysis.attacks
+    could = could_refute(scored, analysis.lower_bounds, analysis.renyi, certificate.epsilon)
+    needed = None
+    if not could and scored:
+        # The family an adequately sized audit would run (the Rényi test included).
+        full = max(1, analysis.n_eps_tests + (len(scored) if analysis.renyi_certificate else 0))
+        needed = trials_needed(certificate, statistics=settings.statistics,
+                               delta=certificate.delta,
+                               alpha_each=(1.0 - settings.confidence) / full, seed=settings.seed,
+                               n_now=analysis.n_trials, renyi=analysis.renyi_certificate,
+                               direction=settings.direction)
+    return _verdict(certificate, analysis.lower_bounds, analysis.reach, settings.confidence,
+                    analysis.renyi, could_refute=could, family=analysis.family,
+                    alpha_each=analysis.alpha_each, trials_needed=needed,
+                    n_trials=analysis.n_trials)
+
+
+def could_refute(attacks: list[AttackScores], lower_bounds: list[dict], renyi: list[dict],
+                 certified: float) -> bool:
+    """Whether the design as run could have refuted the certificate: for EVERY attack, some
+    test of that attack refutes it on the attack's reference violation (its scores pulled
+    apart). Requiring every attack keeps a mechanism whose scores lie apart under one attack
+    from being called CONSISTENT because another attack's reference would have been refuted."""
+    if not attacks:
+        return False
+
+    def refutes(name: str) -> bool:
+        return (any(e["details"]["reach"] > certified for e in lower_bounds
+                    if e["attack"] == name)
+                or any(e["could_refute"] for e in renyi if e["attack"] == name))
+
+    return all(refutes(attack.name) for attack in attacks)
+
+
+def _epsilon_ceiling(*, n: int, name: str, delta: float, alpha_each: float, seed: int,
+                     privacy_direction: str) -> float:
+    """An upper bound on every epsilon lower bound ``name`` can give with n trials per side,
+    whatever the scores (zero observed errors on the trials it tests)."""
+    from empirical import statistics as st
+
+    if name == "pilot-threshold":
+        tested = n - pilot_size(n)
+        return st.max_certifiable_epsilon(n_positive=max(tested, 1), n_negative=max(tested, 1),
+                                          delta=delta, alpha=alpha_each, strategy=None,
+                                          direction=privacy_direction).epsilon
+    return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta, alpha=alpha_each,
+                                      strategy=strategy_of(name, seed),
+                                      direction=privacy_direction).epsilon
+
+
+# Further draws of the reference violation that a planned number of trials must refute, each.
+_NEEDED_CONFIRMATIONS = 10
+_NEEDED_MAX = 10**7
+
+
+def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
+                  alpha_each: float, seed: int, n_now: int, renyi: bool,
+                   direction: str) -> int | None:
+    """Smallest number of trials per side (to 5%) at which this design -- the same tests,
+    orientations, pilot fractions, bin rule and per-test level -- shows a violation on the
+    reference violation: continuous scores of the two worlds lying apart (a mechanism with no
+    privacy through the attack; the tests' outcome on such scores depends only on their ranks,
+    not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
+    until :data:`_NEEDED_CONFIRMATIONS` further draws all refute; None when no size up to
+    10^7 refutes."""
+    from fractions import Fraction
+
+    from bounds.calibration import least_integer
+    from bounds.errors import SolverError
+    from empirical.renyi_audit import renyi_audit
+
+    privacy_direction = certificate_direction(certificate)
+    curve = dict(effective_curve(certificate)) if renyi else {}
+
+    def could_refute(n: int, draw: int) -> bool:
+        rng = np.random.default_rng([seed, n, draw])
+        # One reference for every test: unlearned scores above (below for direction "less").
+        u, r = 3.0 + rng.random(n), rng.random(n)
+        if direction == "less":
+            u = -u
+        for name in statistics:
+            if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
+                                privacy_direction=privacy_direction) <= certificate.epsilon:
+                continue  # not even zero errors would refute: skip the run
+            for orientation in orientations(name, direction):
+                try:
+                    lb = one_lower_bound(AttackScores("reference", u, r, None, {}),
+                                          name=name, orientation=orientation, delta=delta,
+                                          alpha_each=alpha_each, seed=seed + draw,
+                                          privacy_direction=privacy_direction)
+                except ValueError:
+                    continue
+                if lb.epsilon > certificate.epsilon:
+                    return True
+        if curve and n >= RENYI_MIN_TRIALS:
+            return renyi_audit(u, r, certified=curve.__getitem__,
+                               two_sided=certificate.renyi_direction == "both",
+                               orders=list(curve), beta=alpha_each,
+                               pilot_fraction=RENYI_PILOT_FRACTION,
+                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}"),
+                               stop_at_violation=True).violation
+        return False
+
+    n = max(n_now, 1)
+    try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
+        high = least_integer(lambda k: could_refute(k, 0), start=n, hint=n, first_step=n,
+                             limit=_NEEDED_MAX, resolution=Fraction(1, 20))
+    except SolverError:
+        return None
+    while not all(could_refute(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
+        high = int(math.ceil(high * 1.05))
+        if high > _NEEDED_MAX:
+            return None
+    return high
+
+
+POSSIBLE_CAUSES = (
+    "the implementation departs from the algorithm the theorem analyses (noise scale, step "
+    "count, batches, clipping, projection, random seeds reused between trials)",
+    "an assumption of the theorem does not hold for this data or model (smoothness, strong "
+    "convexity, bounded gradients or domain, sensitivity)",
+    "the theorem, its constants or its conversion to (epsilon, delta) are wrong",
+)
+
+
+def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
+             confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
+             alpha_each: float,
+             trials_needed: Any, n_trials: int) -> dict:
+    """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
+    certified = certificate.epsilon
+    best = max(lower_bounds, key=lambda e: e["epsilon"]) if lower_bounds else None
+    max_lb = best["epsilon"] if best else 0.0
+    violations = [e for e in lower_bounds if e["epsilon"] > certified]
+    renyi_violations = [{"attack": e["attack"], "orders": e["violating_orders"],
+                         "direction": e["direction"], "confidence": e["confidence"]}
+                        for e in renyi if e["violation"]]
+    if certified > 0:
+        tightness = max_lb / certified
+    else:
+        tightness = math.inf if max_lb > 0 else 0.0
+    miss = f"{1 - confidence:.3g}"
+    levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
+              f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
+              f"{confidence:g}")
+    causes: list[str] = []
+    needed = None
+    if violations or renyi_violations:
+        status = "VIOLATION"
+        found = []
+        if violations:
+            found.append(
+                f"{len(violations)} of {len(lower_bounds)} (epsilon, delta) lower bound(s) exceed "
+                f"the certified epsilon {certified:.6g} at delta {certificate.delta:.3g}; the "
+                f"largest is epsilon >= {max_lb:.6g} (attack {best['attack']}, "
+                f"{best['statistic']})")
+        for e in renyi_violations:
+            found.append(f"the Rényi lower-bound curve of attack {e['attack']} exceeds the "
+                         f"certified curve at order(s) {', '.join(f'{a:g}' for a in e['orders'])}")
+        explanation = (
+            f"The mechanism as run does not meet the certificate ({certificate.bound}): "
+            f"{'; '.join(found)}. {levels}: unless an event of probability {miss} occurred, the "
+            "unlearned models leak more than the certificate allows. This refutes the "
+            "certificate for this run, not necessarily the theorem; see possible_causes."
+        )
+        causes = list(POSSIBLE_CAUSES)
+    elif not could_refute:
+        status = "INCONCLUSIVE"
+        needed = trials_needed
+        renyi_note = ""
+        if renyi:
+            renyi_note = (" and its Rényi test on those scores stays at or below the certified "
+                          "curve at every order")
+        explanation = (
+            f"This audit of {n_trials} trials per side could not have shown a violation: run on "
+            "the two worlds' scores pulled apart (what a mechanism with no privacy at all "
+            "through these attacks gives, with the same split, bins and levels), its largest "
+            f"epsilon lower bound is {ceiling:.4g}, not above the certified {certified:.6g}"
+            f"{renyi_note}. Even a mechanism leaking everything would not be refuted, so the "
+            "audit says nothing about the certificate. "
+            + (f"About {needed} trials per side would let it refute such a mechanism (the "
+               "smallest size at which these tests refute the certificate on scores lying apart, "
+               "confirmed on several draws; detecting a small violation needs more)."
+               if needed is not None else
+               "No audit of up to 10^7 trials per side could show a violation.")
+        )
+    else:
+        status = "CONSISTENT"
+        if best is None and not renyi:
+            explanation = "No attack produced a lower bound; nothing contradicts the certificate."
+        else:
+            explanation = (
+                f"No empirical lower bound exceeds the certified epsilon {certified:.6g} "
+                f"(delta {certificate.delta:.3g}, {certificate.bound})"
+                + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best['attack']} "
+                   f"({best['statistic']}), is {tightness:.3g} of the certificate"
+                   if best is not None else "")
+                + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
+                + f". {levels}. This is absence of evidence against the certificate, not a "
+                "proof of it."
+            )
+    return {"status": status, "exit_code": EXIT_CODES[status],
+            "certified_epsilon": finite(certified), "max_lower_bound": max_lb,
+            "best_lower_bound": best, "tightness": finite(tightness),
+            "explanation": explanation, "violations": violations,
+            "renyi_violations": renyi_violations, "possible_causes": causes,
+            "could_show_violation": could_refute, "trials_needed": needed,
+            "tests": {"family_size": family, "alpha_each": alpha_each,
+                      "confidence_each": 1.0 - alpha_each, "overall_confidence": confidence}}
