@@ -118,7 +118,7 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
     privacy_direction = certificate_direction(certificate)
     curve = dict(effective_curve(certificate)) if renyi else {}
 
-    def could_refute(n: int, draw: int) -> bool:
+    def refutes_at(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
         # One reference for every test: unlearned scores above (below for direction "less").
         u, r = 3.0 + rng.random(n), rng.random(n)
@@ -149,11 +149,11 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
 
     n = max(n_now, 1)
     try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
-        high = least_integer(lambda k: could_refute(k, 0), start=n, hint=n, first_step=n,
+        high = least_integer(lambda k: refutes_at(k, 0), start=n, hint=n, first_step=n,
                              limit=_NEEDED_MAX, resolution=Fraction(1, 20))
     except SolverError:
         return None
-    while not all(could_refute(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
+    while not all(refutes_at(high, draw) for draw in range(1, _NEEDED_CONFIRMATIONS + 1)):
         high = int(math.ceil(high * 1.05))
         if high > _NEEDED_MAX:
             return None
