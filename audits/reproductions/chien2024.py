@@ -529,7 +529,7 @@ UNEVEN_STANDARDS = (
     "weak triangle; --setting matched runs the comparison at MNIST's lambda and steps per epoch")
 
 
-# PNSGD's accountings of sequential requests (bounds.papers.chien2024.sequential_epochs): the
+# PNSGD's accountings of sequential requests (bounds.papers.chien2024.schedules.sequential_epochs): the
 # baselines' certificates are fixed (D2D: Theorem O.2; LU: eq. (98) with the derived chain).
 ACCOUNTINGS = {
     "authors-code": "the released code behind Figure 3d: Lemma 2.6 for request 1, the "
@@ -540,7 +540,7 @@ ACCOUNTINGS = {
     "time-shift": "chien2024:thm3.2+thm3.11/sequence/time-shift at the finite burn-in T (no weak "
                   "triangle, docs/improved.md (e))",
 }
-# The authors' code searches Renyi orders in [2, 1e5] (as bounds.papers.chien2024.fig3d).
+# The authors' code searches Renyi orders in [2, 1e5] (as bounds.papers.chien2024.schedules.fig3d).
 _ACCOUNTING_OPTIONS = {"authors-code": {"alpha_min": 2.0, "alpha_max": 1e5}}
 
 
@@ -550,7 +550,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
     :data:`ACCOUNTINGS` at this setting's constants (eta the float the mechanism runs), or why
     none certifies; the finite-T ones use the setting's burn-in T of ``batch``."""
     from bounds.numerics import float_down
-    from bounds.papers.chien2024 import FINITE_BURN_IN_METHODS, sequential_epochs
+    from bounds.papers.chien2024.schedules import FINITE_BURN_IN_METHODS, sequential_epochs
     from empirical.models import logistic_constants
 
     n, _ = _n_and_dim(setting, batch)
