@@ -10,7 +10,7 @@ import pytest
 
 import bounds
 from audits.cli import main
-from audits.reproductions.chien2024 import burn_in_epochs_long
+from audits.reproductions.chien2024.setting import burn_in_epochs_long
 from bounds.calibration import calibrate
 from bounds.conversions import best_epsilon
 from bounds.papers.chien2024 import sequence_start_distance
@@ -164,7 +164,7 @@ def test_matched_setting_runs_mnist_lambda_at_nearest_steps_per_epoch():
     epoch (brute force over every divisor); Table 2's T of the batch it stands for."""
     import math
 
-    from audits.reproductions.chien2024 import PAPER_BURN_IN, fig3_setting
+    from audits.reproductions.chien2024.setting import PAPER_BURN_IN, fig3_setting
 
     setting = fig3_setting(constants="matched")
     n = 256
@@ -185,11 +185,8 @@ def test_time_shift_never_needs_more_epochs_than_the_runs_certificate():
     """At matched constants (2 removals), the run's schedule function and the engine's
     thm3.2+thm3.11 accounting agree request by request, and the time-shift accounting is never
     longer (its bound is never larger)."""
-    from audits.reproductions.chien2024 import (
-        fig3_setting,
-        pnsgd_accountings,
-        pnsgd_sequence_epochs,
-    )
+    from audits.reproductions.chien2024.panels import pnsgd_accountings, pnsgd_sequence_epochs
+    from audits.reproductions.chien2024.setting import fig3_setting
     from bounds.numerics import float_down
 
     setting = dataclasses_replace(fig3_setting(constants="matched"), removals=2)
@@ -212,7 +209,7 @@ def dataclasses_replace(obj, **changes):
 
 
 def _sequence_rows(setting, pnsgd_epochs: dict, baselines: dict) -> list[dict]:
-    from audits.reproductions.chien2024 import COUNTED
+    from audits.reproductions.chien2024.panels import COUNTED
 
     rows = []
     for batch, epochs in pnsgd_epochs.items():
@@ -228,7 +225,8 @@ def _sequence_rows(setting, pnsgd_epochs: dict, baselines: dict) -> list[dict]:
 def test_headline_has_a_ratio_per_accounting_and_a_reduced_run_is_not_evaluated():
     """Every accounting's ratio is its epochs over the best counted baseline; a reduced run
     gives no status even where its ratio would 'not hold'; a full one compares with 1.5 x claim."""
-    from audits.reproductions.chien2024 import fig3_setting, headline, pnsgd_accountings
+    from audits.reproductions.chien2024.panels import headline, pnsgd_accountings
+    from audits.reproductions.chien2024.setting import fig3_setting
 
     reduced = fig3_setting(reduced=True)
     schedules = {batch: pnsgd_accountings(reduced, batch, epsilon=1.0, sigma=0.03, removals=4)
@@ -256,7 +254,8 @@ def test_report_notes_state_reduced_t_stress_test_and_uneven_standards(tmp_path)
     """A reduced run's notes give its own T (40), never 'Table 2'; the literal digits run is
     labelled a stress test, the matched one says its constants; every report states that LU is
     certified from a stationary start while PNSGD is held to finite T (HTML included)."""
-    from audits.reproductions.chien2024 import _panel_result, fig3_setting
+    from audits.reproductions.chien2024 import _panel_result
+    from audits.reproductions.chien2024.setting import fig3_setting
 
     reduced = fig3_setting(reduced=True)
     result = _panel_result("d", reduced, [], seconds=0.0, out_dir=tmp_path)
@@ -316,7 +315,7 @@ def _cd_rows(statuses: tuple[str, ...], sigmas=(0.5,)) -> list[dict]:
 
 
 def test_panel_d_shows_retraining_with_one_sigma():
-    from audits.reproductions.chien2024 import panel_figure
+    from audits.reproductions.chien2024.plots import panel_figure
 
     line = _lines(panel_figure("d", _cd_rows(("run",))))["retrain, b=128"]
     assert len(line.get_xdata()) == 1
@@ -325,7 +324,7 @@ def test_panel_d_shows_retraining_with_one_sigma():
 
 @pytest.mark.parametrize("panel", ["c", "d"])
 def test_panel_y_label_and_title_lie_inside_the_image(panel):
-    from audits.reproductions.chien2024 import panel_figure
+    from audits.reproductions.chien2024.plots import panel_figure
 
     figure = panel_figure(panel, _cd_rows(("run",), sigmas=(0.05, 0.5, 1.0)))
     figure.canvas.draw()
@@ -340,7 +339,7 @@ def test_panel_y_label_and_title_lie_inside_the_image(panel):
 def test_panel_c_has_error_bars_on_the_accuracy_scale():
     from matplotlib.container import ErrorbarContainer
 
-    from audits.reproductions.chien2024 import panel_figure
+    from audits.reproductions.chien2024.plots import panel_figure
 
     ax = panel_figure("c", _cd_rows(("run",), sigmas=(0.05, 0.5))).axes[0]
     assert any(isinstance(c, ErrorbarContainer) for c in ax.containers)
@@ -351,7 +350,7 @@ def test_panel_c_has_error_bars_on_the_accuracy_scale():
 def test_cost_panels_mark_counted_and_planned_points():
     """(d) draws counted-not-audited and planned points, each labelled; (c) marks the points it
     has no accuracy for; (b) draws a baseline known only from its schedule (LU over the caps)."""
-    from audits.reproductions.chien2024 import panel_figure
+    from audits.reproductions.chien2024.plots import panel_figure
 
     rows = _cd_rows(("counted, not audited",), sigmas=(0.1,)) + _cd_rows(("not run",),
                                                                          sigmas=(0.5,))

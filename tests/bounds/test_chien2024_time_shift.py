@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import bounds
 from bounds.calibration import calibrate
 from bounds.errors import BoundError
-from bounds.papers.chien2024 import experiment_constants, sequential_epochs
+from bounds.papers.chien2024.schedules import experiment_constants, sequential_epochs
 
 SINGLE = "chien2024:thm3.2/time-shift"
 SEQUENCE = "chien2024:thm3.2+thm3.11/sequence/time-shift"
