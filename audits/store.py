@@ -527,6 +527,8 @@ class FolderLock:
         self._fd: int | None = None
 
     def acquire(self) -> FolderLock:
+        """Take the folder's exclusive lock without waiting; refuse (StoreError) when another
+        audit holds it."""
         try:
             import fcntl
         except ImportError:  # pragma: no cover - no flock on this platform: no lock to take
@@ -548,6 +550,7 @@ class FolderLock:
         return self
 
     def release(self) -> None:
+        """Give the lock back (closing the descriptor releases the flock)."""
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None

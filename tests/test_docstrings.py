@@ -1,4 +1,4 @@
-"""Every public function and method of bounds/ and empirical/ says what it does in a docstring.
+"""Every public function and method of bounds/, empirical/ and audits/ says what it does in a docstring.
 
 Public: no part of its dotted path (module, class, name) starts with an underscore; functions
 nested in functions are not API. Dunder methods are covered by their class's docstring.
@@ -12,7 +12,7 @@ import pathlib
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-PACKAGES = ("bounds", "empirical")
+PACKAGES = ("bounds", "empirical", "audits")
 
 
 def undocumented(path: pathlib.Path) -> list[str]:

@@ -1,12 +1,12 @@
-"""Issue 11: the PNSGD digits audit with broken noise is refuted at fewer trials than before the
-Rényi-native verdict, while the calibrated audit stays CONSISTENT.
+"""The PNSGD digits audit with broken noise is refuted at few trials thanks to the Rényi-native
+verdict, while the calibrated audit stays CONSISTENT.
 
 Measured on one set of stored trials per seed (trial i depends only on the seed and i, so a
 prefix of an 800-trial run is the N-trial audit), loss attack, no pilot, noise scaled by 0.1
 with the certificate unchanged; smallest N on the grid 50, 100, 150, 200, 300, 400, 600, 800
 with a VIOLATION, seeds 0-7 (docs/audits.md, "Audit power"):
-before (commit 912f730): 200, 300, 400, 300, 200, 200, 300, 300;
-now:                     200, 200, 200, 300, 200, 200, 300, 300.
+without the Rényi test: 200, 300, 400, 300, 200, 200, 300, 300;
+with it:                200, 200, 200, 300, 200, 200, 300, 300.
 Seed 2 gains most (400 -> 200): it is pinned here.
 """
 

@@ -1,10 +1,7 @@
-"""The PNSGD demo gives the same numbers after the move into its adapter (issue 8).
+"""The PNSGD demo's numbers are pinned: a refactor of the pipeline must not move them.
 
-The pinned values were produced by the code before the refactor (commit a1d42aa, where PNSGD
-lived in audits/runner.py and audits/spec.py) for the demo spec with fewer trials; the full
-50,000-trial demo was compared by hand (report.json identical up to creation time, timing and
-the code-version hash, which covers the changed sources). The certificate is also checked
-against the bound engine directly, independently of the pins.
+The pins are the demo spec's values with fewer trials; the certificate is also checked against
+the bound engine directly, independently of the pins.
 """
 
 from __future__ import annotations
@@ -39,8 +36,8 @@ def test_reduced_demo_report_is_unchanged():
     assert report["certificate"]["epsilon"] == DEMO_EPSILON
     assert report["verdict"]["status"] == "CONSISTENT"
     assert report["verdict"]["max_lower_bound"] == 0.0
-    # The ceiling follows the test family (issue 10/11: 2 attacks x 2 statistics x 2 score
-    # orientations + 2 Rényi tests = 10), recomputed here from the statistics module.
+    # The ceiling follows the test family (2 attacks x 2 statistics x 2 score orientations
+    # + 2 Rényi tests = 10), recomputed here from the statistics module.
     from empirical.statistics import BonferroniPareto, SampleSplit, max_certifiable_epsilon
 
     assert report["verdict"]["tests"]["family_size"] == 10
@@ -54,9 +51,9 @@ def test_reduced_demo_report_is_unchanged():
     assert estimates[("AUC", "loss")] == pytest.approx(0.534666, rel=1e-12)
     assert estimates[("AUC", "projection")] == pytest.approx(0.507653, rel=1e-12)
     assert estimates[("TPR", "projection")] == pytest.approx(0.019, rel=1e-12)
-    # The Gaussian-fit KL is bias-corrected since issue 11 (empirical/divergence.py), so it no
-    # longer equals the pre-refactor plug-in value; check it against the plug-in closed form of
-    # the fitted normals, computed here from the report's own scores (all 1000 are kept).
+    # The Gaussian-fit KL is bias-corrected (empirical/divergence.py); check it against the
+    # closed form of the fitted normals, computed here from the report's own scores (all 1000
+    # are kept).
     import numpy as np
 
     u = np.asarray(report["plots"]["scores"]["loss"]["unlearned"])

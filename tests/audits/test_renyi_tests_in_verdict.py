@@ -1,4 +1,4 @@
-"""Rényi-native verdicts (issue 11): the certified curve on the Certificate, the histogram test
+"""Rényi-native verdicts: the certified curve on the Certificate, the histogram test
 against it in the audit, its validity on Gaussian mechanisms and its power."""
 
 from __future__ import annotations

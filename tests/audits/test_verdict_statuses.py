@@ -1,4 +1,4 @@
-"""Honest statuses (issue 10): VIOLATION, CONSISTENT, INCONCLUSIVE, their exit codes, the trials
+"""Honest statuses: VIOLATION, CONSISTENT, INCONCLUSIVE, their exit codes, the trials
 an INCONCLUSIVE audit would need, and both score directions by default."""
 
 from __future__ import annotations
