@@ -110,7 +110,7 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
     privacy through the attack; the tests' outcome on such scores depends only on their ranks,
     not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
     until :data:`_NEEDED_CONFIRMATIONS` further draws all refute, plus a 10% margin
-    (:data:`_NEEDED_MARGIN`); None when no size up to 10^7 refutes."""
+    (:data:`_NEEDED_MARGIN`) when a Rényi test is run; None when no size up to 10^7 refutes."""
 
     from bounds.calibration import least_integer
     from bounds.errors import SolverError
@@ -158,9 +158,10 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
         high = int(math.ceil(high * 1.05))
         if high > _NEEDED_MAX:
             return None
-    # The pilot's bins differ from draw to draw and the confirmations only sample them: at the
-    # confirmed size about one audit in twelve still fell short, so the plan adds a margin.
-    needed = int(math.ceil(high * _NEEDED_MARGIN))
+    # A Rényi test's pilot bins differ from draw to draw and the confirmations only sample
+    # them: at the confirmed size about one audit in twelve still fell short, so a plan with a
+    # Rényi test adds a margin (the threshold tests' reach on separated scores is rank-only).
+    needed = int(math.ceil(high * _NEEDED_MARGIN)) if curve else high
     return needed if needed <= _NEEDED_MAX else None
 
 
