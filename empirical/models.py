@@ -8,10 +8,10 @@
   :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
-products with records shared by all trials (:func:`broadcast_rows`) as one BLAS vector
-product per trial on aligned rows (:func:`rows_dot`, :func:`weighted_rows_sum`), whose bits do
-not depend on how many trials share the call (one matrix product over all trials would: BLAS
-picks kernels by shape), and with per-trial records (gathered mini-batches) as
+products with records shared by all trials (:func:`broadcast_rows`) as BLAS matrix products of
+a fixed number of trials on aligned rows (:func:`rows_dot`, :func:`weighted_rows_sum`), whose
+bits do not depend on how many trials share the call (one matrix product over all trials would:
+BLAS picks kernels by shape), and with per-trial records (gathered mini-batches) as
 multiply-and-sum along an axis; they apply exp/log through :func:`elementwise_per_trial`; together these keep
 batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
 ``torch.func`` and agree to rounding.
@@ -43,6 +43,7 @@ __all__ = [
     "elementwise_per_trial",
     "pairwise_dot",
     "rows_dot",
+    "SIMD_BLOCK",
     "weighted_rows_sum",
 ]
 
@@ -50,7 +51,7 @@ __all__ = [
 _BLOCK_ELEMENTS = 1 << 22
 # Vector width in elements of the widest CPU kernels (2 x AVX-512 registers of float32) and
 # PyTorch's intra-op grain size; see elementwise_per_trial.
-_SIMD_BLOCK = 32
+SIMD_BLOCK = 32
 _SERIAL_ELEMENTS = 32768
 
 
@@ -107,6 +108,11 @@ class TrialModel(Protocol):
         """Rough count of tensor elements one trial needs for one step (for chunk sizing)."""
         ...
 
+    def full_batch_workspace_elements(self, n: int) -> int:
+        """The same for a full-batch step on ``n`` records shared by the trials
+        (:func:`broadcast_rows`)."""
+        ...
+
     def data_hessian_sum(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor,
         weights: torch.Tensor,
@@ -147,7 +153,7 @@ def elementwise_per_trial(
     if values.device.type != "cpu" or values.ndim == 0 or values.numel() == 0:
         return function(values)
     width = values.shape[-1]
-    padded_width = max(_SIMD_BLOCK, -(-width // _SIMD_BLOCK) * _SIMD_BLOCK)
+    padded_width = max(SIMD_BLOCK, -(-width // SIMD_BLOCK) * SIMD_BLOCK)
     rows = values.reshape(-1, width)
     if padded_width != width:
         rows = nn.functional.pad(rows, (0, padded_width - width))
@@ -157,8 +163,12 @@ def elementwise_per_trial(
     return joined[:, :width].reshape(values.shape)
 
 
-# Bytes to which the rows handed to BLAS dot products are aligned (see rows_dot).
+# Bytes to which the rows handed to BLAS products are aligned (see rows_dot).
 _ROW_ALIGNMENT = 64
+# Trials per matrix product on records shared by the trials (see _blocked_product). Eight rows
+# reuse each cached table row eight times, and a lone trial's padded product measured no slower
+# than its vector product.
+_TRIAL_BLOCK = 8
 
 
 def _aligned_rows(values: torch.Tensor) -> torch.Tensor:
@@ -183,46 +193,68 @@ def _shared(features: torch.Tensor) -> bool:
     return features.stride(0) == 0
 
 
+def _padded_table(table: torch.Tensor) -> torch.Tensor:
+    """A [B, d] table contiguous, aligned and zero-padded on both axes to whole 64-byte
+    blocks (:func:`_aligned_rows` on its rows and on its transpose)."""
+    table = _aligned_rows(table)
+    block = max(1, _ROW_ALIGNMENT // table.element_size())
+    extra = -table.shape[0] % block
+    return nn.functional.pad(table, (0, 0, 0, extra)) if extra else table
+
+
+def _blocked_product(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """``left @ right`` for [N, K'] x [K, M] (K' <= K; ``right`` a :func:`_padded_table` or its
+    transpose) as matrix products of ``_TRIAL_BLOCK`` rows each: [N, M].
+
+    ``left`` is zero-padded to K columns and to whole blocks of rows; one batched call
+    multiplies every block by the same ``right``. Every BLAS call then has the same shape and
+    aligned operands whatever N, and no edge of the matrices falls inside a vector register,
+    so a row's bits depend neither on how many trials share the call nor on the row's place
+    in its block (with unpadded edges, MKL gave odd rows other bits on small shapes). Each
+    block reuses ``right`` from cache, where a vector product per trial streams all of it once
+    per trial.
+    """
+    rows = left.shape[0]
+    extra = -rows % _TRIAL_BLOCK
+    if extra or left.shape[1] != right.shape[0]:
+        left = nn.functional.pad(left, (0, right.shape[0] - left.shape[1], 0, extra))
+    else:
+        left = _aligned_rows(left)
+    blocks = left.view(-1, _TRIAL_BLOCK, left.shape[1])
+    products = torch.bmm(blocks, right.expand(blocks.shape[0], *right.shape))
+    return products.view(-1, right.shape[1])[:rows]
+
+
 def rows_dot(features: torch.Tensor, vectors: torch.Tensor) -> torch.Tensor:
     """[N, B, d] x [N, d] -> [N, B]: each trial's records dotted with its own vector.
 
     Records shared by the trials (:func:`broadcast_rows`, as in full-batch descent) go
-    through one BLAS product per trial, ``vector @ table^T``, with both operands' rows
-    contiguous, zero-padded to whole 64-byte blocks and aligned: every output is then a dot
-    product of two aligned contiguous vectors, whose bits do not depend on how many trials
-    share the call. (MKL's products in other layouts, on unaligned rows, or as one matrix
-    product over all trials gave trial-count-dependent bits on some shapes.) No [N, B, d]
-    temporary is built. Per-trial records (gathered mini-batches) are multiplied and summed
-    along the feature axis.
+    through matrix products of a fixed number of trials against the table
+    (:func:`_blocked_product`), whose bits do not depend on how many trials share the call.
+    (MKL's products over all trials at once gave trial-count-dependent bits on some shapes:
+    BLAS picks kernels by shape.) No [N, B, d] temporary is built. Per-trial records
+    (gathered mini-batches) are multiplied and summed along the feature axis.
     """
     if not _shared(features):
         return (features * vectors[:, None, :]).sum(-1)
-    table = _aligned_rows(features[0]).expand(features.shape[0], -1, -1)
-    return torch.bmm(_aligned_rows(vectors)[:, None, :], table.transpose(1, 2))[:, 0]
+    return _blocked_product(vectors, _padded_table(features[0]).T)[:, :features.shape[1]]
 
 
 def weighted_rows_sum(coefficients: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial. Shared records: one BLAS product
-    per trial against the transposed table (aligned rows, see :func:`rows_dot`); per-trial
-    records: multiplied and summed along the record axis."""
+    """[N, B] x [N, B, d] -> [N, d]: sum_i c_i x_i per trial. Shared records: matrix products of
+    a fixed number of trials against the table (see :func:`rows_dot`); per-trial records:
+    multiplied and summed along the record axis."""
     if not _shared(features):
         return (coefficients[..., None] * features).sum(1)
-    table = _aligned_rows(features[0].T).expand(features.shape[0], -1, -1)
-    products = torch.bmm(_aligned_rows(coefficients)[:, None, :], table.transpose(1, 2))
-    return products[:, 0, :features.shape[2]]
+    return _blocked_product(coefficients, _padded_table(features[0]))[:, :features.shape[2]]
 
 
 def pairwise_dot(params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
-    """[N, P] x [E, P] -> [N, E] inner products, computed in blocks of examples."""
-    n_trials, dim = params.shape
-    block = max(1, _BLOCK_ELEMENTS // max(1, n_trials * dim))
-    parts = [
-        (params[:, None, :] * features[None, start:start + block, :]).sum(-1)
-        for start in range(0, features.shape[0], block)
-    ]
-    if not parts:
-        return params.new_zeros((n_trials, 0))
-    return torch.cat(parts, dim=1)
+    """[N, P] x [E, P] -> [N, E] inner products: matrix products of a fixed number of trials
+    against the examples (:func:`_blocked_product`), bits independent of N."""
+    if features.shape[0] == 0:
+        return params.new_zeros((params.shape[0], 0))
+    return _blocked_product(params, _padded_table(features).T)[:, :features.shape[0]]
 
 
 def _pairwise_squared_distance(params: torch.Tensor, points: torch.Tensor) -> torch.Tensor:
@@ -301,6 +333,11 @@ class LinearModel:
         """Tensor elements one trial needs for one step (for chunk sizing)."""
         return 3 * batch_size * self.dim + 4 * self.dim
 
+    def full_batch_workspace_elements(self, n: int) -> int:
+        """A full-batch step on shared records: a dozen [n] margins and coefficients per trial
+        (the products with the records build no [n, d] temporary, :func:`rows_dot`)."""
+        return 12 * n + 4 * self.dim
+
 
 @dataclass(frozen=True)
 class LogisticRegression(LinearModel):
@@ -331,14 +368,14 @@ class LogisticRegression(LinearModel):
     ) -> torch.Tensor:
         """Sum_i weights_i * Pi_{C_clip}(grad logistic loss_i): [N, B, d] -> [N, d]."""
         _check_batched(params, features, self.dim)
-        margins = rows_dot(features, params) * labels
-        coefficient = -labels * elementwise_per_trial(torch.sigmoid, -margins)
+        # In place on the [N, B] margins: each pass over them is a pass through memory.
+        coefficient = elementwise_per_trial(torch.sigmoid, rows_dot(features, params)
+                                            .mul_(labels).neg_()).mul_(labels).neg_()
         if clip is not None:
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
-            norms = coefficient.abs() * feature_norms
-            coefficient = coefficient * clip_scale(norms, clip)
-        return weighted_rows_sum(coefficient * weights, features)
+            coefficient.mul_(clip_scale(coefficient.abs().mul_(feature_norms), clip))
+        return weighted_rows_sum(coefficient.mul_(weights), features)
 
     def _curvature(self, params: torch.Tensor, features: torch.Tensor,
                    labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
@@ -395,6 +432,10 @@ class QuadraticLoss(LinearModel):
     def smoothness(self) -> float:
         """L = the curvature."""
         return float(self.curvature)
+
+    def full_batch_workspace_elements(self, n: int) -> int:
+        """As for any batch: the gradients w - a_i are built for shared records too."""
+        return self.workspace_elements(n)
 
     def data_gradient_sum(
         self,
@@ -616,3 +657,7 @@ class FunctionalClassifier:
     def workspace_elements(self, batch_size: int) -> int:
         """Tensor elements one trial needs for one step (for chunk sizing)."""
         return 4 * batch_size * self.num_params + 4 * self.num_params
+
+    def full_batch_workspace_elements(self, n: int) -> int:
+        """As for any batch: per-example gradients are built for shared records too."""
+        return self.workspace_elements(n)

@@ -1,11 +1,14 @@
 """Trial engine: N independent runs of a randomised pipeline as one batched computation.
 
 A pipeline is a function of a :class:`TrialRandom` that returns tensors whose leading axis
-indexes trials. Randomness comes only from per-trial streams: each (seed, trial index,
-stream name) triple seeds its own ``torch.Generator``, and a batched draw is the stack of
-every trial's own draw. Trial i therefore sees the same numbers whatever N, the chunk size
-or the mode, provided the pipeline's draw schedule (the sequence of shapes requested per
-stream) does not depend on N, which holds for any pipeline written over the trial axis.
+indexes trials. Randomness comes only from per-trial streams named by (seed, trial index,
+stream name). Normal draws are counter-based (:mod:`empirical.counter_normals`): draw c of a
+trial's stream is a function of its key and c, so one set of tensor operations draws for the
+whole chunk. Permutations and other draws come from one ``torch.Generator`` per trial and
+stream, and a batched draw is the stack of every trial's own draw. Trial i therefore sees the
+same numbers whatever N, the chunk size or the mode, provided the pipeline's draw schedule (the
+sequence of shapes requested per stream) does not depend on N, which holds for any pipeline
+written over the trial axis.
 
 :func:`run_trials` splits the trials into chunks that fit a memory budget (the free CUDA
 memory, or a fixed CPU default), runs each chunk batched, and concatenates the outputs.
@@ -15,12 +18,14 @@ the reference for equivalence tests and the baseline for the benchmark.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 import numpy as np
 import torch
 
+from empirical.counter_normals import counter_normals, trial_keys
 from empirical.seeding import hash_seed
 
 __all__ = [
@@ -70,9 +75,10 @@ def trial_seed(*, seed: int, trial: int, stream: str) -> int:
 class TrialRandom:
     """Per-trial random streams for one chunk of trials.
 
-    Each named stream keeps one generator per trial; successive calls on a stream continue
-    it. Values are drawn per trial and stacked, so a batched draw equals the per-trial
-    draws exactly.
+    Successive calls on a named stream continue it, per trial. :meth:`normal` is counter-based
+    (each trial's key and the number of words its stream has used decide the values), so a
+    batched draw equals the per-trial draws exactly without a per-trial call; the other draws
+    keep one generator per trial and stack them.
     """
 
     def __init__(
@@ -90,6 +96,9 @@ class TrialRandom:
         self.device = torch.device(device)
         self.dtype = dtype
         self._streams: dict[str, list[torch.Generator]] = {}
+        # Normal streams: each trial's key and the words its stream has used so far.
+        self._normal_keys: dict[str, torch.Tensor] = {}
+        self._normal_used: dict[str, np.ndarray] = {}
 
     @property
     def size(self) -> int:
@@ -107,13 +116,31 @@ class TrialRandom:
             self._streams[stream] = generators
         return self._streams[stream]
 
-    def normal(self, stream: str, shape: Sequence[int]) -> torch.Tensor:
-        """Standard normal draws of ``shape`` for every trial: [N, *shape]."""
+    def normal(self, stream: str, shape: Sequence[int],
+               rows: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
+        """Standard normal draws of ``shape`` for every trial, [N, *shape], or only for the
+        chunk's ``rows`` (positions in this chunk), [len(rows), *shape]; only the trials that
+        draw move on in their stream (:func:`~empirical.counter_normals.counter_normals`)."""
         shape = tuple(int(s) for s in shape)
-        out = torch.empty((self.size, *shape), device=self.device, dtype=self.dtype)
-        for row, generator in zip(out, self.generators(stream), strict=True):
-            row.normal_(generator=generator)
-        return out
+        if stream not in self._normal_keys:
+            self._normal_keys[stream] = trial_keys(seed=self.seed, stream=stream,
+                                                   trials=self.trial_indices, device=self.device)
+            self._normal_used[stream] = np.zeros(self.size, dtype=np.int64)
+        keys, used = self._normal_keys[stream], self._normal_used[stream]
+        count = math.prod(shape)
+        if rows is None:
+            values, words = counter_normals(keys, used, count, dtype=self.dtype)
+            used += words
+            return values.reshape(self.size, *shape)
+        picked = np.asarray(rows.tolist() if isinstance(rows, torch.Tensor) else rows,
+                            dtype=np.int64).reshape(-1)
+        if np.unique(picked).size != picked.size or (picked.size and (
+                picked.min() < 0 or picked.max() >= self.size)):
+            raise ValueError(f"rows must be distinct positions in the chunk of {self.size}")
+        index = torch.as_tensor(picked, device=self.device)
+        values, words = counter_normals(keys[index], used[picked], count, dtype=self.dtype)
+        used[picked] += words
+        return values.reshape(picked.size, *shape)
 
     def permutation(self, stream: str, n: int) -> torch.Tensor:
         """A uniformly random permutation of range(n) for every trial: [N, n] (int64)."""

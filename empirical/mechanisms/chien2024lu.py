@@ -171,8 +171,7 @@ def run_langevin(
             random, model=counted, sets=setup.sets, n_requests=len(iterations), learn=learn,
             unlearn=unlearn, retrain=lambda random: trained(random, "retrain", versions[-1]))[0]
 
-    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim,
-                                                 dtype=setup.dtype)
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dtype=setup.dtype)
     outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return LangevinResult(

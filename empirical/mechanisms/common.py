@@ -382,12 +382,13 @@ def learn_unlearn_retrain(
     return outputs, state
 
 
-def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dim: int,
-                               dtype: torch.dtype) -> int:
-    """Memory estimate of one trial of full-batch descent (chunk sizing): the model's step
-    workspace, the broadcast products over the n x d data and a dozen parameter vectors."""
+def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dtype: torch.dtype) -> int:
+    """Memory estimate of one trial of full-batch descent on records shared by the trials
+    (chunk sizing): twice the model's step workspace
+    (:meth:`~empirical.models.TrialModel.full_batch_workspace_elements`) and a dozen parameter
+    vectors."""
     itemsize = torch.empty((), dtype=dtype).element_size()
-    return 2 * itemsize * (model.workspace_elements(n) + 2 * n * dim + 12 * model.num_params)
+    return 2 * itemsize * (model.full_batch_workspace_elements(n) + 12 * model.num_params)
 
 
 @dataclass(frozen=True, eq=False)

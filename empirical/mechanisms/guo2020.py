@@ -513,15 +513,6 @@ def _warm_train(version: _Version, b: torch.Tensor, config: GuoConfig) -> Traine
                  outer=version.outer, preconditioner=version.h0_inverse)
 
 
-def _draw_rows(random: TrialRandom, stream: str, rows: torch.Tensor, dim: int) -> torch.Tensor:
-    """N(0, I_dim) draws from ``stream`` for the trials ``rows`` of the chunk only."""
-    generators = random.generators(stream)
-    out = torch.empty((rows.numel(), dim), device=random.device, dtype=random.dtype)
-    for line, row in zip(out, rows.tolist(), strict=True):
-        line.normal_(generator=generators[row])
-    return out
-
-
 def run_guo(
     dataset: Dataset,
     request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
@@ -588,7 +579,7 @@ def run_guo(
             w, residual = step.w, step.true_residual
             rows = torch.nonzero(over).squeeze(1)
             if rows.numel():
-                fresh_b = _draw_rows(random, f"noise/alg2/{step_index}", rows, d) * noise_std
+                fresh_b = random.normal(f"noise/alg2/{step_index}", (d,), rows=rows) * noise_std
                 again = _warm_train(after, fresh_b, config)
                 w, b, beta, residual = w.clone(), b.clone(), beta.clone(), residual.clone()
                 w[rows], b[rows] = again.w, fresh_b

@@ -216,8 +216,7 @@ def run_d2d(
         outputs["unlearned_clean"] = clean.expand(random.size, n_params).clone()
         return outputs
 
-    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dim=dataset.dim,
-                                                 dtype=setup.dtype)
+    bytes_per_trial = full_batch_bytes_per_trial(base, n=dataset.n, dtype=setup.dtype)
     outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)
     evaluations = phase_counts(outputs, len(iterations))
     return D2DResult(

@@ -57,9 +57,8 @@ def test_batched_draws_are_stacks_of_per_trial_draws():
         assert torch.equal(alone.normal("noise", (4, 2))[0], first[row])
         assert torch.equal(alone.normal("noise", (5,))[0], second[row])  # stream continues
         assert torch.equal(alone.permutation("perm", 10)[0], order[row])
-        generator = torch.Generator().manual_seed(trial_seed(seed=7, trial=trial, stream="noise"))
-        assert torch.equal(torch.randn((4, 2), generator=generator, dtype=torch.float64),
-                           first[row])
+        generator = torch.Generator().manual_seed(trial_seed(seed=7, trial=trial, stream="perm"))
+        assert torch.equal(torch.randperm(10, generator=generator), order[row])
     assert sorted(order[0].tolist()) == list(range(10))
     # Different trials and different streams are different numbers.
     assert not torch.equal(first[0], first[1])
@@ -275,28 +274,36 @@ def test_functional_cnn_runs_batched_on_flat_records():
 def test_blas_row_products_are_exact_sums_with_bits_independent_of_the_trial_count(shape, dtype):
     # Odd shapes are the ones where MKL's products in other layouts (or on unaligned rows) gave
     # a trial's bits that depended on how many trials shared the call.
+    # Shared records go through blocks of 8 trials: 20 trials fill two blocks and part of a
+    # third, and a chunk of 3 puts each trial at other places in its block.
     n, d = shape
+    trials = 20
     generator = torch.Generator().manual_seed(n * 1000 + d)
     table = torch.randn(n, d, dtype=dtype, generator=generator)
-    vectors = torch.randn(9, d, dtype=dtype, generator=generator)
-    coefficients = torch.randn(9, n, dtype=dtype, generator=generator)
-    per_trial = table.repeat(9, 1, 1)
-    for records in (table.expand(9, n, d), per_trial):
+    vectors = torch.randn(trials, d, dtype=dtype, generator=generator)
+    coefficients = torch.randn(trials, n, dtype=dtype, generator=generator)
+    per_trial = table.repeat(trials, 1, 1)
+    pairwise = pairwise_dot(vectors, table)
+    for records in (table.expand(trials, n, d), per_trial):
         dots = rows_dot(records, vectors)
         sums = weighted_rows_sum(coefficients, records)
-        for trial in range(9):
+        for trial in range(trials):
             one = slice(trial, trial + 1)
-            # a trial alone (as loop mode runs it) and in a chunk of 4 get the same bits
-            chunk = slice(trial - trial % 4, trial - trial % 4 + 4)
-            at = trial % 4
+            # a trial alone (as loop mode runs it) and in a chunk of 3 get the same bits
+            chunk = slice(trial - trial % 3, trial - trial % 3 + 3)
+            at = trial % 3
             assert torch.equal(rows_dot(records[one], vectors[one])[0], dots[trial])
             assert torch.equal(weighted_rows_sum(coefficients[one], records[one])[0], sums[trial])
             assert torch.equal(rows_dot(records[chunk], vectors[chunk])[at], dots[trial])
             assert torch.equal(weighted_rows_sum(coefficients[chunk], records[chunk])[at],
                                sums[trial])
+            assert torch.equal(pairwise_dot(vectors[one], table)[0], pairwise[trial])
+            assert torch.equal(pairwise_dot(vectors[chunk], table)[at], pairwise[trial])
         # the values are the sums (float64 reference from the same inputs)
         exact_dots = vectors.double() @ table.double().T
         exact_sums = coefficients.double() @ table.double()
         tolerance = 1e-12 if dtype == torch.float64 else 1e-4
         torch.testing.assert_close(dots.double(), exact_dots, rtol=tolerance, atol=tolerance * d)
+        torch.testing.assert_close(pairwise.double(), exact_dots, rtol=tolerance,
+                                   atol=tolerance * d)
         torch.testing.assert_close(sums.double(), exact_sums, rtol=tolerance, atol=tolerance * n)
