@@ -14,17 +14,17 @@ two keys from giving shifted copies of one sequence. A trial's key is ``mix(s + 
 the stream key s (BLAKE2b of the seed and the stream name, :func:`empirical.seeding.hash_seed`)
 and the trial index t.
 
-A draw of ``count`` normals uses ``2 w`` words from the stream's offset on, where w is the
-number of pairs ceil(count / 2) rounded up to whole SIMD blocks: word j < w gives
-a_j = word >> 11 (53 bits) and u1 = (a_j + 1) 2^-53 in (0, 1], word w + j gives
-u2 = a 2^-53 in [0, 1), and Box and Muller's transform gives the pair
-sqrt(-2 ln u1) cos(2 pi u2), sqrt(-2 ln u1) sin(2 pi u2). The first ceil(count / 2) cosines
-then the same number of sines are the draw (an odd count drops the last sine); the stream moves
-on by 2 w words, so no word serves twice. Magnitudes are at most sqrt(106 ln 2) ~ 8.57 (a tail
-mass of about 1e-17 is cut off); values are computed in float64 and rounded once to the trials'
-dtype, and the transcendental functions go through
-:func:`~empirical.models.elementwise_per_trial`, so a trial's bits do not depend on the rows
-beside it.
+The stream is a sequence of pairs of words: pair j (words 2j and 2j + 1 from the stream's start)
+gives a = word >> 11 (53 bits) of each word, u1 = (a_2j + 1) 2^-53 in (0, 1] and
+u2 = a_2j+1 2^-53 in [0, 1), and Box and Muller's transform gives the two normals
+sqrt(-2 ln u1) cos(2 pi u2) and sqrt(-2 ln u1) sin(2 pi u2). A draw of shape (..., m) takes the
+next ceil(m / 2) pairs for each of its rows, in order (an odd m drops each row's last sine), so
+a draw of (a + b, m) begins with the draw of (a, m), whatever follows. Magnitudes are at most
+sqrt(106 ln 2) ~ 8.57 (a tail mass of about 1e-17 is cut off); values are computed in float64
+and rounded once to the trials' dtype, and the transcendental functions go through
+:func:`~empirical.models.elementwise_per_trial` on whole SIMD blocks (the words of a few pairs
+past the draw are computed and discarded), so a trial's bits do not depend on the rows beside
+it.
 
 Torch has no unsigned 64-bit arithmetic for these operations, so the words live in int64: sums
 and products wrap modulo 2^64 (two's complement, on CPU and CUDA alike) and right shifts are
@@ -121,19 +121,23 @@ def trial_keys(*, seed: int, stream: str, trials: Sequence[int],
                         dtype=torch.int64, device=device)
 
 
-def counter_normals(keys: torch.Tensor, offsets: Sequence[int] | np.ndarray, count: int, *,
-                    dtype: torch.dtype) -> tuple[torch.Tensor, int]:
-    """``count`` standard normals per key, each stream from word ``offsets[r]`` on: [R, count],
-    and the number of words the draw used (the same for every key, see the module notes)."""
-    if count < 0:
-        raise ValueError(f"count must be >= 0, got {count}")
+def counter_normals(keys: torch.Tensor, offsets: Sequence[int] | np.ndarray,
+                    shape: Sequence[int], *, dtype: torch.dtype) -> tuple[torch.Tensor, int]:
+    """Standard normals of ``shape`` per key, each stream from word ``offsets[r]`` on:
+    [R, *shape], and the number of words the draw used (the same for every key, see the module
+    notes)."""
+    shape = tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"shape must not be negative, got {shape}")
     rows, device = keys.shape[0], keys.device
     used = np.asarray(offsets, dtype=np.int64).reshape(-1)
     if used.size != rows:
         raise ValueError(f"give one offset per key ({rows}), got {used.size}")
-    pairs = -(-count // 2)
+    last = shape[-1] if shape else 1
+    lines, half = math.prod(shape[:-1]), -(-last // 2)
+    pairs = lines * half
     if rows == 0 or pairs == 0:
-        return torch.empty((rows, count), dtype=dtype, device=device), 0
+        return torch.empty((rows, *shape), dtype=dtype, device=device), 0
     width = -(-pairs // SIMD_BLOCK) * SIMD_BLOCK
     if (used == used[0]).all():  # one counter row shared by every key
         inner = _counter_hashes(int(used[0]), int(used[0]) + 2 * width, device)[None, :]
@@ -141,12 +145,16 @@ def counter_normals(keys: torch.Tensor, offsets: Sequence[int] | np.ndarray, cou
         steps = torch.arange(2 * width, dtype=torch.int64, device=device)
         inner = _counter_hashes_of(torch.as_tensor(used, device=device)[:, None] + steps)
     words = _mix_(torch.bitwise_xor(keys[:, None], inner))
-    uniform = (torch.bitwise_right_shift(words, 64 - _UNIFORM_BITS)
-               .bitwise_and_((1 << _UNIFORM_BITS) - 1).to(torch.float64).view(rows, 2, width))
-    log_u1 = elementwise_per_trial(torch.log, uniform[:, 0].add(1.0).mul_(2.0**-_UNIFORM_BITS))
+    uniform = torch.empty((rows, 2, width), dtype=torch.float64, device=device)
+    uniform.copy_(torch.bitwise_right_shift(words, 64 - _UNIFORM_BITS)
+                  .bitwise_and_((1 << _UNIFORM_BITS) - 1).view(rows, width, 2).transpose(1, 2))
+    log_u1 = elementwise_per_trial(torch.log, uniform[:, 0].add_(1.0).mul_(2.0**-_UNIFORM_BITS))
     radius = log_u1.mul_(-2.0).sqrt_()
     angle = uniform[:, 1].mul_(2.0 * math.pi * 2.0**-_UNIFORM_BITS)
     pair = torch.stack((elementwise_per_trial(torch.cos, angle),
-                        elementwise_per_trial(torch.sin, angle)), dim=1).mul_(radius[:, None])
-    out = pair[:, :, :pairs].reshape(rows, 2 * pairs)[:, :count]
-    return (out if dtype == torch.float64 else out.to(dtype)), 2 * width
+                        elementwise_per_trial(torch.sin, angle)), dim=2).mul_(radius[:, :, None])
+    out = pair[:, :pairs].reshape(rows, lines, 2 * half)
+    if 2 * half != last:
+        out = out[:, :, :last]
+    out = out.reshape(rows, *shape)
+    return (out if dtype == torch.float64 else out.to(dtype)), 2 * pairs

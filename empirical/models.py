@@ -153,6 +153,9 @@ def elementwise_per_trial(
     if values.device.type != "cpu" or values.ndim == 0 or values.numel() == 0:
         return function(values)
     width = values.shape[-1]
+    if (width % SIMD_BLOCK == 0 and values.numel() <= _SERIAL_ELEMENTS and values.stride(-1) == 1
+            and (values.ndim == 2 or values.is_contiguous())):
+        return function(values)  # already whole blocks in one serial piece
     padded_width = max(SIMD_BLOCK, -(-width // SIMD_BLOCK) * SIMD_BLOCK)
     rows = values.reshape(-1, width)
     if padded_width != width:
@@ -217,7 +220,9 @@ def _blocked_product(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     rows = left.shape[0]
     extra = -rows % _TRIAL_BLOCK
     if extra or left.shape[1] != right.shape[0]:
-        left = nn.functional.pad(left, (0, right.shape[0] - left.shape[1], 0, extra))
+        padded = left.new_zeros((rows + extra, right.shape[0]))
+        padded[:rows, :left.shape[1]] = left
+        left = padded
     else:
         left = _aligned_rows(left)
     blocks = left.view(-1, _TRIAL_BLOCK, left.shape[1])

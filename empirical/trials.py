@@ -18,7 +18,6 @@ the reference for equivalence tests and the baseline for the benchmark.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -127,20 +126,19 @@ class TrialRandom:
                                                    trials=self.trial_indices, device=self.device)
             self._normal_used[stream] = np.zeros(self.size, dtype=np.int64)
         keys, used = self._normal_keys[stream], self._normal_used[stream]
-        count = math.prod(shape)
         if rows is None:
-            values, words = counter_normals(keys, used, count, dtype=self.dtype)
+            values, words = counter_normals(keys, used, shape, dtype=self.dtype)
             used += words
-            return values.reshape(self.size, *shape)
+            return values
         picked = np.asarray(rows.tolist() if isinstance(rows, torch.Tensor) else rows,
                             dtype=np.int64).reshape(-1)
         if np.unique(picked).size != picked.size or (picked.size and (
                 picked.min() < 0 or picked.max() >= self.size)):
             raise ValueError(f"rows must be distinct positions in the chunk of {self.size}")
         index = torch.as_tensor(picked, device=self.device)
-        values, words = counter_normals(keys[index], used[picked], count, dtype=self.dtype)
+        values, words = counter_normals(keys[index], used[picked], shape, dtype=self.dtype)
         used[picked] += words
-        return values.reshape(picked.size, *shape)
+        return values
 
     def permutation(self, stream: str, n: int) -> torch.Tensor:
         """A uniformly random permutation of range(n) for every trial: [N, n] (int64)."""

@@ -132,16 +132,21 @@ def run_langevin(
                             remedy="Theorem P.2's (2 sigma^2/m)-LSI start")
     step_noise_std = config.step_noise_std * config.noise_multiplier_scale
 
-    def pngd(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
-             stream: str) -> torch.Tensor:
-        # Noise is drawn per block of steps (one generator call per trial and block, not per
+    def pngd(params: torch.Tensor | None, data: DataVersion, steps: int, random: TrialRandom,
+             stream: str, *, start_std: float | None = None) -> torch.Tensor:
+        """``steps`` PNGD steps from ``params``, or with ``start_std`` from ``start_std`` times a
+        standard normal vector drawn as the first row of the first noise block."""
+        # Noise is drawn per block of steps (one draw for all trials of a chunk, not one per
         # step); the stream continues across blocks, so the draws do not depend on the batching.
-        done = 0
-        while done < steps:
+        done, lead = 0, int(start_std is not None)
+        while lead or done < steps:
             block = min(NOISE_BLOCK, steps - done)
-            noise = None
-            if step_noise_std > 0:
-                noise = random.normal(stream, (block, n_params)) * step_noise_std
+            normals = None
+            if lead or step_noise_std > 0:
+                normals = random.normal(stream, (lead + block, n_params))
+            if lead:
+                params, normals, lead = normals[:, 0] * start_std, normals[:, 1:], 0
+            noise = normals * step_noise_std if normals is not None and step_noise_std > 0 else None
             for t in range(block):
                 gradient = full_batch_gradient(counted, params, data, clip=config.clip,
                                                l2=config.l2)
@@ -152,8 +157,8 @@ def run_langevin(
         return params
 
     def trained(random: TrialRandom, phase: str, data: DataVersion) -> torch.Tensor:
-        params = random.normal(f"init/{phase}", (n_params,)) * init_std
-        return pngd(params, data, config.learn_iterations, random, f"noise/{phase}")
+        return pngd(None, data, config.learn_iterations, random, f"noise/{phase}",
+                    start_std=init_std)
 
     def learn(random: TrialRandom) -> tuple[torch.Tensor, torch.Tensor]:
         params = trained(random, "learn", versions[0])

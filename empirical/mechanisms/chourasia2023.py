@@ -315,14 +315,11 @@ def run_noisy_gd(
             edited.replacement_labels[s:s + 1])
         record_version = tensor_versions(data_versions(dataset, (single,)), tensor)[1]
 
-    def descend(params: torch.Tensor, data: DataVersion, steps: int, random: TrialRandom,
-                stream: str) -> torch.Tensor:
-        """K steps of Algorithm 2 (full batch: every row of the shared or per-trial database)."""
-        if steps == 0:
-            return params
-        noise = None
-        if step_noise_std > 0:
-            noise = random.normal(stream, (steps, n_params)) * step_noise_std
+    def descend(params: torch.Tensor, data: DataVersion, normals: torch.Tensor) -> torch.Tensor:
+        """K steps of Algorithm 2 (full batch: every row of the shared or per-trial database),
+        step k's noise from the standard normals ``normals[:, k]`` ([N, K, P])."""
+        steps = normals.shape[1]
+        noise = normals * step_noise_std if step_noise_std > 0 else None
         for k in range(steps):
             gradient = full_batch_gradient(model, params, data, clip=config.clip, l2=config.l2)
             params = noisy_step(params, gradient, step_size=config.step_size,
@@ -355,11 +352,18 @@ def run_noisy_gd(
         ``start`` 0 is the curator on D_0; ``start`` = len(fixed) the reference, whose
         database already carries every fixed edit (so the fixed requests change nothing)."""
         size = random.size
-        params = random.normal(f"init/{prefix}", (n_params,)) * init_std
+        # rho and every step's noise of this run are one draw of its stream (one call per run,
+        # whatever the number of phases): the start, then the K_A learning steps, then each
+        # request's K_Abar deletion steps in order.
+        phases = (config.learn_steps, *unlearn_steps)
+        normals = random.normal(f"noise/{prefix}", (1 + sum(phases), n_params))
+        params = normals[:, 0] * init_std
+        bounds = np.cumsum((1, *phases)).tolist()
+        phase_normals = [normals[:, a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
         data = versions[start]
         if prefix == "reference" and record_version is not None:
             data = record_version  # pi(D_0 o <ind, y>): only the target record replaced
-        params = descend(params, data, config.learn_steps, random, f"noise/{prefix}/learn")
+        params = descend(params, data, phase_normals[0])
         if prefix == "curator":
             outputs.update(evaluate(model, "learned", params, sets))
         position = 0
@@ -370,8 +374,7 @@ def run_noisy_gd(
                 edit = requester(position=position, published=params, random=random)
                 chosen.append(edit.indices)
                 data = apply_batched(data, edit, size)
-                params = descend(params, data, unlearn_steps[position], random,
-                                 f"noise/{prefix}/delete/{position}")
+                params = descend(params, data, phase_normals[1 + position])
             outputs[f"{prefix}/adaptive_indices"] = torch.stack(chosen, dim=1)
         for offset in range(len(fixed)):
             position = adaptive_requests + offset
@@ -386,8 +389,7 @@ def run_noisy_gd(
                     data = apply_batched(data, edit, size)
             else:
                 data = target
-            params = descend(params, data, unlearn_steps[position], random,
-                             f"noise/{prefix}/delete/{position}")
+            params = descend(params, data, phase_normals[1 + position])
         return params
 
     def pipeline(random: TrialRandom) -> dict[str, torch.Tensor]:
@@ -402,9 +404,10 @@ def run_noisy_gd(
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
     total_steps = config.learn_steps + sum(unlearn_steps)
     per_trial_data = (dataset.dim + 4) * n if adaptive_requests else 0
-    # A step's temporaries are a dozen [n] vectors per trial (the products are per-trial BLAS
-    # calls on the shared rows); the noise of a whole phase is drawn at once.
-    bytes_per_trial = itemsize * (total_steps * n_params + 12 * (n + n_params)
+    # A step's temporaries are a dozen [n] vectors per trial (the products with the shared rows
+    # build no [n, d] temporary); the noise of a whole run is drawn at once, its counter words
+    # and scaled copies about four times its size.
+    bytes_per_trial = itemsize * (4 * (1 + total_steps) * n_params + 12 * (n + n_params)
                                   + 2 * per_trial_data)
     chunk_size = None
     if options.mode == "batched" and resolved.type == "cpu":

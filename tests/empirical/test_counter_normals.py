@@ -33,22 +33,24 @@ def _reference_mix(word: int) -> int:
     return word ^ (word >> 31)
 
 
-def _reference_normals(key: int, offset: int, count: int) -> list[float]:
+def _reference_normals(key: int, offset: int, shape: tuple[int, ...]) -> np.ndarray:
     """The module's definition with Python integers and ``math``."""
-    pairs = -(-count // 2)
-    width = -(-pairs // 32) * 32
 
     def word(c: int) -> int:
         return _reference_mix(key ^ _reference_mix((c + 1) * GOLDEN_GAMMA % WORD))
 
-    cosines, sines = [], []
-    for j in range(pairs):
-        u1 = ((word(offset + j) >> 11) + 1) * 2.0**-53
-        u2 = (word(offset + width + j) >> 11) * 2.0**-53
-        radius = math.sqrt(-2.0 * math.log(u1))
-        cosines.append(radius * math.cos(2.0 * math.pi * u2))
-        sines.append(radius * math.sin(2.0 * math.pi * u2))
-    return (cosines + sines)[:count]
+    lines, last = math.prod(shape[:-1]), shape[-1]
+    values, pair = [], offset // 2
+    for _ in range(lines):
+        row = []
+        for _ in range(-(-last // 2)):
+            u1 = ((word(2 * pair) >> 11) + 1) * 2.0**-53
+            u2 = (word(2 * pair + 1) >> 11) * 2.0**-53
+            radius = math.sqrt(-2.0 * math.log(u1))
+            row += [radius * math.cos(2.0 * math.pi * u2), radius * math.sin(2.0 * math.pi * u2)]
+            pair += 1
+        values.append(row[:last])
+    return np.array(values).reshape(shape)
 
 
 def _signed(word: int) -> int:
@@ -74,30 +76,41 @@ def test_trial_keys_are_mixed_stream_keys():
         stream_key(seed=0, stream="")
 
 
-@pytest.mark.parametrize("count", [1, 2, 7, 64, 65])
-def test_normals_equal_the_python_integer_recomputation(count):
+@pytest.mark.parametrize("shape", [(1,), (2,), (7,), (64,), (3, 5), (2, 40)])
+def test_normals_equal_the_python_integer_recomputation(shape):
     keys = [3, WORD - 5, 0x9E3779B97F4A7C15]
     tensor = torch.tensor([_signed(k) for k in keys], dtype=torch.int64)
+    pairs = math.prod(shape[:-1]) * -(-shape[-1] // 2)
     for offsets in ([0, 0, 0], [128, 64, 3 * 2**20]):  # cached and hashed counters alike
-        values, used = counter_normals(tensor, offsets, count, dtype=torch.float64)
-        assert used == 2 * 32 * -(-count // 64)
+        values, used = counter_normals(tensor, offsets, shape, dtype=torch.float64)
+        assert values.shape == (3, *shape) and used == 2 * pairs
         for row, (key, offset) in enumerate(zip(keys, offsets, strict=True)):
-            expected = _reference_normals(key, offset, count)
             # libm and torch may round log/cos/sin differently in the last place
-            np.testing.assert_allclose(values[row].numpy(), expected, rtol=1e-14, atol=1e-15)
-    single, _ = counter_normals(tensor, [0, 0, 0], count, dtype=torch.float32)
-    expected64, _ = counter_normals(tensor, [0, 0, 0], count, dtype=torch.float64)
+            np.testing.assert_allclose(values[row].numpy(), _reference_normals(key, offset, shape),
+                                       rtol=1e-14, atol=1e-15)
+    single, _ = counter_normals(tensor, [0, 0, 0], shape, dtype=torch.float32)
+    expected64, _ = counter_normals(tensor, [0, 0, 0], shape, dtype=torch.float64)
     assert torch.equal(single, expected64.to(torch.float32))
+
+
+def test_a_longer_draw_begins_with_the_shorter_one():
+    keys = torch.tensor([11, -7], dtype=torch.int64)
+    for last in (4, 5):
+        short, used = counter_normals(keys, [6, 6], (3, last), dtype=torch.float64)
+        long, _ = counter_normals(keys, [6, 6], (8, last), dtype=torch.float64)
+        after, _ = counter_normals(keys, [6 + used] * 2, (5, last), dtype=torch.float64)
+        assert torch.equal(long[:, :3], short)
+        assert torch.equal(long[:, 3:], after)
 
 
 def test_counter_normals_refuses_bad_arguments():
     keys = torch.zeros(2, dtype=torch.int64)
-    with pytest.raises(ValueError, match="count"):
-        counter_normals(keys, [0, 0], -1, dtype=torch.float64)
+    with pytest.raises(ValueError, match="negative"):
+        counter_normals(keys, [0, 0], (-1,), dtype=torch.float64)
     with pytest.raises(ValueError, match="one offset per key"):
-        counter_normals(keys, [0], 4, dtype=torch.float64)
-    empty, used = counter_normals(keys, [0, 0], 0, dtype=torch.float64)
-    assert empty.shape == (2, 0) and used == 0
+        counter_normals(keys, [0], (4,), dtype=torch.float64)
+    empty, used = counter_normals(keys, [0, 0], (3, 0), dtype=torch.float64)
+    assert empty.shape == (2, 3, 0) and used == 0
 
 
 def test_a_trial_draws_the_same_numbers_alone_in_any_chunk_and_in_any_rows():
@@ -171,7 +184,7 @@ def test_draws_are_uncorrelated_across_trials_positions_calls_and_streams(sample
 
     assert abs(correlation(matrix[1:], matrix[:-1])) < limit  # neighbouring trials, same position
     assert abs(correlation(matrix[:, 1:], matrix[:, :-1])) < limit  # neighbouring draws
-    assert abs(correlation(matrix[:, :300], matrix[:, 300:600])) < limit  # cosine vs sine
+    assert abs(correlation(matrix[:, 0::2], matrix[:, 1::2])) < limit  # cosine vs sine
     assert abs(correlation(matrix[:, :400], matrix[:, 600:])) < limit  # first vs second call
     assert abs(correlation(matrix[:, :-1] ** 2, matrix[:, 1:] ** 2)) < 2 * limit
     other = TrialRandom(seed=2024, trial_indices=range(500), device=CPU,
@@ -185,7 +198,7 @@ def test_keys_that_differ_in_one_high_bit_give_unrelated_draws():
     base = 0x0F1E2D3C4B5A6978
     keys = torch.tensor([_signed(base ^ (1 << bit)) for bit in range(40, 64)] + [base],
                         dtype=torch.int64)
-    values, _ = counter_normals(keys, [0] * keys.shape[0], 20000, dtype=torch.float64)
+    values, _ = counter_normals(keys, [0] * keys.shape[0], (20000,), dtype=torch.float64)
     reference = values[-1].numpy()
     limit = 5 / math.sqrt(reference.size)
     for row in values[:-1].numpy():
