@@ -61,6 +61,8 @@ ATTACKS: dict[str, str] = {
     "loss": "minus the loss of the forgotten record(s) (Yeom et al. 2018)",
     "projection": "final parameters projected on the unlearned-minus-retrained mean difference "
     "of independent pilot trials",
+    "likelihood-ratio": "log-likelihood ratio of the final parameters under the exact Gaussian "
+    "output laws (where the algorithm's adapter knows them; see exact privacy loss)",
 }
 STATISTICS: dict[str, str] = {
     "bonferroni-pareto": "Clopper-Pearson epsilon lower bound, every threshold certified at once",

@@ -268,6 +268,21 @@ class D2DAdapter(AdapterBase):
                        "uncertified replacement reading")
 
 
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """With the internal state from the point 0: the deterministic descents plus the
+        publication noise (:func:`empirical.mechanisms.neel2021.d2d_gaussian_laws`); else None."""
+        import torch
+
+        from empirical.mechanisms.common import TrialOptions
+        from empirical.mechanisms.neel2021 import d2d_gaussian_laws
+
+        mechanism: D2DMechanism = prepared.mechanism
+        data = mechanism.data()
+        options = TrialOptions(n_trials=1, seed=0, device=mechanism.device,
+                               dtype=getattr(torch, mechanism.dtype), retain_scores=1)
+        return d2d_gaussian_laws(data.dataset, data.request, config=mechanism.config,
+                                 options=options)
+
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and mechanism of a validated spec."""
         from empirical.mechanisms.neel2021 import D2DConfig

@@ -321,6 +321,16 @@ class _KoloskovaAdapter(AdapterBase):
         return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, model=model,
                          loop_trials=loop_trials)
 
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """Output perturbation without fine-tuning: the clipped deterministic A(D), A(D_r) plus
+        the noise (:func:`empirical.mechanisms.koloskova2025.output_perturbation_laws`); the
+        noisy fine-tuning methods pass the noise through a network (None)."""
+        from empirical.mechanisms.koloskova2025 import output_perturbation_laws
+
+        mechanism: KoloskovaMechanism = prepared.mechanism
+        return output_perturbation_laws(mechanism.task(), forget=mechanism.forget,
+                                        config=mechanism.config)
+
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = mechanism.task()
