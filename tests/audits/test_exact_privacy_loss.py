@@ -144,6 +144,19 @@ def test_at_the_demo_targets_no_single_threshold_reaches_eight_tenths_of_the_exa
     assert limit < 0.8 * exact["epsilon"]
 
 
+def test_cli_json_gives_the_exact_epsilon_beside_the_certified_one(tmp_path, capsys):
+    import json
+
+    from audits.cli import main
+
+    # exit 4: INCONCLUSIVE, as N = 10^4 cannot show epsilon near the certified 100
+    assert main(["audit", "run", str(D2D), "--out", str(tmp_path / "out"), "--json"]) == 4
+    out = json.loads(capsys.readouterr().out)
+    report = json.loads((tmp_path / "out" / "report.json").read_text(encoding="utf-8"))
+    assert out["exact_epsilon"] == report["exact_privacy_loss"]["epsilon"]
+    assert out["max_lower_bound"] <= out["exact_epsilon"] <= out["certified_epsilon"]
+
+
 @pytest.mark.parametrize("path", [pytest.param(NOISY_GD, marks=pytest.mark.slow), D2D])
 def test_white_box_attack_reaches_eight_tenths_of_the_exact_epsilon_at_ten_thousand_trials(path):
     report = run_audit(load_spec(path)).report
