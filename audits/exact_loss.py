@@ -95,9 +95,12 @@ class LikelihoodRatioMechanism:
         digest.update(repr(self.laws.variance).encode())
         return repr((self.inner.fingerprint(), LIKELIHOOD_RATIO, digest.hexdigest()))
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        """The wrapped trials, each side scored by the log-likelihood ratio of its parameters."""
-        batch = self.inner.run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials)
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   **options: Any) -> TrialBatch:
+        """The wrapped trials (``options`` such as ``mode`` passed on), each side scored by the
+        log-likelihood ratio of its parameters."""
+        batch = self.inner.run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
+                                      **options)
 
         def scored(side: ModelOutputs) -> ModelOutputs:
             if _STATISTIC not in side.statistics:

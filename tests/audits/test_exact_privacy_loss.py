@@ -166,3 +166,32 @@ def test_white_box_attack_reaches_eight_tenths_of_the_exact_epsilon_at_ten_thous
     assert 0.8 * exact <= best <= exact
     assert report["verdict"]["best_lower_bound"]["attack"] == "likelihood-ratio"
 
+
+
+def test_likelihood_ratio_score_is_the_log_density_ratio_of_each_models_parameters():
+    from scipy import stats
+
+    from audits.exact_loss import LikelihoodRatioMechanism
+    from audits.protocols import ModelOutputs, TrialBatch
+
+    prepared = prepare_audit(_small(D2D, trials=50))
+    mechanism = prepared.mechanism
+    assert isinstance(mechanism, LikelihoodRatioMechanism)
+    laws = mechanism.laws
+    batch = mechanism.run_trials(seed=3, first_trial=0, n_trials=20)
+    cov = laws.variance * np.eye(laws.unlearned_mean.shape[0])
+    for side in (batch.unlearned, batch.retrained):
+        x = side.statistics["params"]
+        expected = (stats.multivariate_normal(laws.unlearned_mean, cov).logpdf(x)
+                    - stats.multivariate_normal(laws.retrained_mean, cov).logpdf(x))
+        np.testing.assert_allclose(side.scores["likelihood-ratio"], expected, rtol=1e-8,
+                                   atol=1e-8)
+
+    class NoParameters:
+        def run_trials(self, *, seed, first_trial, n_trials):
+            side = ModelOutputs(scores={"loss": np.zeros(n_trials)})
+            return TrialBatch(side, side)
+
+    with pytest.raises(ValueError, match="needs the final parameters"):
+        LikelihoodRatioMechanism(NoParameters(), laws).run_trials(seed=0, first_trial=0,
+                                                                  n_trials=2)
