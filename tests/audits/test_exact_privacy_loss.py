@@ -30,6 +30,7 @@ from empirical.statistics.pilot import single_threshold_limit
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NOISY_GD = EXAMPLES / "noisy_gd_linear_exact.toml"
 D2D = EXAMPLES / "d2d_exact.toml"
+OUTPUT_PERTURBATION = EXAMPLES / "output_perturbation_exact.toml"
 
 
 def _small(path: Path, *, trials: int, seed: int = 0):
@@ -157,7 +158,8 @@ def test_cli_json_gives_the_exact_epsilon_beside_the_certified_one(tmp_path, cap
     assert out["max_lower_bound"] <= out["exact_epsilon"] <= out["certified_epsilon"]
 
 
-@pytest.mark.parametrize("path", [pytest.param(NOISY_GD, marks=pytest.mark.slow), D2D])
+@pytest.mark.parametrize("path", [pytest.param(NOISY_GD, marks=pytest.mark.slow), D2D,
+                                  pytest.param(OUTPUT_PERTURBATION, marks=pytest.mark.slow)])
 def test_white_box_attack_reaches_eight_tenths_of_the_exact_epsilon_at_ten_thousand_trials(path):
     report = run_audit(load_spec(path)).report
     exact = report["exact_privacy_loss"]["epsilon"]
