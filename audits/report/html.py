@@ -378,7 +378,8 @@ def _exact_section(report: Mapping) -> str:
             ("assumptions", _render_value(exact["assumptions"]))]
     return ('<section id="exact-loss"><h2>Exact privacy loss of the mechanism as run</h2>'
             "<p>Both output laws are known Gaussians, so the true ε is computed, not estimated: "
-            "every valid lower bound lies below it and the certificate above it.</p>"
+            "every valid lower bound lies at or below it, every valid certificate at or above "
+            "it (a certified ε below it is wrong).</p>"
             f"{_kv_table(rows)}</section>")
 
 
