@@ -71,6 +71,7 @@ METHODS = ("gradient-clipping", "model-clipping", "output-perturbation")
 MODELS = ("mlp", "cnn", "head")
 HEAD_FEATURES = 64  # width of the frozen random-feature extractor of the ``head`` model
 HEAD_HIDDEN = (32, 16)
+_SCREEN_BLOCK = 256  # rows whose per-example gradients the worst-case screening holds at once
 
 
 @dataclass(frozen=True)
@@ -455,11 +456,17 @@ def worst_case_forget_record(task: NetworkTask, *, forget: tuple[int, ...] | lis
         retain_model = _trained(fn, task, torch.arange(n, device=device)[keep],
                                 steps=learn_steps, step_size=learn_step_size)
         wrong = 1 - fn.logits(retain_model, x_all)[0].argmax(-1)
-        size = example_gradient(retain_model[0], x_all, wrong).square().sum(-1).sqrt()
-        at_init = example_gradient(task.init, x_all, wrong)
         retain_mean = fn.gradient(task.init[None], x_retain, y_retain)[0]
-        cosine = (at_init @ retain_mean) / (at_init.square().sum(-1).sqrt()
-                                            * retain_mean.square().sum().sqrt()).clamp_min(1e-300)
+        sizes, cosines = [], []
+        # per-example gradients a block of rows at a time ([rows, P] stays small for the CNN)
+        for block in torch.arange(n, device=device).split(_SCREEN_BLOCK):
+            sizes.append(example_gradient(retain_model[0], x_all[block], wrong[block])
+                         .square().sum(-1).sqrt())
+            at_init = example_gradient(task.init, x_all[block], wrong[block])
+            cosines.append((at_init @ retain_mean)
+                           / (at_init.square().sum(-1).sqrt()
+                              * retain_mean.square().sum().sqrt()).clamp_min(1e-300))
+        size, cosine = torch.cat(sizes), torch.cat(cosines)
         # stable sorts on rows in order: ties go to the lower row
         by_size = torch.sort(-size, stable=True).indices.tolist()
         by_cosine = torch.sort(cosine, stable=True).indices.tolist()
