@@ -19,7 +19,11 @@ so their certificate is the target (epsilon, delta) itself, issued only after th
 re-checks (in rounded-up arithmetic) that the chosen (T, sigma) reaches delta.
 
 Data: digits 3-vs-8 (embedded) or a class pair of MNIST / CIFAR-10 from a user path. The forget
-set is the spec's removal request (a random 10% of the rows in the demos).
+set is the spec's removal request (a random 10% of the rows in the demos); with ``[request]
+forget = "worst-case"`` its rows hold the planted record of
+:data:`~audits.adapters.koloskova_mechanism.WORST_CASE_RULE` (the theorems allow any start
+within C0, so the record pushing the two clipped starts furthest apart), and the
+``stated-direction`` attack projects the final parameters on that start difference.
 """
 
 from __future__ import annotations
