@@ -30,6 +30,7 @@ from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, noise_scale, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
@@ -247,6 +248,8 @@ class D2DAdapter(AdapterBase):
                                 certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
                                                             calibrate="sigma"))
     bench_bound = "neel2021:thm9"
+    # the likelihood-ratio attack where the output laws are exact (see exact_laws)
+    extra_attacks = (LIKELIHOOD_RATIO,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals

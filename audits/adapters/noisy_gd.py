@@ -24,6 +24,7 @@ from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_ba
 from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
+from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch
 from audits.registry import register_adapter
@@ -285,6 +286,8 @@ class NoisyGDAdapter(AdapterBase):
                                 trials=10000, name="demo-noisy-gd",
                                 model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
+    # the likelihood-ratio attack where the output laws are exact (see exact_laws)
+    extra_attacks = (LIKELIHOOD_RATIO,)
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
     bench_point: ClassVar[dict[str, Any]] = {
