@@ -58,8 +58,13 @@ class AlgorithmAdapter(Protocol):
 
     Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
-    generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
-    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
+    generic batched-vs-loop benchmark of the demo's mechanism), ``bench_bound``,
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked),
+    and the noise-scale hook of ``unlearn bench tightness``: ``noise_scale_field`` names the
+    hyper-parameter that multiplies every noise draw of the mechanism without changing its
+    certificate (None: the adapter has none), ``scaled_noise`` says in words which noises that
+    is, and ``with_noise_reduced`` returns a spec whose mechanism draws its noise divided by a
+    factor while its certificate stays the one certified for the original noise.
     """
 
     name: str
@@ -70,6 +75,8 @@ class AlgorithmAdapter(Protocol):
     bench_bound: str | None
     bench_point: Mapping[str, Any]
     bench_reproduction: str | None
+    noise_scale_field: str | None
+    scaled_noise: str
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
         """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
@@ -98,6 +105,11 @@ class AlgorithmAdapter(Protocol):
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
                          model: str | None = None) -> dict[str, Any] | None:
         """Batched against per-trial timing of the mechanism, or None for the generic one."""
+        ...
+
+    def with_noise_reduced(self, spec: AuditSpec, *, factor: float) -> AuditSpec:
+        """``spec`` with every noise the mechanism draws divided by ``factor`` (>= 1) and the
+        certificate left as certified for the undivided noise."""
         ...
 
 
