@@ -131,6 +131,22 @@ def _exact(report: dict[str, Any]) -> dict[str, Any]:
             "method": exact.get("method"), "note": "exact privacy loss of the mechanism as run"}
 
 
+def _check_certificates(adapter: Any, *, n: int, factors: Sequence[float]) -> None:
+    """Before any trial: every reduced spec must keep the honest spec's certificate."""
+    from audits.runner import prepare_audit
+
+    spec = adapter.demo_spec(trials=n)
+    honest = prepare_audit(spec).certificate
+    for factor in factors:
+        if factor == 1.0:
+            continue
+        reduced = prepare_audit(adapter.with_noise_reduced(spec, factor=factor)).certificate
+        if (reduced.epsilon, reduced.delta, reduced.bound) != (honest.epsilon, honest.delta,
+                                                               honest.bound):
+            raise RuntimeError(f"{adapter.name}: reducing the noise by {factor:g} changed the "
+                               "certificate; its noise-scale hook must leave it as certified")
+
+
 def _row(adapter: Any, *, n: int, settings: TightnessSettings,
          progress: Callable[[str], None]) -> dict[str, Any]:
     """One (algorithm, N) row: certificate, exact epsilon, lower bound, factor scan."""
@@ -143,6 +159,7 @@ def _row(adapter: Any, *, n: int, settings: TightnessSettings,
                  f"(lower bound {done['max_lower_bound']:.4g}, {done['seconds']:.1f} s)")
         return done
 
+    _check_certificates(adapter, n=n, factors=settings.factors)
     honest = run(1.0, 0)
     certificate = _certificate(honest["report"])
     row: dict[str, Any] = {
