@@ -198,7 +198,10 @@ def _row(adapter: Any, *, n: int, settings: TightnessSettings,
         if flagged:
             smallest = factor
             break
+    unflagged = [scan["factor"] for scan in scans if not scan["flagged"]]
     row.update({"factors": scans, "smallest_flagged_factor": smallest,
+                # every factor of the grid up to this one was run and not flagged
+                "largest_unflagged_factor": unflagged[-1] if unflagged else None,
                 "largest_factor_run": scans[-1]["factor"],
                 "seconds": time.perf_counter() - start})
     return row
@@ -255,9 +258,11 @@ def tightness_table(res: dict[str, Any]) -> str:
              f"{'showable':>8} {'honest':<12} {'smallest flagged factor':<34}"]
     for row in res["rows"]:
         last = row["factors"][-1]
+        below = row["largest_unflagged_factor"]
         if row["smallest_flagged_factor"] is not None:
             flagged = (f"{row['smallest_flagged_factor']:g} ({last['violations']}/"
-                       f"{last['seeds_run']} VIOLATION)")
+                       f"{last['seeds_run']} VIOLATION)"
+                       + ("" if below is None else f"; {below:g} not"))
         else:
             flagged = f"none up to {row['largest_factor_run']:g}"
         lines.append(

@@ -123,6 +123,7 @@ def test_bench_tightness_json_reports_each_factor_by_the_stated_rule(
     assert reduced["factor"] == 1000.0 and reduced["statuses"] == ["VIOLATION", "VIOLATION"]
     assert reduced["flagged"] and row["smallest_flagged_factor"] == 1000.0
     assert row["largest_factor_run"] == 1000.0
+    assert row["largest_unflagged_factor"] == 1.0
     assert "pnsgd N=200 factor 1 seed 0" in captured.err  # progress on stderr under --json too
 
 
