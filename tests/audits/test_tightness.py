@@ -114,6 +114,7 @@ def test_bench_tightness_json_reports_each_factor_by_the_stated_rule(
     for scan in row["factors"]:
         assert len(scan["statuses"]) == len(scan["lower_bounds"]) == scan["seeds_run"] <= 2
         assert scan["violations"] == scan["statuses"].count("VIOLATION")
+        assert 0 <= scan["renyi_only_violations"] <= scan["violations"]
         assert scan["flagged"] == (scan["violations"] >= 2)
     honest = row["factors"][0]
     assert honest["flagged"] is False and honest["statuses"][0] == row["honest_status"]
