@@ -175,3 +175,24 @@ def test_bench_tightness_refuses_bad_options_in_one_line(capsys: pytest.CaptureF
     (line,) = captured.err.strip().splitlines()
     assert line.startswith("error:") and message in line
     assert message in json.loads(captured.out)["error"]["message"]
+
+
+def test_the_exact_column_reads_the_reports_exact_privacy_loss(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import audits.runner
+
+    real = audits.runner.run_audit
+    laws = iter([{"epsilon": 0.625, "delta": 0.00390625, "gaussian_mu": 0.5, "renyi": None,
+                  "method": "two Gaussian laws", "assumptions": []}, None])
+
+    def with_exact_loss(spec, **kwargs):
+        result = real(spec, **kwargs)
+        result.report["exact_privacy_loss"] = next(laws)
+        return result
+
+    monkeypatch.setattr(audits.runner, "run_audit", with_exact_loss)
+    settings = TightnessSettings(algorithms=("pnsgd",), sizes=(200, 201), seeds=1, factors=(1.0,))
+    gaussian, other = tightness_benchmark(settings)["rows"]
+    assert gaussian["exact"]["epsilon"] == 0.625 and gaussian["exact"]["delta"] == 0.00390625
+    assert gaussian["exact"]["method"] == "two Gaussian laws"
+    assert other["exact"]["epsilon"] is None and "not computable" in other["exact"]["note"]
