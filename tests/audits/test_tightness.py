@@ -196,3 +196,4 @@ def test_the_exact_column_reads_the_reports_exact_privacy_loss(
     assert gaussian["exact"]["epsilon"] == 0.625 and gaussian["exact"]["delta"] == 0.00390625
     assert gaussian["exact"]["method"] == "two Gaussian laws"
     assert other["exact"]["epsilon"] is None and "not computable" in other["exact"]["note"]
+    assert gaussian["factors"][0]["exact"] == gaussian["exact"]
