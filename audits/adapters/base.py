@@ -73,6 +73,8 @@ class AdapterBase:
     bench_reproduction: str | None = None
     noise_scale_field: str | None = None
     scaled_noise: str = ""
+    worst_case_forget: str | None = None
+    extra_attacks: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -59,8 +59,11 @@ class AlgorithmAdapter(Protocol):
     Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
     generic batched-vs-loop benchmark of the demo's mechanism), ``bench_bound``,
-    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked),
-    and the noise-scale hook of ``unlearn bench tightness``: ``noise_scale_field`` names the
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
+    ``worst_case_forget`` states what ``[request] forget = "worst-case"`` plants within the
+    paper's assumptions (None: the adapter cannot honour it and such a spec is refused);
+    ``extra_attacks`` the attacks beyond ``loss`` and ``projection`` its mechanism gives.
+    The noise-scale hook of ``unlearn bench tightness``: ``noise_scale_field`` names the
     hyper-parameter that multiplies every noise draw of the mechanism without changing its
     certificate (None: the adapter has none), ``scaled_noise`` says in words which noises that
     is, and ``with_noise_reduced`` returns a spec whose mechanism draws its noise divided by a
@@ -77,6 +80,8 @@ class AlgorithmAdapter(Protocol):
     bench_reproduction: str | None
     noise_scale_field: str | None
     scaled_noise: str
+    worst_case_forget: str | None
+    extra_attacks: tuple[str, ...]
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
         """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
