@@ -29,12 +29,15 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, hessian, jvp, vmap
 
+from empirical.trials import chunk_size_for
+
 __all__ = [
     "broadcast_rows",
     "FunctionalClassifier",
     "LinearModel",
     "LogisticRegression",
     "QuadraticLoss",
+    "StackedNetwork",
     "TinyCNN",
     "TinyMLP",
     "TrialModel",
@@ -48,6 +51,10 @@ __all__ = [
 
 # Largest [N, E, P] temporary built by the blocked products below (elements).
 _BLOCK_ELEMENTS = 1 << 22
+# Bytes of one parameter set's temporaries per block of examples in a stacked network's
+# gradient. The examples are cut into blocks by this alone, never by the number of sets, so
+# each set's sums run in the same order in a batched call and alone.
+_EXAMPLE_BLOCK_BYTES = 64 * 2**20
 # Vector width in elements of the widest CPU kernels (2 x AVX-512 registers of float32) and
 # PyTorch's intra-op grain size; see elementwise_per_trial.
 _SIMD_BLOCK = 32
@@ -462,11 +469,95 @@ class TinyMLP(nn.Module):
         return self.output(torch.relu(self.hidden(x.flatten(1))))
 
 
+@runtime_checkable
+class StackedNetwork(Protocol):
+    """A module that also runs B parameter sets at once on shared examples, by explicit
+    batched matrix products instead of ``vmap`` over its layers (what
+    :class:`FunctionalClassifier` uses when its module offers it).
+
+    ``weights`` maps each parameter name to a [B, *shape] tensor; ``inputs`` are the module's
+    own input shape, [E, *input].
+    """
+
+    def stacked_logits(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor
+                       ) -> torch.Tensor:
+        """Logits of every parameter set on every example: [B, E, classes]."""
+        ...
+
+    def stacked_loss_gradient(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor,
+                              classes: torch.Tensor, *, count: int) -> dict[str, torch.Tensor]:
+        """Gradient of sum_i cross-entropy_i / ``count`` over these examples, per parameter
+        set: the [B, *shape] tensors of ``weights``'s names."""
+        ...
+
+    def bytes_per_example(self, input_shape: tuple[int, ...], element_size: int) -> int:
+        """Bytes of the temporaries one parameter set needs per example in a gradient."""
+        ...
+
+
+def _shifted_windows(values: torch.Tensor) -> torch.Tensor:
+    """[..., H, W, C] channels-last -> [..., H, W, 9, C]: the 3x3 window around each pixel
+    (zero padding 1), in (row, column) offset order: im2col of a 3x3, padding-1 convolution."""
+    height, width = values.shape[-3], values.shape[-2]
+    padded = nn.functional.pad(values, (0, 0, 1, 1, 1, 1))
+    return torch.stack([padded[..., i:i + height, j:j + width, :]
+                        for i in range(3) for j in range(3)], dim=-2)
+
+
+def _add_windows(windows: torch.Tensor) -> torch.Tensor:
+    """Adjoint of :func:`_shifted_windows` (col2im): [..., H, W, 9, C] -> [..., H, W, C],
+    each window's entries added back onto the pixels they came from, in a fixed order."""
+    height, width, channels = windows.shape[-4], windows.shape[-3], windows.shape[-1]
+    padded = windows.new_zeros((*windows.shape[:-4], height + 2, width + 2, channels))
+    for index in range(9):
+        i, j = divmod(index, 3)
+        padded[..., i:i + height, j:j + width, :] += windows[..., index, :]
+    return padded[..., 1:height + 1, 1:width + 1, :]
+
+
+def _pool_quarters(values: torch.Tensor) -> list[torch.Tensor]:
+    """The four corners of every 2x2 block of [..., H, W, C] (odd last rows and columns
+    dropped, as ``avg_pool2d`` does)."""
+    rows, cols = 2 * (values.shape[-3] // 2), 2 * (values.shape[-2] // 2)
+    return [values[..., i:rows:2, j:cols:2, :] for i in range(2) for j in range(2)]
+
+
+def _average_pool(values: torch.Tensor) -> torch.Tensor:
+    """2x2 average pooling, stride 2, of [..., H, W, C], summed in a fixed order."""
+    a, b, c, d = _pool_quarters(values)
+    return (((a + b) + c) + d) * 0.25
+
+
+def _average_pool_adjoint(gradient: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """Gradient of :func:`_average_pool` for an input of ``shape``."""
+    out = gradient.new_zeros(shape)
+    for part in _pool_quarters(out):
+        part.copy_(gradient * 0.25)
+    return out
+
+
+def _conv_weight_rows(weight: torch.Tensor) -> torch.Tensor:
+    """[B, O, C, 3, 3] -> [B, O, 9 C] in the (row, column, channel) order of the windows."""
+    return weight.permute(0, 1, 3, 4, 2).reshape(weight.shape[0], weight.shape[1], -1)
+
+
+def _conv_weight_gradient(rows: torch.Tensor, channels: int) -> torch.Tensor:
+    """Inverse of :func:`_conv_weight_rows`: [B, O, 9 C] -> [B, O, C, 3, 3]."""
+    batch, out = rows.shape[:2]
+    return rows.reshape(batch, out, 3, 3, channels).permute(0, 1, 4, 2, 3)
+
+
 class TinyCNN(nn.Module):
     """Seed 004's CIFAR-10 net: two 3x3 conv blocks (32, 64 channels, ReLU, 2x2 average
     pooling), global average pooling, Dense(classes).
 
     With 3 input channels and 10 classes it has 20,042 parameters (the paper's "20,000").
+
+    It is also a :class:`StackedNetwork`: B parameter sets run on shared examples through
+    batched matrix products (im2col in channels-last layout, ``torch.bmm``) with the gradient
+    written out by hand, so every set's products have the same shapes whatever B is; on CPU
+    a set's bits then do not depend on how many sets share the call. ``vmap`` over
+    ``conv2d`` instead ran grouped convolutions that were no faster than one set at a time.
     """
 
     def __init__(self, in_channels: int = 3, *, num_classes: int = 2) -> None:
@@ -486,6 +577,87 @@ class TinyCNN(nn.Module):
         x = nn.functional.avg_pool2d(torch.relu(self.conv2(x)), 2)
         return self.output(x.mean(dim=(2, 3)))
 
+    def bytes_per_example(self, input_shape: tuple[int, ...], element_size: int) -> int:
+        """Bytes of the largest temporaries of :meth:`stacked_loss_gradient` per example."""
+        channels, height, width = input_shape
+        full, half = height * width, (height // 2) * (width // 2)
+        elements = (full * (3 * 32 + 9 * channels) + half * (3 * 32 + 2 * 9 * 32 + 3 * 64)
+                    + 4 * 64)
+        return elements * element_size
+
+    def _stacked_forward(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor
+                         ) -> dict[str, torch.Tensor]:
+        """The forward pass of B parameter sets, keeping what the gradient needs."""
+        batch = weights["conv1.weight"].shape[0]
+        images = inputs.permute(0, 2, 3, 1)  # channels last
+        examples, height, width, channels = images.shape
+        # The first layer's windows are the same for every set: built once, read by all.
+        windows1 = _shifted_windows(images).reshape(1, examples * height * width, 9 * channels)
+        rows1 = _conv_weight_rows(weights["conv1.weight"])
+        z1 = torch.bmm(windows1.expand(batch, -1, -1), rows1.transpose(1, 2))
+        z1 = (z1 + weights["conv1.bias"][:, None, :]).reshape(batch, examples, height, width, -1)
+        pooled1 = _average_pool(torch.relu(z1))
+        rows2 = _conv_weight_rows(weights["conv2.weight"])
+        windows2 = _shifted_windows(pooled1)
+        half_h, half_w = windows2.shape[2], windows2.shape[3]
+        windows2 = windows2.reshape(batch, examples * half_h * half_w, -1)
+        z2 = torch.bmm(windows2, rows2.transpose(1, 2)) + weights["conv2.bias"][:, None, :]
+        z2 = z2.reshape(batch, examples, half_h, half_w, -1)
+        pooled2 = _average_pool(torch.relu(z2))
+        positions = pooled2.shape[2] * pooled2.shape[3]
+        total = pooled2[:, :, 0, 0, :]
+        for index in range(1, positions):  # a fixed order of summation
+            total = total + pooled2[:, :, index // pooled2.shape[3], index % pooled2.shape[3], :]
+        features = total / positions
+        logits = (torch.bmm(features, weights["output.weight"].transpose(1, 2))
+                  + weights["output.bias"][:, None, :])
+        return {"windows1": windows1, "z1": z1, "pooled1": pooled1, "windows2": windows2,
+                "z2": z2, "features": features, "logits": logits, "rows1": rows1,
+                "rows2": rows2, "positions": torch.tensor(positions)}
+
+    def stacked_logits(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor
+                       ) -> torch.Tensor:
+        """Logits of every parameter set on every example: [B, E, classes]."""
+        return self._stacked_forward(weights, inputs)["logits"]
+
+    def stacked_loss_gradient(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor,
+                              classes: torch.Tensor, *, count: int) -> dict[str, torch.Tensor]:
+        """Gradient of sum_i cross-entropy_i / ``count``, per parameter set, by the chain rule
+        written out (softmax - one-hot, then each layer's adjoint)."""
+        f = self._stacked_forward(weights, inputs)
+        batch, examples = f["logits"].shape[:2]
+        logits = f["logits"]
+        shifted = logits - logits.max(dim=-1, keepdim=True).values
+        exps = elementwise_per_trial(torch.exp, shifted.reshape(batch, -1)).reshape(shifted.shape)
+        probabilities = exps / exps.sum(dim=-1, keepdim=True)
+        one_hot = nn.functional.one_hot(classes, logits.shape[-1]).to(logits.dtype)
+        d_logits = (probabilities - one_hot[None]) / count
+        ones = logits.new_ones((batch, 1, examples))
+        out = {"output.weight": torch.bmm(d_logits.transpose(1, 2), f["features"]),
+               "output.bias": torch.bmm(ones, d_logits)[:, 0]}
+        d_features = torch.bmm(d_logits, weights["output.weight"])
+        d_pooled2 = (d_features / int(f["positions"]))[:, :, None, None, :]
+        z2 = f["z2"]
+        d_pooled2 = d_pooled2.expand(-1, -1, z2.shape[2] // 2, z2.shape[3] // 2, -1)
+        d_z2 = _average_pool_adjoint(d_pooled2, z2.shape) * (z2 > 0)
+        d_z2 = d_z2.reshape(batch, -1, z2.shape[-1])
+        ones2 = logits.new_ones((batch, 1, d_z2.shape[1]))
+        out["conv2.weight"] = _conv_weight_gradient(
+            torch.bmm(d_z2.transpose(1, 2), f["windows2"]), f["z1"].shape[-1])
+        out["conv2.bias"] = torch.bmm(ones2, d_z2)[:, 0]
+        pooled1 = f["pooled1"]
+        d_windows2 = torch.bmm(d_z2, f["rows2"]).reshape(*pooled1.shape[:4], 9, -1)
+        d_pooled1 = _add_windows(d_windows2)
+        z1 = f["z1"]
+        d_z1 = (_average_pool_adjoint(d_pooled1, z1.shape) * (z1 > 0)).reshape(batch, -1,
+                                                                               z1.shape[-1])
+        ones1 = logits.new_ones((batch, 1, d_z1.shape[1]))
+        out["conv1.weight"] = _conv_weight_gradient(
+            torch.bmm(d_z1.transpose(1, 2), f["windows1"].expand(batch, -1, -1)),
+            inputs.shape[1])
+        out["conv1.bias"] = torch.bmm(ones1, d_z1)[:, 0]
+        return out
+
 
 def _labels_to_classes(labels: torch.Tensor) -> torch.Tensor:
     # +1 is the first class of the pair (index 0), -1 the second (index 1).
@@ -497,7 +669,9 @@ class FunctionalClassifier:
 
     Records are stored flat ([.., prod(input_shape)]) and reshaped to ``input_shape`` (e.g.
     (3, 32, 32) for the CNN). The data loss is the cross-entropy of seed 004; per-example
-    gradients come from ``vmap(grad(.))`` over examples, then over trials.
+    gradients come from ``vmap(grad(.))`` over examples, then over trials. A module that is a
+    :class:`StackedNetwork` (the CNN) computes logits and mean-loss gradients of shared
+    examples through its own batched products instead.
     """
 
     def __init__(self, module: nn.Module, *, input_shape: tuple[int, ...], name: str) -> None:
@@ -531,6 +705,12 @@ class FunctionalClassifier:
         self._per_trial_hvps = vmap(hvp_one, in_dims=(0, 0, 0, 0, 0))
         self._shared_logits = vmap(self._logits_one, in_dims=(0, None))
 
+        def mean_loss(flat: torch.Tensor, x: torch.Tensor, classes: torch.Tensor) -> torch.Tensor:
+            return nn.functional.cross_entropy(self._logits_one(flat, x), classes)
+
+        self._mean_loss_gradient = vmap(grad(mean_loss), in_dims=(0, None, None))
+        self._stacked = module if isinstance(module, StackedNetwork) else None
+
     @property
     def num_params(self) -> int:
         """P, the number of the network's parameters."""
@@ -557,6 +737,53 @@ class FunctionalClassifier:
             key: piece.reshape(shape)
             for key, piece, shape in zip(self._names, pieces, self._shapes, strict=True)
         }
+
+    def unflatten_stacked(self, params: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The named parameter tensors of B flat parameter sets [B, P], each [B, *shape]."""
+        pieces = torch.split(params, self._sizes, dim=1)
+        return {
+            key: piece.reshape(params.shape[0], *shape)
+            for key, piece, shape in zip(self._names, pieces, self._shapes, strict=True)
+        }
+
+    def _blocks(self, network: StackedNetwork, params: torch.Tensor, examples: int
+                ) -> tuple[int, int]:
+        """(sets, examples) per call of the stacked network: the example block is fixed by
+        the network and input shape alone; the sets per call fill the device's budget."""
+        per_example = network.bytes_per_example(self.input_shape, params.element_size())
+        block = max(1, min(examples, _EXAMPLE_BLOCK_BYTES // max(1, per_example)))
+        sets = chunk_size_for(n_trials=params.shape[0], bytes_per_trial=block * per_example,
+                              device=params.device)
+        return sets, block
+
+    def mean_loss_gradient(self, params: torch.Tensor, features: torch.Tensor,
+                           classes: torch.Tensor) -> torch.Tensor:
+        """Gradient of the mean cross-entropy over shared examples, per parameter set:
+        [N, P], [E, ...], class indices [E] -> [N, P].
+
+        A :class:`StackedNetwork` module runs the sets through its batched products, in
+        blocks of sets (the device's memory budget) and of examples (summed in order);
+        other modules go through ``vmap(grad(.))``.
+        """
+        network = self._stacked
+        if network is None:
+            return self._mean_loss_gradient(params, features, classes)
+        count = features.shape[0]
+        images = features.reshape((count, *self.input_shape))
+        sets, block = self._blocks(network, params, count)
+        parts = []
+        for first in range(0, params.shape[0], sets):
+            weights = self.unflatten_stacked(params[first:first + sets])
+            total = None
+            for start in range(0, count, block):
+                pieces = network.stacked_loss_gradient(
+                    weights, images[start:start + block], classes[start:start + block],
+                    count=count)
+                flat = torch.cat([pieces[key].reshape(pieces[key].shape[0], -1)
+                                  for key in self._names], dim=1)
+                total = flat if total is None else total + flat
+            parts.append(total)
+        return torch.cat(parts) if len(parts) > 1 else parts[0]
 
     def _logits_one(self, flat: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         inputs = x.reshape((x.shape[0], *self.input_shape))
@@ -593,7 +820,18 @@ class FunctionalClassifier:
 
     def logits(self, params: torch.Tensor, features: torch.Tensor) -> torch.Tensor:
         """Logits of every trial on shared examples: [N, P], [E, ...] -> [N, E, classes]."""
-        return self._shared_logits(params, features)
+        network = self._stacked
+        count = features.shape[0]
+        if network is None or count == 0:
+            return self._shared_logits(params, features)
+        images = features.reshape((count, *self.input_shape))
+        sets, block = self._blocks(network, params, count)
+        rows = []
+        for first in range(0, params.shape[0], sets):
+            weights = self.unflatten_stacked(params[first:first + sets])
+            rows.append(torch.cat([network.stacked_logits(weights, images[s:s + block])
+                                   for s in range(0, count, block)], dim=1))
+        return torch.cat(rows) if len(rows) > 1 else rows[0]
 
     def losses(
         self, params: torch.Tensor, features: torch.Tensor, labels: torch.Tensor
