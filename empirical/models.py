@@ -536,6 +536,31 @@ def _average_pool_adjoint(gradient: torch.Tensor, shape: torch.Size) -> torch.Te
     return out
 
 
+def _aligned_matrix(matrix: torch.Tensor) -> torch.Tensor:
+    """``matrix`` itself when it is contiguous, or the transpose of a contiguous matrix, and
+    starts on a ``_ROW_ALIGNMENT`` boundary; else a copy in that same layout (CPU allocations
+    are aligned), so that BLAS sees the same layout either way."""
+    if matrix.t().is_contiguous() and not matrix.is_contiguous():
+        return _aligned_matrix(matrix.t()).t()
+    if matrix.is_contiguous() and matrix.data_ptr() % _ROW_ALIGNMENT == 0:
+        return matrix
+    return matrix.clone(memory_format=torch.contiguous_format)
+
+
+def _set_products(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
+    """[B, M, K] x [B, K, N] -> [B, M, N]: one matrix product per parameter set.
+
+    On CPU each set's product is one ``torch.mm`` on operands whose storage starts on a
+    64-byte boundary: MKL's batched products, and its products on operands at other offsets,
+    gave a set bits that depended on how many sets shared the call for some shapes (e.g.
+    32 x 396 x 27). On other devices one ``torch.bmm``.
+    """
+    if left.device.type != "cpu":
+        return torch.bmm(left, right)
+    return torch.stack([torch.mm(_aligned_matrix(one), _aligned_matrix(other))
+                        for one, other in zip(left, right, strict=True)])
+
+
 def _conv_weight_rows(weight: torch.Tensor) -> torch.Tensor:
     """[B, O, C, 3, 3] -> [B, O, 9 C] in the (row, column, channel) order of the windows."""
     return weight.permute(0, 1, 3, 4, 2).reshape(weight.shape[0], weight.shape[1], -1)
@@ -594,14 +619,14 @@ class TinyCNN(nn.Module):
         # The first layer's windows are the same for every set: built once, read by all.
         windows1 = _shifted_windows(images).reshape(1, examples * height * width, 9 * channels)
         rows1 = _conv_weight_rows(weights["conv1.weight"])
-        z1 = torch.bmm(windows1.expand(batch, -1, -1), rows1.transpose(1, 2))
+        z1 = _set_products(windows1.expand(batch, -1, -1), rows1.transpose(1, 2))
         z1 = (z1 + weights["conv1.bias"][:, None, :]).reshape(batch, examples, height, width, -1)
         pooled1 = _average_pool(torch.relu(z1))
         rows2 = _conv_weight_rows(weights["conv2.weight"])
         windows2 = _shifted_windows(pooled1)
         half_h, half_w = windows2.shape[2], windows2.shape[3]
         windows2 = windows2.reshape(batch, examples * half_h * half_w, -1)
-        z2 = torch.bmm(windows2, rows2.transpose(1, 2)) + weights["conv2.bias"][:, None, :]
+        z2 = _set_products(windows2, rows2.transpose(1, 2)) + weights["conv2.bias"][:, None, :]
         z2 = z2.reshape(batch, examples, half_h, half_w, -1)
         pooled2 = _average_pool(torch.relu(z2))
         positions = pooled2.shape[2] * pooled2.shape[3]
@@ -609,7 +634,7 @@ class TinyCNN(nn.Module):
         for index in range(1, positions):  # a fixed order of summation
             total = total + pooled2[:, :, index // pooled2.shape[3], index % pooled2.shape[3], :]
         features = total / positions
-        logits = (torch.bmm(features, weights["output.weight"].transpose(1, 2))
+        logits = (_set_products(features, weights["output.weight"].transpose(1, 2))
                   + weights["output.bias"][:, None, :])
         return {"windows1": windows1, "z1": z1, "pooled1": pooled1, "windows2": windows2,
                 "z2": z2, "features": features, "logits": logits, "rows1": rows1,
@@ -633,9 +658,9 @@ class TinyCNN(nn.Module):
         one_hot = nn.functional.one_hot(classes, logits.shape[-1]).to(logits.dtype)
         d_logits = (probabilities - one_hot[None]) / count
         ones = logits.new_ones((batch, 1, examples))
-        out = {"output.weight": torch.bmm(d_logits.transpose(1, 2), f["features"]),
-               "output.bias": torch.bmm(ones, d_logits)[:, 0]}
-        d_features = torch.bmm(d_logits, weights["output.weight"])
+        out = {"output.weight": _set_products(d_logits.transpose(1, 2), f["features"]),
+               "output.bias": _set_products(ones, d_logits)[:, 0]}
+        d_features = _set_products(d_logits, weights["output.weight"])
         d_pooled2 = (d_features / int(f["positions"]))[:, :, None, None, :]
         z2 = f["z2"]
         d_pooled2 = d_pooled2.expand(-1, -1, z2.shape[2] // 2, z2.shape[3] // 2, -1)
@@ -643,19 +668,19 @@ class TinyCNN(nn.Module):
         d_z2 = d_z2.reshape(batch, -1, z2.shape[-1])
         ones2 = logits.new_ones((batch, 1, d_z2.shape[1]))
         out["conv2.weight"] = _conv_weight_gradient(
-            torch.bmm(d_z2.transpose(1, 2), f["windows2"]), f["z1"].shape[-1])
-        out["conv2.bias"] = torch.bmm(ones2, d_z2)[:, 0]
+            _set_products(d_z2.transpose(1, 2), f["windows2"]), f["z1"].shape[-1])
+        out["conv2.bias"] = _set_products(ones2, d_z2)[:, 0]
         pooled1 = f["pooled1"]
-        d_windows2 = torch.bmm(d_z2, f["rows2"]).reshape(*pooled1.shape[:4], 9, -1)
+        d_windows2 = _set_products(d_z2, f["rows2"]).reshape(*pooled1.shape[:4], 9, -1)
         d_pooled1 = _add_windows(d_windows2)
         z1 = f["z1"]
         d_z1 = (_average_pool_adjoint(d_pooled1, z1.shape) * (z1 > 0)).reshape(batch, -1,
                                                                                z1.shape[-1])
         ones1 = logits.new_ones((batch, 1, d_z1.shape[1]))
         out["conv1.weight"] = _conv_weight_gradient(
-            torch.bmm(d_z1.transpose(1, 2), f["windows1"].expand(batch, -1, -1)),
+            _set_products(d_z1.transpose(1, 2), f["windows1"].expand(batch, -1, -1)),
             inputs.shape[1])
-        out["conv1.bias"] = torch.bmm(ones1, d_z1)[:, 0]
+        out["conv1.bias"] = _set_products(ones1, d_z1)[:, 0]
         return out
 
 
