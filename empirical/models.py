@@ -5,7 +5,9 @@
 * :class:`QuadraticLoss`: f(x; a) = (m/2) ||x - a||^2, whose noisy-SGD iterates are exactly
   Gaussian (ground truth of catalog section 3.3).
 * :class:`TinyMLP`, :class:`TinyCNN`: the small networks of seed 004 (App. B), driven through
-  :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad).
+  :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad); the CNN's
+  logits and mean-loss gradients on shared examples go through its own batched im2col
+  products instead (:class:`StackedNetwork`).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
 products with records shared by all trials (:func:`broadcast_rows`) as one BLAS vector
@@ -14,7 +16,8 @@ not depend on how many trials share the call (one matrix product over all trials
 picks kernels by shape), and with per-trial records (gathered mini-batches) as
 multiply-and-sum along an axis; they apply exp/log through :func:`elementwise_per_trial`; together these keep
 batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
-``torch.func`` and agree to rounding.
+``torch.func`` and agree to rounding; the CNN's batched products are bit-identical on CPU too
+(one aligned matrix product per parameter set).
 """
 
 from __future__ import annotations

@@ -69,9 +69,11 @@ class KoloskovaMechanism(SpecMechanism):
         return _task(self.spec_json, self.model, self.device, self.dtype)
 
     def fingerprint(self) -> str:
-        """Key of the chunk store (config, model, forget rows, device, dtype)."""
-        return repr((dataclasses.astuple(self.config), self.model, self.forget, self.device,
-                     self.dtype))
+        """Key of the chunk store (config, model, forget rows, device, dtype; for the CNN also
+        the batched products its numbers come from, which round differently from conv2d)."""
+        parts = (dataclasses.astuple(self.config), self.model, self.forget, self.device,
+                 self.dtype)
+        return repr((*parts, "stacked products") if self.model == "cnn" else parts)
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
