@@ -180,11 +180,12 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         mechanism.run(seed=0, first_trial=0, n_trials=1)
         progress.line(f"trained and warmed up in {time.perf_counter() - start:.0f} s")
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        batched, batched_seconds = _timed_chunks(mechanism.run, n_trials=n_trials,
-                                                 what="batched")
+        batched, batched_seconds, batched_cpu = _timed_chunks(mechanism.run, n_trials=n_trials,
+                                                              what="batched")
         peak_growth = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
-        looped, loop_seconds = _timed_chunks(functools.partial(mechanism.run, mode="loop"),
-                                             n_trials=looped_n, what="one at a time")
+        looped, loop_seconds, loop_cpu = _timed_chunks(
+            functools.partial(mechanism.run, mode="loop"), n_trials=looped_n,
+            what="one at a time")
     # The rates count models (two per trial: unlearned and certifying); A(D) and A(D_r) were
     # trained before either timing.
     batched_rate = 2 * n_trials / batched_seconds
@@ -199,6 +200,10 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         "batched_models_per_s": batched_rate, "loop_trials_timed": looped_n,
         "loop_seconds": loop_seconds, "loop_models_per_s": loop_rate,
         "speedup": batched_rate / loop_rate,
+        # CPU seconds of this process: on a shared machine the wall time also counts the
+        # time other processes held the cores
+        "batched_cpu_seconds": batched_cpu, "loop_cpu_seconds": loop_cpu,
+        "cpu_speedup": (loop_cpu / looped_n) / (batched_cpu / n_trials),
         "loop_matches_batched": bool(np.array_equal(batched.unlearned_params[:looped_n],
                                                     looped.unlearned_params)),
         "peak_rss_growth_mib_per_model": peak_growth / 1024 / (2 * n_trials),
@@ -212,16 +217,19 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
     }
 
 
-def _timed_chunks(run: Callable[..., Any], *, n_trials: int, what: str) -> tuple[Any, float]:
+def _timed_chunks(run: Callable[..., Any], *, n_trials: int, what: str
+                  ) -> tuple[Any, float, float]:
     """``run`` over trials 0 .. n_trials - 1 (a trial depends only on its seed and index) in
     calls that start at one trial and grow to about ``PROGRESS_SECONDS`` each, with a progress
-    line after each call; the joined result and the seconds spent in the calls."""
-    parts, elapsed, first, chunk = [], 0.0, 0, 1
+    line after each call; the joined result, the wall seconds and the process CPU seconds
+    spent in the calls."""
+    parts, elapsed, cpu, first, chunk = [], 0.0, 0.0, 0, 1
     while first < n_trials:
         size = min(chunk, n_trials - first)
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         parts.append(run(seed=0, first_trial=first, n_trials=size))
         seconds = time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
         elapsed += seconds
         first += size
         # the next call sized to take about PROGRESS_SECONDS at this call's rate, never smaller
@@ -230,4 +238,4 @@ def _timed_chunks(run: Callable[..., Any], *, n_trials: int, what: str) -> tuple
                       f"{elapsed:.0f} s, {2 * first / elapsed:.3g} models/s")
     joined = type(parts[0])(**{field.name: np.concatenate([getattr(p, field.name) for p in parts])
                                for field in dataclasses.fields(parts[0])})
-    return joined, elapsed
+    return joined, elapsed, cpu

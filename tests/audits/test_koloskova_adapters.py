@@ -211,6 +211,7 @@ def test_network_bench_prints_progress_lines_on_stderr_under_json(capsys):
     captured = capsys.readouterr()
     res = json.loads(captured.out)  # stdout stays one JSON object
     assert res["n_trials"] == 4 and res["loop_matches_batched"] is True
+    assert 0 < res["batched_cpu_seconds"] and 0 < res["loop_cpu_seconds"]
     lines = captured.err.splitlines()
     assert lines[0] == ("bench trials: head on digits: training A(D) and A(D_r) once, then one "
                         "warm-up trial")
