@@ -65,6 +65,8 @@ ATTACKS: dict[str, str] = {
     "stated-direction": "final parameters projected on a direction the mechanism fixes from the "
     "data before any trial (white-box; e.g. the difference of the two runs' deterministic "
     "starts); only some algorithms give it",
+    "likelihood-ratio": "log-likelihood ratio of the final parameters under the exact Gaussian "
+    "output laws (where the algorithm's adapter knows them; see exact privacy loss)",
 }
 # How the forgotten records are chosen: the rows the request draws, or records the algorithm's
 # adapter plants there, chosen adversarially within its paper's assumptions.

@@ -35,6 +35,7 @@ must lie above it.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Mapping
@@ -46,6 +47,7 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from empirical.data import Dataset
+from empirical.gaussian_laws import GaussianLaws
 from empirical.mechanisms.common import one_cpu_thread
 from empirical.models import FunctionalClassifier, StackedNetwork, TinyCNN, TinyMLP, clip_scale
 from empirical.statistics.gdp import gaussian_delta
@@ -60,6 +62,7 @@ __all__ = [
     "WorstCaseRecord",
     "build_task",
     "exact_gaussian_delta",
+    "output_perturbation_laws",
     "gaussian_ground_truth",
     "project",
     "run_koloskova",
@@ -507,6 +510,36 @@ def worst_case_forget_record(task: NetworkTask, *, forget: tuple[int, ...] | lis
     best = ranked[0]
     return WorstCaseRecord(row=best[0], label_class=best[1], start_distance=best[2],
                            bound=2 * C0, candidates=tuple(ranked), screened=len(chosen))
+
+
+def output_perturbation_laws(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
+                             config: KoloskovaConfig) -> GaussianLaws | None:
+    """The exact laws of output perturbation (eq. 1) as :func:`run_koloskova` runs it, or None
+    where they are not Gaussian: N(Pi_C0(A(D)), (scale sigma)^2 I) and N(Pi_C0(A(D_r)), same).
+
+    A(D) and A(D_r) are deterministic descents from the shared initialisation, so the means
+    are their clipped values exactly as the mechanism computes them (one trial with the noise
+    switched off). Fine-tuning after the noise (``finetune_steps`` > 0) is a nonlinear map of a
+    Gaussian (None); so are the other two methods.
+    """
+    scale = config.noise_multiplier_scale
+    if config.method != "output-perturbation" or config.finetune_steps != 0 or scale == 0:
+        return None
+    quiet = dataclasses.replace(config, noise_multiplier_scale=0.0)
+    run = run_koloskova(task, forget=forget, config=quiet, n_trials=1, seed=0)
+    return GaussianLaws(
+        unlearned_mean=np.asarray(run.unlearned_params[0], dtype=np.float64),
+        retrained_mean=np.asarray(run.reference_params[0], dtype=np.float64),
+        variance=(scale * config.sigma) ** 2,
+        method=("output perturbation, eq. (1): Pi_C0(A(D)) and Pi_C0(A(D_r)) (deterministic "
+                "full-batch descents from the shared initialisation, computed as the mechanism "
+                f"computes them) plus N(0, sigma^2 I), sigma = {config.sigma!r} x {scale!r}"),
+        assumptions=(
+            "A(D) and A(D_r) are deterministic (shared initialisation, full-batch descent) and "
+            "no fine-tuning follows the noise (finetune_steps = 0)",
+            "the noise is added in exact arithmetic (the float rounding of x + sigma z in the "
+            "trial engine is not modelled)",
+        ))
 
 
 def run_retrain_budget(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
