@@ -192,7 +192,7 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    spec = adapter.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
     progress.phase("preparing the demo mechanism")
     mechanism = prepare_audit(spec).mechanism
     progress.phase(f"timing {n_trials} batched trials, then up to 32 one at a time")
