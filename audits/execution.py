@@ -47,7 +47,8 @@ from audits.store import (
     inspect_store,
 )
 
-__all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "run_chunks",
+__all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "release_freed_memory", "resolve_device",
+           "run_chunks",
            "toolkit_version"]
 
 PILOT, MAIN = "pilot", "audit"
