@@ -66,3 +66,12 @@ def test_auc_from_mid_ranks_is_the_mann_whitney_statistic_of_scipy_ranks():
         ranks = stats.rankdata(np.concatenate([positive, negative]))
         u_stat = ranks[:size_p].sum() - size_p * (size_p + 1) / 2
         assert roc_curve(positive, negative).auc == float(u_stat / (size_p * size_n))
+
+
+def test_the_gdp_bound_uses_the_normal_quantiles_of_scipy_stats_bit_for_bit():
+    from scipy import special
+
+    q = np.concatenate([[0.0, 1e-300, 1e-12, 0.5, 1 - 1e-12, 1.0],
+                        np.random.default_rng(5).random(2000)])
+    assert np.array_equal(-special.ndtri(q), stats.norm.isf(q))
+    assert np.array_equal(special.ndtri(q), stats.norm.ppf(q))
