@@ -31,7 +31,14 @@ from typing import Any
 
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
-from audits.execution import ChunkResults, code_version, printable, resolve_device, run_chunks
+from audits.execution import (
+    ChunkResults,
+    code_version,
+    printable,
+    release_freed_memory,
+    resolve_device,
+    run_chunks,
+)
 from audits.loader import adapter_of, load_spec
 from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
@@ -107,10 +114,12 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report.schema import validate_report
     from audits.report.write import write_report
 
+    plain = validate_report(report)
     if out_dir is None:
-        return AuditResult(validate_report(report), None)
-    paths = write_report(report, out_dir)
-    return AuditResult(validate_report(report), paths)
+        return AuditResult(plain, None)
+    # the trials' and the analysis' freed heap goes back before matplotlib draws the figures
+    release_freed_memory()
+    return AuditResult(plain, write_report(plain, out_dir))
 
 
 @contextlib.contextmanager

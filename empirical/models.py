@@ -52,8 +52,10 @@ __all__ = [
     "weighted_rows_sum",
 ]
 
-# Largest [N, E, P] temporary built by the blocked products below (elements).
-_BLOCK_ELEMENTS = 1 << 22
+# Largest [N, E, P] temporary built by the blocked products below (elements): 4 MiB in float64,
+# so that evaluating a chunk of trials adds little to its memory peak (the block only splits
+# the examples, so every product is the same whatever its size).
+_BLOCK_ELEMENTS = 1 << 19
 # Bytes of one parameter set's temporaries per block of examples in a stacked network's
 # gradient. The examples are cut into blocks by this alone, never by the number of sets, so
 # each set's sums run in the same order in a batched call and alone.
