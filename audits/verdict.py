@@ -85,6 +85,11 @@ def _epsilon_ceiling(*, n: int, name: str, delta: float, alpha_each: float, seed
     whatever the scores (zero observed errors on the trials it tests)."""
     from empirical import statistics as st
 
+    if name == "pilot-window":
+        # Each rule's two levels are at most alpha/2, on at most n trials per side.
+        return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta,
+                                          alpha=alpha_each, strategy=None,
+                                          direction=privacy_direction).epsilon
     if name == "pilot-threshold":
         tested = n - pilot_size(n)
         return st.max_certifiable_epsilon(n_positive=max(tested, 1), n_negative=max(tested, 1),
