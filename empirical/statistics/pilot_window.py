@@ -39,10 +39,12 @@ worlds' trials of one row):
    both rates, so each rule's value, and hence their maximum, is at most epsilon.
 
 The pilot only costs power, never validity: a poor normal fit (heavy tails, point masses)
-places the rules badly. With fewer than :data:`MIN_PILOT_TRIALS` trials on a side a pilot
-cannot predict anything, and the bound is instead Bonferroni over every Pareto threshold of both
-orientations (:class:`~empirical.statistics.BonferroniPareto`; its own simultaneous event,
-module docstring of :mod:`empirical.statistics`), still at the full level alpha.
+places the rules badly. When the pilot's scores have ties (a discrete score), each rule's
+threshold moves to the nearest value the pilot saw (still a function of the pilot only). With
+fewer than :data:`MIN_PILOT_TRIALS` trials on a side a pilot cannot predict anything, and the
+bound is instead Bonferroni over every Pareto threshold of both orientations
+(:class:`~empirical.statistics.BonferroniPareto`; its own simultaneous event, module docstring
+of :mod:`empirical.statistics`), still at the full level alpha.
 
 Why this is the default. One simultaneous event at level alpha covers what would otherwise be
 separate tests per orientation, and a handful of rules costs far less than a union over every
@@ -222,6 +224,11 @@ def pilot_window_epsilon_lower_bound(
             best_plan = (sign, predicted, rules)
     assert best_plan is not None
     sign, _, rules = best_plan
+    pooled = np.unique(sign * np.concatenate([pilot_pos, pilot_neg]))
+    if pooled.size < pilot_pos.size + pilot_neg.size:
+        # Tied pilot scores (a discrete score): a normal fit may put a threshold past every
+        # value the score takes, so each rule moves to the nearest value the pilot saw.
+        rules = [(float(pooled[np.argmin(np.abs(pooled - t))]), r) for t, r in rules]
 
     pos_sorted, neg_sorted = np.sort(sign * test_pos), np.sort(sign * test_neg)
     thresholds = np.array([t for t, _ in rules])

@@ -74,12 +74,13 @@ def test_demo_with_5000_trials_gives_the_same_lower_bound():
     report = run_audit(demo_spec(trials=5000)).report
     assert report["certificate"]["epsilon"] == DEMO_EPSILON
     assert report["verdict"]["status"] == "CONSISTENT"
-    # Every lower bound is 0; the reach is the default statistic's on the scores pulled apart:
-    # zero errors on the 4750 trials its 5% pilot leaves (as in the reduced demo above).
+    # The default statistic (rules placed on a 5% pilot, both orientations in one test) shows a
+    # small positive lower bound, far below the certificate; the reach is its value on the
+    # scores pulled apart: zero errors on the 4750 trials its pilot leaves.
     from empirical.statistics import epsilon_from_error_rates
     from empirical.statistics.thresholds import clopper_pearson_upper
 
-    assert report["verdict"]["max_lower_bound"] == 0.0
+    assert report["verdict"]["max_lower_bound"] == pytest.approx(0.04108670125923841, rel=1e-9)
     level = 0.05 / 4 / 6
     ceiling = epsilon_from_error_rates(fpr=float(clopper_pearson_upper(0, 4750, 0.7 * level)),
                                        fnr=float(clopper_pearson_upper(0, 4750, 0.3 * level)),
