@@ -32,7 +32,7 @@ __all__ = ["PARTS", "detection_power", "epsilon_bound_power", "estimator_coverag
            "peer_epsilon", "power_benchmark"]
 
 
-PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage")
+PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage", "peer")
 
 
 def _scores(rng: np.random.Generator, mu: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -272,12 +272,13 @@ def _full_renyi_refusal(*, n: int, d: int, order: float) -> str | None:
 
 def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | None = None,
                     detection_runs: int | None = None, coverage_runs: int | None = None,
-                    hockey_full_runs: int | None = None,
+                    hockey_full_runs: int | None = None, peer_runs: int | None = None,
                     parts: Sequence[str] = PARTS) -> dict[str, Any]:
     """All power measurements in one dict; ``quick`` uses few runs (a smoke test, not a study).
 
-    The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100
-    and 20; with ``quick``: 10, 5, 5 and 1), so that a study can be scaled to the time at hand;
+    The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100,
+    20 and 5 for the peer comparison, :func:`peer_comparison`; with ``quick``: 10, 5, 5, 1 and
+    1), so that a study can be scaled to the time at hand;
     ``parts`` picks some of ``PARTS`` (the others come back as empty lists), so that the parts
     can run as separate processes: each part's draws depend only on ``seed``, not on the others.
     """
@@ -285,10 +286,11 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
     if unknown or not parts:
         raise ValueError(f"parts must be a non-empty selection of {PARTS}, got {list(parts)!r}")
     start = time.perf_counter()
-    runs = {"epsilon": 10, "detection": 5, "coverage": 5, "hockey_full": 1} if quick else {
-        "epsilon": 200, "detection": 100, "coverage": 100, "hockey_full": 20}
+    runs = {"epsilon": 10, "detection": 5, "coverage": 5, "hockey_full": 1, "peer": 1} if quick else {
+        "epsilon": 200, "detection": 100, "coverage": 100, "hockey_full": 20, "peer": 5}
     for key, value in (("epsilon", epsilon_runs), ("detection", detection_runs),
-                       ("coverage", coverage_runs), ("hockey_full", hockey_full_runs)):
+                       ("coverage", coverage_runs), ("hockey_full", hockey_full_runs),
+                       ("peer", peer_runs)):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key}_runs must be a positive integer, got {value!r}")
@@ -299,9 +301,11 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
                                   n_bootstrap=50 if quick else 1000,
                                   n_bootstrap_hockey=50 if quick else 200,
                                   seed=seed + 2) if "coverage" in parts else []
+    peer_rows = peer_comparison(runs=runs["peer"], seed=seed + 3) if "peer" in parts else []
     return {
         "ground_truth": "scores N(mu, 1) vs N(0, 1); Gaussian mechanism, sensitivity 1",
         "epsilon_bounds": eps_rows,
+        "peer_comparison": peer_rows,
         "detection": det_rows,
         "estimator_coverage": cov_rows,
         "runs": runs,
