@@ -40,7 +40,8 @@ worlds' trials of one row):
 
 The pilot only costs power, never validity: a poor normal fit (heavy tails, point masses)
 places the rules badly. When the pilot's scores have ties (a discrete score), each rule's
-threshold moves to the nearest value the pilot saw (still a function of the pilot only). With
+threshold moves up to the least value the pilot saw at or above it (the same rule on those
+values; the largest value when none is), still a function of the pilot only. With
 fewer than :data:`MIN_PILOT_TRIALS` trials on a side a pilot cannot predict anything, and the
 bound is instead Bonferroni over every Pareto threshold of both orientations
 (:class:`~empirical.statistics.BonferroniPareto`; its own simultaneous event, module docstring
@@ -227,8 +228,12 @@ def pilot_window_epsilon_lower_bound(
     pooled = np.unique(sign * np.concatenate([pilot_pos, pilot_neg]))
     if pooled.size < pilot_pos.size + pilot_neg.size:
         # Tied pilot scores (a discrete score): a normal fit may put a threshold past every
-        # value the score takes, so each rule moves to the nearest value the pilot saw.
-        rules = [(float(pooled[np.argmin(np.abs(pooled - t))]), r) for t, r in rules]
+        # value the score takes. On the values the pilot saw, "score >= t" is "score >= v" for
+        # the least such v >= t, so each rule moves up to it (down to the largest value when
+        # none is as large).
+        index = np.minimum(np.searchsorted(pooled, [t for t, _ in rules], side="left"),
+                           pooled.size - 1)
+        rules = [(float(pooled[i]), r) for i, (_, r) in zip(index, rules, strict=True)]
 
     pos_sorted, neg_sorted = np.sort(sign * test_pos), np.sort(sign * test_neg)
     thresholds = np.array([t for t, _ in rules])
