@@ -156,9 +156,14 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
                   backend: str = "local") -> PreparedAudit:
-    """Certificate and mechanism of a spec, without running anything."""
+    """Certificate and mechanism of a spec, without running anything (with the exact privacy
+    loss where the adapter knows the exact output laws, :mod:`audits.exact_loss`)."""
+    from audits.exact_loss import attach_exact_law
+
     spec = load_spec(spec)
-    return adapter_of(spec).prepare(spec, device=resolve_device(spec.device, backend))
+    adapter = adapter_of(spec)
+    return attach_exact_law(spec, adapter,
+                            adapter.prepare(spec, device=resolve_device(spec.device, backend)))
 
 
 # ----------------------------------------------------------------------------------------------

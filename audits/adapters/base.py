@@ -51,7 +51,7 @@ class AdapterBase:
     """Every member of :class:`~audits.adapters.protocol.AlgorithmAdapter` that an adapter
     does not need to write: parsing and describing ``params_type``, the demo spec built from
     ``demo`` (a :class:`DemoSettings`), and the optional hooks' defaults (no extra plots, the
-    generic trials benchmark, no bound benchmark).
+    generic trials benchmark, no bound benchmark, no exact output laws).
 
     ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
     logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
@@ -66,6 +66,8 @@ class AdapterBase:
     bench_bound: str | None = None
     bench_point: ClassVar[Mapping[str, Any]] = {}
     bench_reproduction: str | None = None
+    worst_case_forget: str | None = None
+    extra_attacks: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -96,6 +98,10 @@ class AdapterBase:
                          model: str | None = None) -> dict[str, Any] | None:
         """``unlearn bench trials``: None here, for the generic batched-vs-loop benchmark of the
         demo spec's mechanism."""
+        return None
+
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """The exact Gaussian output laws of the mechanism as run (none known here: None)."""
         return None
 
 

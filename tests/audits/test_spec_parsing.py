@@ -42,7 +42,9 @@ BAD_FIELDS = [
     ({"dtype": "float16"}, "spec.dtype: must be one of 'float64', 'float32', got 'float16'"),
     ({"chunk_size": 0}, "spec.chunk_size: must be a positive integer, got 0"),
     ({"name": " "}, "spec.name: must be a non-empty string"),
-    ({"attacks": ["lira"]}, "spec.attacks[0]: must be one of 'loss', 'projection', got 'lira'"),
+    ({"attacks": ["lira"]},
+     "spec.attacks[0]: must be one of 'loss', 'projection', 'stated-direction', "
+     "'likelihood-ratio', got 'lira'"),
     ({"attacks": []}, "spec.attacks: must name at least one of"),
     ({"attacks": ["loss", "loss"]}, "spec.attacks: lists a name twice"),
     ({"attacks": "loss"}, "spec.attacks: must be a list of names, got 'loss'"),
