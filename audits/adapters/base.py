@@ -107,7 +107,7 @@ class AdapterBase:
 
 
 DEMO_ATTACKS = ("loss", "projection")
-DEMO_STATISTICS = ("bonferroni-pareto", "sample-split")
+DEMO_STATISTICS = ("pilot-window",)
 DEMO_ESTIMATORS = ("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl")
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
