@@ -31,7 +31,14 @@ from typing import Any
 
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
-from audits.execution import ChunkResults, code_version, printable, resolve_device, run_chunks
+from audits.execution import (
+    ChunkResults,
+    code_version,
+    printable,
+    release_freed_memory,
+    resolve_device,
+    run_chunks,
+)
 from audits.loader import adapter_of, load_spec
 from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
@@ -107,10 +114,12 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report.schema import validate_report
     from audits.report.write import write_report
 
+    plain = validate_report(report)
     if out_dir is None:
-        return AuditResult(validate_report(report), None)
-    paths = write_report(report, out_dir)
-    return AuditResult(validate_report(report), paths)
+        return AuditResult(plain, None)
+    # the trials' and the analysis' freed heap goes back before matplotlib draws the figures
+    release_freed_memory()
+    return AuditResult(plain, write_report(plain, out_dir))
 
 
 @contextlib.contextmanager
@@ -190,6 +199,7 @@ def run_audit(
     replace: bool = False,
     resume: bool = False,
     keep_statistics: bool = False,
+    extra_figures: bool = True,
 ) -> AuditResult:
     """Run a spec-driven audit; with ``out_dir``, store chunks there and write the report.
 
@@ -203,6 +213,8 @@ def run_audit(
     Rerunning with the same spec and ``out_dir`` resumes: finished chunks are read back, not
     recomputed, and the report is identical (apart from its creation time and timing).
     ``backend="ray"`` sends chunks to Ray (``ray_address`` or a local instance).
+    ``extra_figures`` False leaves out the algorithm's own figures (its adapter's
+    ``extra_plots``), which cost time and change no number of the verdict.
     """
     start = time.perf_counter()
     spec = load_spec(spec)
@@ -221,7 +233,8 @@ def run_audit(
     refusals()  # before the certificate is computed: a refused folder costs nothing
     progress_lines.phase("preparing the audit (data, model, certificate)")
     plan = spec_plan(spec, prepare_audit(spec, backend=backend), started=start,
-                     extra_plots=tuple(adapter_of(spec).extra_plots(spec)))
+                     extra_plots=tuple(adapter_of(spec).extra_plots(spec)) if extra_figures
+                     else ())
     with _writer(out_dir, check=refusals):
         # where chunks ran does not change the numbers, so it stays out of the report
         chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,
@@ -254,7 +267,7 @@ def audit_mechanism(
     confidence: float = 0.95,
     seed: int = 0,
     attacks: Sequence[str] | None = None,
-    statistics: Sequence[str] = ("bonferroni-pareto",),
+    statistics: Sequence[str] = ("pilot-window",),
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     chunk_size: int = 250,
     out_dir: str | Path | None = None,
@@ -300,7 +313,7 @@ def audit_scores(
     retrained: Mapping[str, Any],
     certificate: Certificate,
     confidence: float = 0.95,
-    statistics: Sequence[str] = ("bonferroni-pareto",),
+    statistics: Sequence[str] = ("pilot-window",),
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     unlearned_accuracy: Any = None,
     retrained_accuracy: Any = None,

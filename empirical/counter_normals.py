@@ -22,7 +22,7 @@ next ceil(m / 2) pairs for each of its rows, in order (an odd m drops each row's
 a draw of (a + b, m) begins with the draw of (a, m), whatever follows. Magnitudes are at most
 sqrt(106 ln 2) ~ 8.57 (a tail mass of about 1e-17 is cut off); values are computed in float64
 and rounded once to the trials' dtype, and the transcendental functions go through
-:func:`~empirical.models.elementwise_per_trial` on whole SIMD blocks (the words of a few pairs
+:func:`~empirical.elementwise.elementwise_per_trial` on whole SIMD blocks (the words of a few pairs
 past the draw are computed and discarded), so a trial's bits do not depend on the rows beside
 it.
 
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from empirical.models import SIMD_BLOCK, elementwise_per_trial
+from empirical.elementwise import SIMD_BLOCK, elementwise_per_trial
 from empirical.seeding import hash_seed
 
 __all__ = ["GOLDEN_GAMMA", "MIX_MULTIPLIERS", "counter_normals", "mix64", "stream_key",

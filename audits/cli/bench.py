@@ -18,8 +18,8 @@ from audits import progress
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
-__all__ = ["ALL_ALGORITHMS", "add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark",
-           "trials_table"]
+__all__ = ["ALL_ALGORITHMS", "add_power_command", "add_tightness_command", "bounds_benchmark",
+           "power_summary", "trials_benchmark", "trials_table"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -192,7 +192,7 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    spec = adapter.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
     progress.phase("preparing the demo mechanism")
     mechanism = prepare_audit(spec).mechanism
     progress.phase(f"timing {n_trials} batched trials, then up to 32 one at a time")
@@ -234,14 +234,37 @@ def power_summary(res: dict[str, Any]) -> str:
              + (" (--quick: few runs, a smoke test)" if res["quick"] else ""),
              "", "(epsilon, delta) lower bounds, N per side "
              f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
-             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'limit/exact':>11} "
-             f"{'pilot/exact':>11} {'pilot/limit':>11} {'current/limit':>13} {'pilot misses':>12}"]
+             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'default/limit':>13} "
+             f"{'peer/limit':>10} {'default/peer':>12} {'pilot/limit':>11} {'current/limit':>13} "
+             f"{'default misses':>14}"]
     for row in res["epsilon_bounds"]:
-        pilot, current = row["pilot"], row["current"]
+        default, pilot, current = row["default"], row["pilot"], row["current"]
+        peer = row.get("peer")
+        peer_cols = (f"{peer['mean_over_limit']:>10.3f} {default['mean'] / peer['mean']:>12.3f}"
+                     if peer and peer["mean"] > 0 else f"{'-':>10} {'-':>12}")
         lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
-                     f"{row['limit']:>7.3f} {row['limit_over_exact']:>11.3f} "
-                     f"{pilot['mean_over_exact']:>11.3f} {pilot['mean_over_limit']:>11.3f} "
-                     f"{current['mean_over_limit']:>13.3f} {pilot['coverage_failure_rate']:>12.3f}")
+                     f"{row['limit']:>7.3f} {default['mean_over_limit']:>13.3f} {peer_cols} "
+                     f"{pilot['mean_over_limit']:>11.3f} {current['mean_over_limit']:>13.3f} "
+                     f"{default['coverage_failure_rate']:>14.3f}")
+    lines += ["  default: the audits' default statistic (pilot-window); peer: jax-privacy 2.0's "
+              "Clopper-Pearson auditor (one_sided=False, Bonferroni); pilot: pilot-threshold; "
+              "current: bonferroni-pareto, one orientation"]
+    if "peer" in res.get("parts", []):
+        rows = res.get("peer_comparison") or []
+        lines += ["", "default statistic vs jax-privacy on identical scores (mean over runs per "
+                  "case" + (f", {rows[0]['runs']} runs, N per side {rows[0]['n_per_side']}):"
+                            if rows else "): jax-privacy is not installed")]
+        if rows:
+            lines.append(f"  {'mu':>6} {'delta':>7} {'default':>8} {'peer':>8} {'ratio':>6} "
+                         f"{'worst draw':>10} {'default/limit':>13}")
+            for row in rows:
+                lines.append(f"  {row['mu']:>6.3f} {row['delta']:>7.0e} {row['default_mean']:>8.3f} "
+                             f"{row['peer_mean']:>8.3f} {row['ratio_of_means']:>6.3f} "
+                             f"{min(row['single_draw_ratios']):>10.3f} "
+                             f"{row['default_mean_over_limit']:>13.3f}")
+            ratios = [row["ratio_of_means"] for row in rows]
+            lines.append(f"  cases with default >= peer: {sum(r >= 1 for r in ratios)} of "
+                         f"{len(ratios)}; worst ratio {min(ratios):.3f}")
     lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
               "noise: the false-violation rate):",
               f"  {'factor':>6} {'N':>6} {'runs':>5} {'renyi':>6} {'pilot (e,d)':>11} "
@@ -271,7 +294,7 @@ def _cmd_bench_power(args: Any) -> None:
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
-                          hockey_full_runs=args.hockey_full_runs,
+                          hockey_full_runs=args.hockey_full_runs, peer_runs=args.peer_runs,
                           parts=tuple(args.parts.split(",")))
     emit(res, args.json, power_summary(res))
 
@@ -281,15 +304,67 @@ def add_power_command(bench_subparsers: Any) -> None:
     p = bench_subparsers.add_parser(
         "power", help="audit power on the Gaussian ground truth: bounds, detection, coverage",
         description="Side by side on the Gaussian mechanism: epsilon lower bound / exact and / "
-                    "limit per delta, violation-detection rate per noise shortfall factor for "
+                    "limit per delta (the default statistic beside jax-privacy's auditor), "
+                    "violation-detection rate per noise shortfall factor for "
                     "each test, the false-violation rate, and interval coverage per estimator.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quick", action="store_true", help="few runs (a smoke test, ~30 s)")
     p.add_argument("--seed", type=int, default=0, help="master seed")
     for part, default in (("epsilon", 200), ("detection", 100), ("coverage", 100),
-                          ("hockey-full", 20)):
+                          ("hockey-full", 20), ("peer", 5)):
         p.add_argument(f"--{part}-runs", type=int, default=None, metavar="N",
                        help=f"runs of the {part} part (default {default}; fewer with --quick)")
-    p.add_argument("--parts", default="epsilon,detection,coverage", metavar="LIST",
-                   help="comma-separated parts to run (epsilon, detection, coverage; default all)")
+    p.add_argument("--parts", default="epsilon,detection,coverage,peer", metavar="LIST",
+                   help="comma-separated parts to run (epsilon, detection, coverage, peer: the "
+                        "default statistic against jax-privacy on 40 Gaussian cases; default all)")
     p.set_defaults(func=_cmd_bench_power)
+
+
+# ----------------------------------------------------------------------------------------------
+# unlearn bench tightness: how loose each certificate is in practice (audits.tightness).
+
+
+def _cmd_bench_tightness(args: Any) -> None:
+    from audits.cli.common import emit
+    from audits.tightness import settings_from_options, tightness_benchmark, tightness_table
+
+    settings = settings_from_options(algorithm=args.algorithm, n=args.n, seeds=args.seeds,
+                                     factors=args.factors, required=args.required,
+                                     early_stop=not args.all_seeds)
+    # Progress goes to stderr under --json too (the command runs for minutes to hours).
+    with progress.reporting("bench tightness", enabled=not args.quiet):
+        res = tightness_benchmark(settings, progress=progress.line)
+    emit(res, args.json, tightness_table(res))
+
+
+def add_tightness_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench tightness`` under the ``bench`` subcommands."""
+    from audits.cli.common import integer_in
+    from audits.tightness import DEFAULT_FACTORS, DEFAULT_SEEDS, DEFAULT_SIZES
+
+    p = bench_subparsers.add_parser(
+        "tightness", help="how loose each certificate is: certified, exact and audited epsilon, "
+                          "and the smallest noise reduction the audit flags",
+        description="For each algorithm at its demo settings and each N: the certified epsilon, "
+                    "the exact epsilon where the report computes one, the audit's largest lower "
+                    "bound, and the smallest factor f on a grid such that the mechanism run with "
+                    "its noise divided by f (certificate unchanged) is flagged VIOLATION in at "
+                    "least REQUIRED of SEEDS audits. Progress lines go to stderr (--quiet: none).")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--algorithm", default="all", metavar="NAMES",
+                   help="a registered algorithm, a comma-separated list, or 'all' (default)")
+    p.add_argument("--n", default=None, metavar="LIST",
+                   help="trials per side, comma-separated (default "
+                        f"{','.join(str(n) for n in DEFAULT_SIZES)})")
+    p.add_argument("--seeds", type=integer_in(1, 1000), default=DEFAULT_SEEDS,
+                   help=f"audits (seeds 0, 1, ...) per factor (default {DEFAULT_SEEDS})")
+    p.add_argument("--required", type=integer_in(1, 1000), default=None,
+                   help="VIOLATIONs among the seeds that flag a factor (default ceil(0.8 "
+                        "seeds): 8 of 10)")
+    p.add_argument("--factors", default=None, metavar="LIST",
+                   help="noise reduction factors >= 1, comma-separated (default "
+                        f"{','.join(f'{f:g}' for f in DEFAULT_FACTORS)})")
+    p.add_argument("--all-seeds", action="store_true",
+                   help="run every seed of a factor even once its count is decided")
+    p.set_defaults(func=_cmd_bench_tightness, own_progress=True)

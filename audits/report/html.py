@@ -385,7 +385,12 @@ def _exact_section(report: Mapping) -> str:
 
 def render_html(report: Mapping) -> str:
     """A self-contained HTML page for ``report``: inline CSS, base64 PNG figures, no scripts."""
-    report = validate_report(report)
+    return render_validated_html(validate_report(report))
+
+
+def render_validated_html(report: Mapping) -> str:
+    """:func:`render_html` of a report :func:`~audits.report.schema.validate_report` returned
+    (not checked again: the report's number lists are long)."""
     figures, notes = report_figures_of(report)
     status = report["verdict"]["status"]
     title = f"Unlearning audit: {status} ({report['certificate']['bound']})"

@@ -163,9 +163,9 @@ def test_audit_catches_a_noise_shortfall_the_eps_delta_bounds_miss():
         i = test["orders"].index(order)
         low = max(test["lower_forward"][i], test["lower_backward"][i])
         assert order / 2 < low <= order * 1.5**2 / 2
-    # Family: 2 orientations x 1 statistic + 1 Rényi test.
-    assert verdict["tests"]["family_size"] == 3
-    assert test["confidence"] == pytest.approx(1 - 0.05 / 3)
+    # Family: the default statistic (both orientations in one test) + 1 Rényi test.
+    assert verdict["tests"]["family_size"] == 2
+    assert test["confidence"] == pytest.approx(1 - 0.05 / 2)
 
 
 def test_honest_gaussian_audit_is_consistent_with_the_renyi_test():

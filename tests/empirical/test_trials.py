@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from empirical.elementwise import elementwise_per_trial
 from empirical.models import (
     FunctionalClassifier,
     LogisticRegression,
@@ -16,7 +17,6 @@ from empirical.models import (
     TinyMLP,
     TrialModel,
     clip_scale,
-    elementwise_per_trial,
     pairwise_dot,
     rows_dot,
     weighted_rows_sum,
