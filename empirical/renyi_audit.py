@@ -40,7 +40,8 @@ uses a joint confidence region for each world that constrains exactly that direc
 (1) Variational lower bound (Hölder). For alpha > 1, any function g of the score and any laws P,
 Q of the score (r = dP/dQ; if P is not absolutely continuous D_alpha = inf):
 
-    E_P[e^{(alpha-1) g}] = E_Q[r e^{(alpha-1) g}] <= (E_Q r^alpha)^{1/alpha} (E_Q e^{alpha g})^{(alpha-1)/alpha}
+    E_P[e^{(alpha-1) g}] = E_Q[r e^{(alpha-1) g}]
+                         <= (E_Q r^alpha)^{1/alpha} (E_Q e^{alpha g})^{(alpha-1)/alpha}
 
 (Hölder with exponents alpha and alpha / (alpha - 1)), that is
 
