@@ -126,7 +126,7 @@ def strategy_of(name: str, seed: int):
 # Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
 # their threshold / bins (a seeded random subset, independent of the tested scores).
 PILOT_THRESHOLD_FRACTION = 0.05
-RENYI_PILOT_FRACTION = 0.1
+RENYI_PILOT_FRACTION = 0.2
 # Least pilot of the pilot-threshold statistic per side: its normal fits need two scores.
 _PILOT_THRESHOLD_MIN = 2
 # Smallest number of trials per side for which the histogram test is run.
@@ -318,7 +318,7 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
                  seed: int, family: int, confidence: float, direction: str) -> list[dict]:
     """The directed Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
-    Its bins, order, direction and stakes come from a seeded random 10% of the trials
+    Its bins, order, direction and stakes come from a seeded random 20% of the trials
     (discarded afterwards), so they are independent of the counts tested; each test holds at
     level ``alpha_each`` (the Rényi tests' level of :func:`allocation`).
     """
