@@ -430,6 +430,8 @@ _DIRECTED_PER_BIN = 250
 _DIRECTED_CLIPS: tuple[float, ...] = (0.0, 0.02, 0.1)
 _DIRECTED_STAKES: tuple[float, ...] = (0.5, 1.0)
 _DIRECTED_SMOOTHING = 0.5
+# Degree of the polynomial that smooths g across the bins (a second candidate g; None: none).
+_DIRECTED_SMOOTH_DEGREE: int | None = 2
 
 
 def _log_wealth(values: np.ndarray, weights: np.ndarray, m: float, lam: float, low: float) -> float:
@@ -520,6 +522,27 @@ def _directed_bound(x: np.ndarray, y: np.ndarray, first: np.ndarray, second: np.
     return a - b - _ROUNDING_SHRINK * (1.0 + abs(a) + abs(b))
 
 
+def _smoothed_log_ratio(pooled: np.ndarray, edges: np.ndarray, g: np.ndarray, cp: np.ndarray,
+                        cq: np.ndarray) -> np.ndarray:
+    """The bins' log-ratios ``g`` smoothed by a weighted polynomial fit in the bins' median
+    pooled pilot score (weights: inverse variances of the smoothed log-ratios). Any g is
+    valid; this one is less noisy where the log-ratio is smooth in the score."""
+    index = bin_counts(pooled, edges)  # to find bins holding pilot scores
+    where = np.searchsorted(edges, pooled, side="right")
+    centres = np.array([np.median(pooled[where == j]) if index[j] else np.nan
+                        for j in range(edges.size + 1)])
+    known = np.isfinite(centres)
+    degree = min(_DIRECTED_SMOOTH_DEGREE, int(known.sum()) - 1)
+    if degree < 1:
+        return g
+    weights = 1.0 / np.sqrt(1.0 / (cp + _DIRECTED_SMOOTHING) + 1.0 / (cq + _DIRECTED_SMOOTHING))
+    scale = float(np.std(centres[known])) or 1.0
+    x = (centres - float(np.mean(centres[known]))) / scale
+    coef = np.polyfit(x[known], g[known], degree, w=weights[known])
+    out = np.polyval(coef, np.where(known, x, 0.0))
+    return np.where(known, out, g)
+
+
 def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
                     orders: Sequence[float], two_sided: bool, beta: float, n_p: int,
                     n_q: int) -> DirectedChoice:
@@ -539,9 +562,14 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
              - np.log((cq + _DIRECTED_SMOOTHING) / (cq.sum() + _DIRECTED_SMOOTHING * bins)))
     ep, eq = bin_counts(ev_p, edges), bin_counts(ev_q, edges)
     freq_p, freq_q = ep / ep.sum(), eq / eq.sum()
-    candidates = [("forward", g_fit, freq_p, freq_q, n_p, n_q)]
-    if two_sided:
-        candidates.append(("backward", -g_fit, freq_q, freq_p, n_q, n_p))
+    fits = [g_fit]
+    if _DIRECTED_SMOOTH_DEGREE is not None:
+        fits.append(_smoothed_log_ratio(pooled, edges, g_fit, cp, cq))
+    candidates = []
+    for g_one in fits:
+        candidates.append(("forward", g_one, freq_p, freq_q, n_p, n_q))
+        if two_sided:
+            candidates.append(("backward", -g_one, freq_q, freq_p, n_q, n_p))
     z_log = math.log(2.0 / beta)
     best: DirectedChoice | None = None
     best_score = -math.inf
