@@ -67,11 +67,12 @@ of the two worlds' binned laws (one event each, b = beta / 2), and by (1)
 the weak-duality bound of this region (the Hölder inequality is the dual certificate).
 
 (3) What is chosen, and where. A seeded pilot (one permutation of the trials, discarded from
-the tested counts) fixes bins at pooled quantiles and g = smoothed log-ratio of the two worlds'
-bin frequencies, and chooses the direction (D(P || Q) or, for two-sided certificates,
-D(Q || P)), the order, a clipping of g and lam, by the bound it forecasts at the tested sample
-sizes minus one standard error of that forecast. Only then are the tested counts read, and one bound at one order is computed with
-the whole level beta. Since D_alpha is non-decreasing in alpha (van Erven and Harremoës 2014,
+the tested counts) fixes bins at pooled quantiles and two candidate g: the smoothed log-ratio
+of the two worlds' bin frequencies, and the same smoothed across bins by a weighted quadratic
+in the score. It chooses g, the direction (D(P || Q) or, for two-sided certificates,
+D(Q || P)), the order, a clipping of g and lam by the bound it forecasts at the tested sample
+sizes minus one standard error of that forecast. Only then are the tested counts read, and
+one bound at one order is computed with the whole level beta. Since D_alpha is non-decreasing in alpha (van Erven and Harremoës 2014,
 Theorem 3), the bound at alpha* also bounds every larger order. Float rounding is absorbed by
 shrinking the bound by 1e-9 times its terms' size.
 """
