@@ -72,9 +72,9 @@ of the two worlds' bin frequencies, and the same smoothed across bins by a weigh
 in the score. It chooses g, the direction (D(P || Q) or, for two-sided certificates,
 D(Q || P)), the order, a clipping of g and lam by the bound it forecasts at the tested sample
 sizes minus one standard error of that forecast. Only then are the tested counts read, and
-one bound at one order is computed with the whole level beta. Since D_alpha is non-decreasing in alpha (van Erven and Harremoës 2014,
-Theorem 3), the bound at alpha* also bounds every larger order. Float rounding is absorbed by
-shrinking the bound by 1e-9 times its terms' size.
+one bound at one order is computed with the whole level beta. Since D_alpha is non-decreasing
+in alpha (van Erven and Harremoës 2014, Theorem 3), the bound at alpha* also bounds every
+larger order. Float rounding is absorbed by shrinking the bound by 1e-9 times its terms' size.
 """
 
 from __future__ import annotations
