@@ -436,21 +436,20 @@ _DIRECTED_SMOOTH_DEGREE: int | None = 2
 
 
 def _log_wealth(values: np.ndarray, weights: np.ndarray, m: float, lam: float, low: float) -> float:
-    """sum_j weights_j log(1 + lam_m (values_j - m)), lam_m = min(lam, cap / (m - low))."""
+    """sum_j weights_j log(1 + lam_m (values_j - m)), lam_m = min(lam, cap / (m - low)); every
+    factor is >= 1 - cap > 0 for values >= low, so every logarithm is finite."""
     stake = lam if (m - low) * lam <= _STAKE_CAP else _STAKE_CAP / (m - low)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.log1p(stake * (values - m))
-    keep = weights > 0
-    return float(np.sum(weights[keep] * terms[keep]))
+    return float(weights @ np.log1p(stake * (values - m)))
 
 
-def betting_lower_mean(values, counts, *, beta: float, lam: float) -> float:
+def betting_lower_mean(values, counts, *, beta: float, lam: float, steps: int = 64) -> float:
     """Lower confidence bound at level 1 - beta on E[X] for i.i.d. X taking values in
     ``values`` (the whole range of X; ``counts[j]`` tested draws equal ``values[j]``).
 
     The betting bound of the module docstring, (2): W(m) is non-increasing in m, E W(mu) = 1,
     and the result L has W(L) >= 1/beta checked in float with a margin (or is min(values)), so
-    P(E[X] < L) <= beta. ``lam`` > 0 must not depend on the counts (choose it on a pilot).
+    P(E[X] < L) <= beta. ``lam`` > 0 must not depend on the counts (choose it on a pilot);
+    ``steps`` bisection steps locate L (fewer give a smaller L, never an invalid one).
     """
     values = np.asarray(values, dtype=np.float64)
     weights = np.asarray(counts, dtype=np.float64)
@@ -471,7 +470,7 @@ def betting_lower_mean(values, counts, *, beta: float, lam: float) -> float:
     if _log_wealth(values, weights, high, lam, low) >= target:
         return high
     ok, bad = low, high
-    for _ in range(80):
+    for _ in range(steps):
         mid = 0.5 * (ok + bad)
         if not ok < mid < bad:
             break
@@ -486,7 +485,7 @@ def _predicted_lower_mean(values: np.ndarray, freq: np.ndarray, n: int, *, beta:
                           lam: float) -> float:
     """The bound :func:`betting_lower_mean` would give if the n tested draws had the pilot's
     frequencies ``freq`` (a forecast on the pilot; no validity claimed)."""
-    return betting_lower_mean(values, freq * n, beta=beta, lam=lam)
+    return betting_lower_mean(values, freq * n, beta=beta, lam=lam, steps=24)
 
 
 @dataclass(frozen=True)
