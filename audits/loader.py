@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["adapter_of", "check_spec", "demo_spec", "load_spec", "spec_from_dict",
            "spec_from_toml"]
 
+# Attacks every mechanism's trials support; others come from an adapter's ``extra_attacks``.
+GENERIC_ATTACKS = ("loss", "projection")
 _TABLES = {"dataset": DatasetSpec, "model": ModelSpec, "request": RequestSpec,
            "certificate": CertificateSpec}
 
@@ -48,6 +50,14 @@ def check_spec(spec: AuditSpec) -> AuditSpec:
     adapter = adapter_of(spec)
     choice(spec.model.name, "spec.model.name", adapter.models)
     choice(spec.certificate.calibrate, "spec.certificate.calibrate", adapter.calibratable)
+    if spec.request.forget == "worst-case" and adapter.worst_case_forget is None:
+        raise fail("spec.request.forget", f"'worst-case' is not available for algorithm "
+                   f"{adapter.name!r}: its adapter states no adversarial record within its "
+                   "paper's assumptions; use 'random'")
+    for attack in spec.attacks:
+        if attack not in GENERIC_ATTACKS and attack not in adapter.extra_attacks:
+            raise fail("spec.attacks", f"{attack!r} is not given by algorithm {adapter.name!r} "
+                       f"(it gives {', '.join((*GENERIC_ATTACKS, *adapter.extra_attacks))})")
     adapter.check_spec(spec)
     check_work(spec)
     return spec

@@ -42,6 +42,7 @@ __all__ = [
     "CONVERSIONS",
     "DATASETS",
     "ESTIMATORS",
+    "FORGET_CHOICES",
     "STATISTICS",
     "DIRECTIONS",
     "AuditSettings",
@@ -61,7 +62,13 @@ ATTACKS: dict[str, str] = {
     "loss": "minus the loss of the forgotten record(s) (Yeom et al. 2018)",
     "projection": "final parameters projected on the unlearned-minus-retrained mean difference "
     "of independent pilot trials",
+    "stated-direction": "final parameters projected on a direction the mechanism fixes from the "
+    "data before any trial (white-box; e.g. the difference of the two runs' deterministic "
+    "starts); only some algorithms give it",
 }
+# How the forgotten records are chosen: the rows the request draws, or records the algorithm's
+# adapter plants there, chosen adversarially within its paper's assumptions.
+FORGET_CHOICES = ("random", "worst-case")
 STATISTICS: dict[str, str] = {
     "bonferroni-pareto": "Clopper-Pearson epsilon lower bound, every threshold certified at once",
     "sample-split": "Clopper-Pearson epsilon lower bound, threshold chosen on half the trials",
@@ -249,6 +256,11 @@ class RequestSpec:
     of clipped gradients (2M) and so gives the strongest audit; ``random`` is the paper's
     N(0, I) point with a random label (App. N.3). ``indices`` (size * requests distinct rows,
     in request order) default to rows drawn with ``seed``.
+
+    ``forget``: ``random`` forgets those rows as they are; ``worst-case`` has the algorithm's
+    adapter put in those rows the record(s) its paper's assumptions allow that leak the most
+    (the adapter states its rule; an adapter that states none refuses the spec). The retain set
+    is the same either way.
     """
 
     kind: str = "replace"
@@ -257,10 +269,12 @@ class RequestSpec:
     requests: int = 1
     indices: tuple[int, ...] | None = None
     seed: int = 0
+    forget: str = "random"
 
     def __post_init__(self) -> None:
         p = "spec.request"
         choice(self.kind, f"{p}.kind", ("replace", "remove"))
+        choice(self.forget, f"{p}.forget", FORGET_CHOICES)
         choice(self.replacement, f"{p}.replacement", ("flip", "random"))
         positive_int(self.size, f"{p}.size")
         positive_int(self.requests, f"{p}.requests")

@@ -66,6 +66,8 @@ class AdapterBase:
     bench_bound: str | None = None
     bench_point: ClassVar[Mapping[str, Any]] = {}
     bench_reproduction: str | None = None
+    worst_case_forget: str | None = None
+    extra_attacks: tuple[str, ...] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

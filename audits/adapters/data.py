@@ -17,6 +17,7 @@ from audits.spec import DatasetSpec, RequestSpec
 
 __all__ = [
     "SpecData",
+    "plant_record",
     "require_unit_features",
     "spec_data",
 ]
@@ -90,3 +91,35 @@ def require_unit_features(data: SpecData, why: str) -> None:
     if data.max_norm > 1.0 + 1e-12:
         raise SpecError(f"spec.dataset: features must have norm <= 1 {why}, found "
                         f"{data.max_norm}")
+
+
+def plant_record(data: SpecData, *, source_row: int, label: float, why: str) -> SpecData:
+    """``data`` with every forgotten row holding the record (features of row ``source_row``,
+    ``label``): the retain set is unchanged, the forget set is the planted record (a worst-case
+    forget set, ``[request] forget = "worst-case"``). The record's features are a row of the
+    data and its label one of the data's labels, so it stays in the data's domain. Removal
+    requests only: a replacement would have to be planted too. ``why`` goes to the provenance.
+    """
+    import dataclasses
+
+    if any(r.replacement_features is not None for r in data.requests):
+        raise SpecError("spec.request.forget: 'worst-case' plants the forgotten records of "
+                        "removal requests (kind = 'remove')")
+    dataset = data.dataset
+    labels = np.unique(dataset.labels)
+    if label not in labels:
+        raise SpecError(f"spec.request.forget: the planted label {label!r} is not a label of the "
+                        f"data ({labels.tolist()})")
+    if not 0 <= source_row < dataset.n:
+        raise SpecError(f"spec.request.forget: row {source_row} is out of range for the "
+                        f"{dataset.n} training records")
+    features = np.array(dataset.features)
+    targets = np.array(dataset.labels)
+    rows = list(data.indices)
+    features[rows] = dataset.features[source_row]
+    targets[rows] = label
+    planted = dataclasses.replace(
+        dataset, features=features, labels=targets,
+        provenance=f"{dataset.provenance}; forget rows {rows} hold the planted record "
+                   f"(features of row {source_row}, label {label:+g}): {why}")
+    return dataclasses.replace(data, dataset=planted)

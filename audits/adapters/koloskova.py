@@ -19,7 +19,11 @@ so their certificate is the target (epsilon, delta) itself, issued only after th
 re-checks (in rounded-up arithmetic) that the chosen (T, sigma) reaches delta.
 
 Data: digits 3-vs-8 (embedded) or a class pair of MNIST / CIFAR-10 from a user path. The forget
-set is the spec's removal request (a random 10% of the rows in the demos).
+set is the spec's removal request (a random 10% of the rows in the demos); with ``[request]
+forget = "worst-case"`` its rows hold the planted record of
+:data:`~audits.adapters.koloskova_mechanism.WORST_CASE_RULE` (the theorems allow any start
+within C0, so the record pushing the two clipped starts furthest apart), and the
+``stated-direction`` attack projects the final parameters on that start difference.
 """
 
 from __future__ import annotations
@@ -32,7 +36,12 @@ from typing import Any
 
 from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
 from audits.adapters.certificates import mark_broken
-from audits.adapters.koloskova_mechanism import KoloskovaMechanism, benchmark
+from audits.adapters.koloskova_mechanism import (
+    WORST_CASE_RULE,
+    KoloskovaMechanism,
+    benchmark,
+    worst_case_record,
+)
 from audits.adapters.koloskova_params import (
     HELP,
     NETWORK_MODELS,
@@ -243,7 +252,8 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
     from empirical.mechanisms.koloskova2025 import KoloskovaConfig
 
     spec_json = spec.canonical_json()
-    data = KoloskovaMechanism.load_data(spec_json)
+    data = KoloskovaMechanism.load_data(spec_json, model=spec.model.name, device=device,
+                                        dtype=spec.dtype)
     delta = spec.certificate.resolve_delta(data.dataset.n)
     params = spec.algorithm
     common = {"C0": params.C0, "learn_steps": params.learn_steps,
@@ -289,6 +299,8 @@ class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
     params_type: type
     parameter_help = HELP
+    worst_case_forget = WORST_CASE_RULE
+    extra_attacks = ("stated-direction",)
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -324,12 +336,22 @@ class _KoloskovaAdapter(AdapterBase):
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = mechanism.task()
-        data = KoloskovaMechanism.load_data(mechanism.spec_json)
+        data = mechanism.data()
+        extra: tuple[str, ...] = ()
+        if spec.request.forget == "worst-case":
+            record = worst_case_record(mechanism.spec_json, mechanism.model, mechanism.device,
+                                       mechanism.dtype)
+            tried = ", ".join(f"row {r} class {c}: {d:.4g}" for r, c, d in record.candidates)
+            extra = (f"worst-case forget set: {WORST_CASE_RULE}. Chosen: row {record.row}'s "
+                     f"features with label {record.label:+g} in all {len(data.indices)} forget "
+                     f"rows; start distance {record.start_distance:.6g} of the assumed bound "
+                     f"2 C0 = {record.bound:g} (start distances of the {record.screened} "
+                     f"screened records: {tried})",)
         return prepared_audit(
             spec, certificate=certificate, mechanism=mechanism, device=device, data=data,
             rows_key="forget_rows",
             notes=(f"dataset: {data.dataset.provenance}", f"model: {task.description}",
-                   f"mechanism: {mechanism.description}"))
+                   f"mechanism: {mechanism.description}", *extra))
 
 
 class GradientClippingAdapter(_KoloskovaAdapter):

@@ -9,30 +9,63 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from audits.adapters.data import spec_data
+from audits.adapters.data import SpecData, plant_record, spec_data
 from audits.adapters.mechanism import SpecMechanism, model_outputs, time_batched_and_loop, torch_threads
+from audits.loader import spec_from_dict
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
 
-__all__ = ["PARAMS_STATISTICS_LIMIT", "KoloskovaMechanism", "benchmark"]
+__all__ = ["PARAMS_STATISTICS_LIMIT", "WORST_CASE_RULE", "KoloskovaMechanism", "benchmark",
+           "worst_case_record"]
 
 PARAMS_STATISTICS_LIMIT = 5000  # parameters handed to the projection attack up to this size
 
+# What ``[request] forget = "worst-case"`` means for eqs. (1), (3) and (4) (the adapters'
+# ``worst_case_forget``; the rule is empirical.mechanisms.koloskova2025.worst_case_forget_record).
+WORST_CASE_RULE = (
+    "Theorems A.9 and 4.2 and eq. (1) assume nothing of the data: the forget set reaches the "
+    "unlearning run only through x_0 = Pi_C0(A(D)), and the certificates hold for start "
+    "distances ||x_0 - x_0'|| up to 2 C0. Every forget slot holds one record from the data "
+    "domain (a row's features, with the label A(D_r) does not predict there), chosen among "
+    "screened rows (largest gradient at A(D_r); gradient at the initialisation most against the "
+    "retain mean gradient) by the largest start distance after the audit's own training of A(D)")
 
 
-@functools.lru_cache(maxsize=8)
-def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
+def _spec_task(dataset: Any, model: str, device: str, dtype: str) -> Any:
     import torch
 
     from empirical.mechanisms.koloskova2025 import build_task
 
-    return build_task(spec_data(spec_json).dataset, model=model, device=device,
-                      dtype=getattr(torch, dtype))
+    return build_task(dataset, model=model, device=device, dtype=getattr(torch, dtype))
+
+
+@functools.lru_cache(maxsize=8)
+def worst_case_record(spec_json: str, model: str, device: str, dtype: str) -> Any:
+    """The worst-case forgotten record of a spec (a WorstCaseRecord), searched on its data with
+    the forget rows drawn as usual and the spec's own training of A(D) and A(D_r)."""
+    from empirical.mechanisms.koloskova2025 import worst_case_forget_record
+
+    params = spec_from_dict(json.loads(spec_json)).algorithm
+    data = spec_data(spec_json)
+    task = _spec_task(data.dataset, model, device, dtype)
+    return worst_case_forget_record(task, forget=data.indices, learn_steps=params.learn_steps,
+                                    learn_step_size=params.learn_step_size, C0=params.C0)
+
+
+def _forget_mode(spec_json: str) -> str:
+    return str(json.loads(spec_json)["request"]["forget"])
+
+
+@functools.lru_cache(maxsize=8)
+def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
+    data = KoloskovaMechanism.load_data(spec_json, model=model, device=device, dtype=dtype)
+    return _spec_task(data.dataset, model, device, dtype)
 
 
 
@@ -40,13 +73,36 @@ def _task(spec_json: str, model: str, device: str, dtype: str) -> Any:
 class KoloskovaMechanism(SpecMechanism):
     """Unlearned U(A(D), D_r) vs certifying U(A(D_r), D_r) trials as a TrialMechanism.
 
-    Scores: ``loss`` = minus the cross-entropy of each forgotten record; statistics: the final
-    parameters (networks up to 5,000 parameters); accuracy on the test split. ``config`` is an
+    Scores: ``loss`` = minus the cross-entropy of each forgotten record, ``stated-direction`` =
+    the final parameters on the unit start difference Pi_C0(A(D)) - Pi_C0(A(D_r)) (white-box,
+    fixed by the data before any trial); statistics: the final parameters (networks up to
+    5,000 parameters); accuracy on the test split. ``config`` is an
     empirical.mechanisms.koloskova2025.KoloskovaConfig.
     """
 
     model: str
     forget: tuple[int, ...]
+
+    @classmethod
+    def load_data(cls, spec_json: str, *, model: str | None = None, device: str = "cpu",
+                  dtype: str | None = None) -> SpecData:
+        """The spec's data; with ``forget = "worst-case"`` the forget rows hold the worst-case
+        record searched with ``model`` on ``device`` in ``dtype`` (default: the spec's)."""
+        data = spec_data(spec_json)
+        if _forget_mode(spec_json) != "worst-case":
+            return data
+        plain = json.loads(spec_json)
+        record = worst_case_record(spec_json, model or plain["model"]["name"], device,
+                                   dtype or plain["dtype"])
+        return plant_record(data, source_row=record.row, label=record.label,
+                            why=f"worst case of Theorems A.9/4.2/eq. (1): start distance "
+                                f"{record.start_distance:.6g} of the assumed bound 2 C0 = "
+                                f"{record.bound:g}")
+
+    def data(self) -> SpecData:
+        """The data this mechanism runs on (the planted record in the forget rows if any)."""
+        return self.load_data(self.spec_json, model=self.model, device=self.device,
+                              dtype=self.dtype)
 
     @property
     def description(self) -> str:
@@ -63,8 +119,10 @@ class KoloskovaMechanism(SpecMechanism):
 
     def fingerprint(self) -> str:
         """Key of the chunk store (config, model, forget rows, device, dtype)."""
-        return repr((dataclasses.astuple(self.config), self.model, self.forget, self.device,
-                     self.dtype))
+        parts = (dataclasses.astuple(self.config), self.model, self.forget, self.device, self.dtype)
+        if _forget_mode(self.spec_json) == "worst-case":
+            parts = (*parts, "worst-case forget")
+        return repr(parts)
 
     def run(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
         """The mechanism's raw result (``mode`` batched or loop) for trials from ``first_trial``."""
@@ -79,11 +137,16 @@ class KoloskovaMechanism(SpecMechanism):
         5,000)."""
         result = self.run(seed=seed, first_trial=first_trial, n_trials=n_trials)
         small = result.unlearned_params.shape[1] <= PARAMS_STATISTICS_LIMIT
+
+        def side(losses: Any, params: Any, accuracy: Any, direction: Any) -> Any:
+            out = model_outputs(losses, params, accuracy, keep_params=small)
+            return dataclasses.replace(out, scores={**out.scores, "stated-direction": direction})
+
         return TrialBatch(
-            model_outputs(result.unlearned_forget_losses, result.unlearned_params,
-                                  result.unlearned_accuracy, keep_params=small),
-            model_outputs(result.reference_forget_losses, result.reference_params,
-                                  result.reference_accuracy, keep_params=small))
+            side(result.unlearned_forget_losses, result.unlearned_params,
+                 result.unlearned_accuracy, result.unlearned_direction_scores),
+            side(result.reference_forget_losses, result.reference_params,
+                 result.reference_accuracy, result.reference_direction_scores))
 
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,

@@ -60,6 +60,9 @@ class AlgorithmAdapter(Protocol):
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
     generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
     ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
+    ``worst_case_forget`` states what ``[request] forget = "worst-case"`` plants within the
+    paper's assumptions (None: the adapter cannot honour it and such a spec is refused);
+    ``extra_attacks`` the attacks beyond ``loss`` and ``projection`` its mechanism gives.
     """
 
     name: str
@@ -70,6 +73,8 @@ class AlgorithmAdapter(Protocol):
     bench_bound: str | None
     bench_point: Mapping[str, Any]
     bench_reproduction: str | None
+    worst_case_forget: str | None
+    extra_attacks: tuple[str, ...]
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
         """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""

@@ -55,6 +55,7 @@ __all__ = [
     "KoloskovaConfig",
     "KoloskovaResult",
     "NetworkTask",
+    "WorstCaseRecord",
     "build_task",
     "exact_gaussian_delta",
     "gaussian_ground_truth",
@@ -62,12 +63,15 @@ __all__ = [
     "run_koloskova",
     "run_retrain_budget",
     "run_worst_case_gradient_clipping",
+    "start_direction",
+    "worst_case_forget_record",
 ]
 
 METHODS = ("gradient-clipping", "model-clipping", "output-perturbation")
 MODELS = ("mlp", "cnn", "head")
 HEAD_FEATURES = 64  # width of the frozen random-feature extractor of the ``head`` model
 HEAD_HIDDEN = (32, 16)
+_SCREEN_BLOCK = 256  # rows whose per-example gradients the worst-case screening holds at once
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,8 @@ class KoloskovaResult:
     reference_params: np.ndarray
     unlearned_accuracy: np.ndarray
     reference_accuracy: np.ndarray
+    unlearned_direction_scores: np.ndarray  # final parameters on the unit start difference
+    reference_direction_scores: np.ndarray
 
 
 def _trained(fn: _Functional, task: NetworkTask, rows: torch.Tensor, *, steps: int,
@@ -315,6 +321,7 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
                                 step_size=config.learn_step_size)
     x_retain, y_retain = task.train_x[retain_rows], task.train_classes[retain_rows]
     x_forget, y_forget = task.train_x[forget_rows], task.train_classes[forget_rows]
+    direction = _unit_start_difference(full_model, retain_model, config.C0)
 
     def pipeline(random: TrialRandom) -> Mapping[str, torch.Tensor]:
         out = {}
@@ -322,6 +329,8 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
             params = _unlearn(fn, start.expand(random.size, -1), x_retain, y_retain, config,
                               random, f"{side}/noise")
             out[f"{side}/params"] = params
+            # row by row, so a score never depends on how the trials were batched
+            out[f"{side}/direction"] = (params * direction).sum(-1)
             out[f"{side}/forget_losses"] = fn.losses(params, x_forget, y_forget)
             out[f"{side}/accuracy"] = fn.accuracy(params, task.test_x, task.test_classes)
         return out
@@ -333,7 +342,151 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
     return KoloskovaResult(
         outputs["unlearned/forget_losses"], outputs["reference/forget_losses"],
         outputs["unlearned/params"], outputs["reference/params"],
-        outputs["unlearned/accuracy"], outputs["reference/accuracy"])
+        outputs["unlearned/accuracy"], outputs["reference/accuracy"],
+        outputs["unlearned/direction"], outputs["reference/direction"])
+
+
+def _unit_start_difference(full_model: torch.Tensor, retain_model: torch.Tensor,
+                           radius: float) -> torch.Tensor:
+    """Pi_C0(A(D)) - Pi_C0(A(D_r)) as a unit vector [P] (zero when the starts coincide)."""
+    difference = (project(full_model, radius) - project(retain_model, radius))[0]
+    norm = difference.square().sum().sqrt()
+    return difference / norm if float(norm) > 0 else difference
+
+
+def start_direction(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
+                    config: KoloskovaConfig) -> tuple[np.ndarray, float]:
+    """The unit start difference u = (x_0 - x_0') / ||x_0 - x_0'|| of the unlearned and the
+    certifying run (x_0 = Pi_C0(A(D)), x_0' = Pi_C0(A(D_r))) and ||x_0 - x_0'||: the only way the
+    forget set enters eqs. (1), (3) and (4), fixed by the data before any trial."""
+    n = task.train_x.shape[0]
+    keep = torch.ones(n, dtype=torch.bool, device=task.train_x.device)
+    keep[sorted({int(i) for i in forget})] = False
+    fn = _Functional(task.model)
+    rows = torch.arange(n, device=task.train_x.device)
+    with torch.no_grad(), one_cpu_thread(task.train_x.device):
+        full = _trained(fn, task, rows, steps=config.learn_steps, step_size=config.learn_step_size)
+        retain = _trained(fn, task, rows[keep], steps=config.learn_steps,
+                          step_size=config.learn_step_size)
+        distance = float((project(full, config.C0) - project(retain, config.C0)).norm())
+        unit = _unit_start_difference(full, retain, config.C0)
+    return unit.cpu().numpy(), distance
+
+
+# ----------------------------------------------------------------------------------------------
+# The worst-case forget set within the theorems' assumptions.
+
+
+@dataclass(frozen=True)
+class WorstCaseRecord:
+    """The forgotten record chosen adversarially (:func:`worst_case_forget_record`).
+
+    ``row``: the training row whose feature vector the record copies; ``label_class``: its class
+    index (the class A(D_r) does not predict there); ``start_distance`` ||x_0 - x_0'|| with every
+    forget slot holding the record (Theorems A.9 and 4.2 and eq. 1 assume only <= 2 C0);
+    ``candidates``: (row, class, start distance) of every record trained exactly, best first;
+    ``screened``: rows ranked by the screening before the exact training.
+    """
+
+    row: int
+    label_class: int
+    start_distance: float
+    bound: float
+    candidates: tuple[tuple[int, int, float], ...]
+    screened: int
+
+    @property
+    def label(self) -> float:
+        """The record's label in {-1, +1} (class 1 is label -1, as :func:`build_task` maps them)."""
+        return -1.0 if self.label_class == 1 else 1.0
+
+
+def worst_case_forget_record(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
+                             learn_steps: int, learn_step_size: float, C0: float,
+                             exact: int = 16) -> WorstCaseRecord:
+    """The record (x, y) that every forget slot holds in the worst-case audit of eqs. (1), (3), (4).
+
+    The theorems assume nothing of the data: the forget set reaches the unlearning run only
+    through x_0 = Pi_C0(A(D)), and the certificates hold for any start within C0, i.e. for start
+    distance ||x_0 - x_0'|| up to 2 C0. So the adversarial choice within the assumptions is the
+    forget set, from the data domain, that pushes x_0 furthest from x_0' = Pi_C0(A(D_r)).
+
+    Domain: x is a feature vector of the data (so within its range and normalisation), y a
+    label of the data. Rule, deterministic (no randomness; ties to the lower row):
+
+    1. for every row x, y is the class A(D_r) does not predict (the label whose per-example
+       cross-entropy gradient at A(D_r) is the larger: the most disagreement with the retain
+       set's fit);
+    2. screening: the ``exact // 2`` rows with the largest per-example gradient norm at A(D_r),
+       and the ``exact // 2`` further rows whose gradient at the shared initialisation points
+       most against the retain set's mean gradient there (least cosine);
+    3. each screened record is planted in every forget slot, A(D) is trained exactly (the
+       audit's own full-batch training) and the record with the largest start distance wins.
+    """
+    if exact < 2:
+        raise ValueError(f"exact must be >= 2, got {exact}")
+    n = task.train_x.shape[0]
+    forget_rows = sorted({int(i) for i in forget})
+    if not forget_rows or forget_rows[-1] >= n or forget_rows[0] < 0:
+        raise ValueError(f"forget rows must be distinct indices in [0, {n})")
+    device = task.train_x.device
+    keep = torch.ones(n, dtype=torch.bool, device=device)
+    keep[forget_rows] = False
+    x_all, classes = task.train_x, task.train_classes
+    x_retain, y_retain = x_all[keep], classes[keep]
+    k, n_retain = len(forget_rows), int(keep.sum())
+    fn = _Functional(task.model)
+    net = task.model
+
+    def loss_sum(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        inputs = x.reshape((x.shape[0], *net.input_shape))
+        logits = functional_call(net.module, net.unflatten(flat), (inputs,))
+        return nn.functional.cross_entropy(logits, y, reduction="sum")
+
+    example_gradient = vmap(lambda flat, x, y: grad(loss_sum)(flat, x[None], y[None]),
+                            in_dims=(None, 0, 0))
+
+    def planted_gradient(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        # mean over D = D_r and k copies of (x, y): the audit's A(D) objective
+        return (grad(loss_sum)(flat, x_retain, y_retain)
+                + k * grad(loss_sum)(flat, x[None], y[None])) / (n_retain + k)
+
+    planted = vmap(planted_gradient)
+    with torch.no_grad(), one_cpu_thread(device):
+        retain_model = _trained(fn, task, torch.arange(n, device=device)[keep],
+                                steps=learn_steps, step_size=learn_step_size)
+        wrong = 1 - fn.logits(retain_model, x_all)[0].argmax(-1)
+        retain_mean = fn.gradient(task.init[None], x_retain, y_retain)[0]
+        sizes, cosines = [], []
+        # per-example gradients a block of rows at a time ([rows, P] stays small for the CNN)
+        for block in torch.arange(n, device=device).split(_SCREEN_BLOCK):
+            sizes.append(example_gradient(retain_model[0], x_all[block], wrong[block])
+                         .square().sum(-1).sqrt())
+            at_init = example_gradient(task.init, x_all[block], wrong[block])
+            cosines.append((at_init @ retain_mean)
+                           / (at_init.square().sum(-1).sqrt()
+                              * retain_mean.square().sum().sqrt()).clamp_min(1e-300))
+        size, cosine = torch.cat(sizes), torch.cat(cosines)
+        # stable sorts on rows in order: ties go to the lower row
+        by_size = torch.sort(-size, stable=True).indices.tolist()
+        by_cosine = torch.sort(cosine, stable=True).indices.tolist()
+        chosen: list[int] = by_size[: exact // 2]
+        for row in by_cosine:
+            if len(chosen) >= exact:
+                break
+            if row not in chosen:
+                chosen.append(row)
+        rows = torch.as_tensor(chosen, device=device)
+        params = task.init[None, :].expand(len(chosen), -1)
+        for _ in range(learn_steps):
+            params = params - learn_step_size * planted(params, x_all[rows], wrong[rows])
+        distances = (project(params, C0) - project(retain_model, C0)
+                     ).square().sum(-1).sqrt().tolist()
+    ranked = sorted(zip(chosen, [int(wrong[r]) for r in chosen], distances, strict=True),
+                    key=lambda c: (-c[2], c[0]))
+    best = ranked[0]
+    return WorstCaseRecord(row=best[0], label_class=best[1], start_distance=best[2],
+                           bound=2 * C0, candidates=tuple(ranked), screened=len(chosen))
 
 
 def run_retrain_budget(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
