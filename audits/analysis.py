@@ -163,7 +163,7 @@ def pilot_size(n: int) -> int:
 
 def orientations(statistic: str, direction: str) -> tuple[str, ...]:
     """The score orientations one statistic is run in (each one test of the family)."""
-    if statistic == "pilot-threshold":
+    if statistic in ("pilot-threshold", "pilot-window"):
         # Its pilot chooses the orientation, so "both" is one test; a stated direction restricts it.
         return ("both",) if direction == "both" else (direction,)
     return ("greater", "less") if direction == "both" else (direction,)
@@ -190,6 +190,7 @@ def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta:
     """One test of the family: statistic ``name`` on ``attack`` in one score orientation."""
     from empirical import statistics as st
     from empirical.statistics.pilot import pilot_epsilon_lower_bound
+    from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
 
     u, r = attack.unlearned, attack.retrained
     if orientation == "less":
@@ -198,6 +199,11 @@ def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta:
         return pilot_epsilon_lower_bound(
             u, r, delta=delta, alpha=alpha_each, pilot_fraction=pilot_size(u.size) / u.size,
             seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
+            both_orientations=orientation == "both", direction=privacy_direction)
+    if name == "pilot-window":
+        return pilot_window_epsilon_lower_bound(
+            u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
+            seed=derived_seed(seed, f"pilot-window|{attack.name}"),
             both_orientations=orientation == "both", direction=privacy_direction)
     return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
                                   strategy=strategy_of(name, seed), direction=privacy_direction)
@@ -279,9 +285,10 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                         "delta": delta,
                         "certificate_direction": privacy_direction,
                         "strategy": getattr(lb, "strategy", name),
-                        "score_direction": {"greater": "higher score = unlearned",
-                                            "less": "lower score = unlearned",
-                                            "both": "orientation chosen on the pilot"}[orientation],
+                        # An orientation the statistic chose (on its pilot) is reported as the one it chose.
+                        "score_direction": ("higher score = unlearned" if above
+                                            else "lower score = unlearned"),
+                        "orientation_chosen_by_statistic": orientation == "both",
                         "threshold": threshold,
                         "positive_above": above,
                         "false_positives": lb.false_positives,

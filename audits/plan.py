@@ -41,9 +41,10 @@ class AuditPlan:
     ``spec`` is what the report records as the audit's spec, ``spec_json`` what the chunk store
     keys on next to ``cache_key``; ``stored`` whether chunks are stored in the output folder
     (and read back on a rerun); ``project`` whether main chunks store their statistics
-    projected on the pilot's direction. ``seeds`` and ``notes`` go to the report after the
-    seeds and notes of the trials themselves; ``started`` is the ``time.perf_counter()`` the
-    report's wall time counts from.
+    projected on the pilot's direction; ``exact_privacy_loss`` the mechanism's exact loss where
+    its output laws are known (:mod:`audits.exact_loss`). ``seeds`` and ``notes`` go to the
+    report after the seeds and notes of the trials themselves; ``started`` is the
+    ``time.perf_counter()`` the report's wall time counts from.
     """
 
     settings: AuditSettings
@@ -59,6 +60,7 @@ class AuditPlan:
     started: float
     notes: tuple[str, ...] = ()
     extra_plots: tuple[Mapping[str, Any], ...] = ()
+    exact_privacy_loss: Mapping[str, Any] | None = None
 
 
 def spec_plan(spec: AuditSpec, prepared: PreparedAudit, *, started: float,
@@ -72,7 +74,8 @@ def spec_plan(spec: AuditSpec, prepared: PreparedAudit, *, started: float,
         cache_key=key, spec=spec.to_dict(), spec_json=spec.canonical_json(), stored=True,
         project="projection" in spec.attacks, device=prepared.device,
         seeds={**prepared.seeds, "per_trial": _PER_TRIAL_SEEDS}, started=started,
-        notes=tuple(prepared.notes), extra_plots=tuple(extra_plots))
+        notes=tuple(prepared.notes), extra_plots=tuple(extra_plots),
+        exact_privacy_loss=prepared.exact_privacy_loss)
 
 
 def mechanism_plan(mechanism: TrialMechanism, *, certificate: Certificate,

@@ -31,7 +31,14 @@ from typing import Any
 
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
-from audits.execution import ChunkResults, code_version, printable, resolve_device, run_chunks
+from audits.execution import (
+    ChunkResults,
+    code_version,
+    printable,
+    release_freed_memory,
+    resolve_device,
+    run_chunks,
+)
 from audits.loader import adapter_of, load_spec
 from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
@@ -107,10 +114,12 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report.schema import validate_report
     from audits.report.write import write_report
 
+    plain = validate_report(report)
     if out_dir is None:
-        return AuditResult(validate_report(report), None)
-    paths = write_report(report, out_dir)
-    return AuditResult(validate_report(report), paths)
+        return AuditResult(plain, None)
+    # the trials' and the analysis' freed heap goes back before matplotlib draws the figures
+    release_freed_memory()
+    return AuditResult(plain, write_report(plain, out_dir))
 
 
 @contextlib.contextmanager
@@ -156,9 +165,14 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
                   backend: str = "local") -> PreparedAudit:
-    """Certificate and mechanism of a spec, without running anything."""
+    """Certificate and mechanism of a spec, without running anything (with the exact privacy
+    loss where the adapter knows the exact output laws, :mod:`audits.exact_loss`)."""
+    from audits.exact_loss import attach_exact_law
+
     spec = load_spec(spec)
-    return adapter_of(spec).prepare(spec, device=resolve_device(spec.device, backend))
+    adapter = adapter_of(spec)
+    return attach_exact_law(spec, adapter,
+                            adapter.prepare(spec, device=resolve_device(spec.device, backend)))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -249,7 +263,7 @@ def audit_mechanism(
     confidence: float = 0.95,
     seed: int = 0,
     attacks: Sequence[str] | None = None,
-    statistics: Sequence[str] = ("bonferroni-pareto",),
+    statistics: Sequence[str] = ("pilot-window",),
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     chunk_size: int = 250,
     out_dir: str | Path | None = None,
@@ -295,7 +309,7 @@ def audit_scores(
     retrained: Mapping[str, Any],
     certificate: Certificate,
     confidence: float = 0.95,
-    statistics: Sequence[str] = ("bonferroni-pareto",),
+    statistics: Sequence[str] = ("pilot-window",),
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     unlearned_accuracy: Any = None,
     retrained_accuracy: Any = None,

@@ -65,11 +65,15 @@ ATTACKS: dict[str, str] = {
     "stated-direction": "final parameters projected on a direction the mechanism fixes from the "
     "data before any trial (white-box; e.g. the difference of the two runs' deterministic "
     "starts); only some algorithms give it",
+    "likelihood-ratio": "log-likelihood ratio of the final parameters under the exact Gaussian "
+    "output laws (where the algorithm's adapter knows them; see exact privacy loss)",
 }
 # How the forgotten records are chosen: the rows the request draws, or records the algorithm's
 # adapter plants there, chosen adversarially within its paper's assumptions.
 FORGET_CHOICES = ("random", "worst-case")
 STATISTICS: dict[str, str] = {
+    "pilot-window": "Clopper-Pearson epsilon lower bound, a few thresholds placed on a 5% pilot, "
+    "both score orientations and both inequalities in one test (the default)",
     "bonferroni-pareto": "Clopper-Pearson epsilon lower bound, every threshold certified at once",
     "sample-split": "Clopper-Pearson epsilon lower bound, threshold chosen on half the trials",
     "pilot-threshold": "Clopper-Pearson epsilon lower bound, threshold chosen on a 5% pilot",
@@ -374,7 +378,7 @@ class AuditSettings:
     confidence: float = 0.95
     seed: int = 0
     attacks: tuple[str, ...] | None = None
-    statistics: tuple[str, ...] = ("bonferroni-pareto",)
+    statistics: tuple[str, ...] = ("pilot-window",)
     estimators: tuple[str, ...] = ("plugin-epsilon", "auc")
     chunk_size: int = 250
     direction: str = "both"
@@ -434,7 +438,7 @@ class AuditSpec:
     trials: int = 1000
     pilot_trials: int = 200
     attacks: tuple[str, ...] = ("loss", "projection")
-    statistics: tuple[str, ...] = ("bonferroni-pareto",)
+    statistics: tuple[str, ...] = ("pilot-window",)
     estimators: tuple[str, ...] = ("plugin-epsilon", "auc", "gaussian-kl")
     confidence: float = 0.95
     seed: int = 0

@@ -507,6 +507,9 @@ def check_folder(folder: str | Path, *, names: Iterable[str]) -> None:
             mode = os.lstat(path).st_mode
         except FileNotFoundError:
             continue
+        except NotADirectoryError as error:  # a component of the folder's path is a file
+            raise StoreError(f"cannot create the output folder {folder}: "
+                             f"{error.strerror or error}") from None
         except OSError as error:
             raise StoreError(f"cannot inspect {path}: {error.strerror or error}") from None
         if stat.S_ISLNK(mode):

@@ -196,6 +196,25 @@ def _take_first(
 DIGITS_TRAIN_SIZE = 256
 
 
+def _bundled_digits() -> tuple[np.ndarray, np.ndarray]:
+    """scikit-learn's digits (features, target), read from its bundled ``digits.csv.gz`` the
+    way ``load_digits`` reads it, without importing scikit-learn (its import alone holds tens
+    of MB that an audit would keep to the end); ``load_digits`` where the file is elsewhere."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sklearn")
+    locations = [] if spec is None else list(spec.submodule_search_locations or [])
+    path = Path(locations[0]) / "datasets" / "data" / "digits.csv.gz" if locations else None
+    if path is None or not path.is_file():
+        from sklearn.datasets import load_digits
+
+        bunch = load_digits()
+        return bunch.data, bunch.target
+    with gzip.open(path, mode="rt", encoding="utf-8") as text:
+        table = np.loadtxt(text, delimiter=",")
+    return table[:, :-1], table[:, -1].astype(int, copy=False)
+
+
 def digits_3_vs_8() -> Dataset:
     """scikit-learn's bundled 8x8 digits, classes 3 (+1) vs 8 (-1), rows at unit l2 norm.
 
@@ -203,10 +222,8 @@ def digits_3_vs_8() -> Dataset:
     order train (256 is a multiple of every power-of-two batch size up to 256), the other 101
     test.
     """
-    from sklearn.datasets import load_digits
-
-    bunch = load_digits()
-    features, labels = select_class_pair(bunch.data, bunch.target, classes=(3, 8))
+    data, target = _bundled_digits()
+    features, labels = select_class_pair(data, target, classes=(3, 8))
     features = unit_normalize(features)
     cut = DIGITS_TRAIN_SIZE
     return Dataset(

@@ -49,8 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import integrate, optimize, special, stats
-from scipy.spatial import cKDTree
+from scipy import optimize, special
 
 from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
 from empirical.statistics.checks import check_probability
@@ -257,6 +256,8 @@ def _privacy_loss_exceeds(mw, cw, mp, cp, mq, cq, epsilon: float) -> float:
     def head(u: float) -> float:
         return float((np.exp(-1j * u * x) * g(u)).imag) / u if u > 0 else 0.0
 
+    from scipy import integrate  # here: its import is heavy and few estimators need it
+
     cut = 20.0
     value, _ = integrate.quad(head, 0.0, cut, limit=500, epsabs=1e-12, epsrel=1e-10)
     if abs(x) > 1e-12:
@@ -427,6 +428,8 @@ def _shift_statistic(p: np.ndarray, q: np.ndarray) -> tuple[float, float, int, i
 def _noncentrality_interval(f_stat: float, d: int, nu: int, level: float) -> tuple[float, float]:
     """Exact equal-tailed confidence interval for the noncentrality of a noncentral F(d, nu)
     observation, by inverting its CDF (decreasing in the noncentrality)."""
+    from scipy import stats  # here: its import is heavy (tens of MB) and few estimators need it
+
     tail = (1.0 - level) / 2
 
     def cdf(lam: float) -> float:
@@ -649,6 +652,8 @@ def _check_k(k: int, n_p: int, n_q: int) -> int:
 
 def _knn_distances(p: np.ndarray, q: np.ndarray, k: int):
     """rho: k-th neighbour of each P point among the other P points; nu: among Q points."""
+    from scipy.spatial import cKDTree  # here: a heavy import few estimators need
+
     rho = cKDTree(p).query(p, k=[k + 1])[0][:, 0]  # the point itself is its own 1st neighbour
     nu = cKDTree(q).query(p, k=[k])[0][:, 0]
     return rho, nu

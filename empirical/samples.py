@@ -44,9 +44,16 @@ def check_epsilon(epsilon: float) -> float:
 
 
 def gaussian_fit(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sample mean and unbiased covariance (at least 2-D) of the rows of ``x``."""
+    """Sample mean and unbiased covariance (at least 2-D) of the rows of ``x``.
+
+    The centred cross-products are summed by ``einsum``'s own loop, not by BLAS: a threaded BLAS
+    product gives bits that depend on its thread count, and on a busy machine its threads made
+    each of a bootstrap's hundreds of fits of one score a hundred times slower (28 ms instead
+    of 0.15 ms for 50,000 samples).
+    """
     mean = x.mean(axis=0)
-    cov = np.atleast_2d(np.cov(x, rowvar=False, ddof=1))
+    centred = x - mean
+    cov = np.einsum("ni,nj->ij", centred, centred) / (x.shape[0] - 1)
     return mean, cov
 
 

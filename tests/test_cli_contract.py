@@ -203,7 +203,7 @@ def test_unwritable_out_folder_and_corrupt_store(tmp_path: Path) -> None:
     corrupt.mkdir()
     (corrupt / "audit.sqlite").write_bytes(b"not a database" * 1000)
     for out_dir, fragment in ((blocker / "sub", "cannot create the output folder"),
-                              (corrupt, "cannot use the chunk store")):
+                              (corrupt, "cannot read the chunk store")):
         argv = ["audit", "run", str(spec), "--out", str(out_dir), "--quiet", "--json"]
         code, out, err, _ = run_cli(argv)
         check_contract(argv, code, out, err)

@@ -51,7 +51,7 @@ class AdapterBase:
     """Every member of :class:`~audits.adapters.protocol.AlgorithmAdapter` that an adapter
     does not need to write: parsing and describing ``params_type``, the demo spec built from
     ``demo`` (a :class:`DemoSettings`), and the optional hooks' defaults (no extra plots, the
-    generic trials benchmark, no bound benchmark).
+    generic trials benchmark, no bound benchmark, no exact output laws).
 
     ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
     logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
@@ -100,10 +100,14 @@ class AdapterBase:
         demo spec's mechanism."""
         return None
 
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """The exact Gaussian output laws of the mechanism as run (none known here: None)."""
+        return None
+
 
 
 DEMO_ATTACKS = ("loss", "projection")
-DEMO_STATISTICS = ("bonferroni-pareto", "sample-split")
+DEMO_STATISTICS = ("pilot-window",)
 DEMO_ESTIMATORS = ("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl")
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 

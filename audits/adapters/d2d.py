@@ -30,6 +30,7 @@ from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, noise_scale, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
@@ -247,6 +248,8 @@ class D2DAdapter(AdapterBase):
                                 certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
                                                             calibrate="sigma"))
     bench_bound = "neel2021:thm9"
+    # the likelihood-ratio attack where the output laws are exact (see exact_laws)
+    extra_attacks = (LIKELIHOOD_RATIO,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals
@@ -267,6 +270,21 @@ class D2DAdapter(AdapterBase):
                        "'remove', or set spec.algorithm.adjacency = 'paper' to run seed 000's "
                        "uncertified replacement reading")
 
+
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """With the internal state from the point 0: the deterministic descents plus the
+        publication noise (:func:`empirical.mechanisms.neel2021.d2d_gaussian_laws`); else None."""
+        import torch
+
+        from empirical.mechanisms.common import TrialOptions
+        from empirical.mechanisms.neel2021 import d2d_gaussian_laws
+
+        mechanism: D2DMechanism = prepared.mechanism
+        data = mechanism.data()
+        options = TrialOptions(n_trials=1, seed=0, device=mechanism.device,
+                               dtype=getattr(torch, mechanism.dtype), retain_scores=1)
+        return d2d_gaussian_laws(data.dataset, data.request, config=mechanism.config,
+                                 options=options)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and mechanism of a validated spec."""

@@ -326,7 +326,7 @@ class GuoAdapter(AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = self.demo_spec(trials=max(2, n_trials), device=device)
+        spec = self.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
         if dataset != "digits":
             spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = prepare_audit(spec).mechanism

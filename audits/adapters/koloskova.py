@@ -51,6 +51,7 @@ from audits.adapters.koloskova_params import (
 )
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
+from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
@@ -333,6 +334,16 @@ class _KoloskovaAdapter(AdapterBase):
         return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, model=model,
                          loop_trials=loop_trials)
 
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """Output perturbation without fine-tuning: the clipped deterministic A(D), A(D_r) plus
+        the noise (:func:`empirical.mechanisms.koloskova2025.output_perturbation_laws`); the
+        noisy fine-tuning methods pass the noise through a network (None)."""
+        from empirical.mechanisms.koloskova2025 import output_perturbation_laws
+
+        mechanism: KoloskovaMechanism = prepared.mechanism
+        return output_perturbation_laws(mechanism.task(), forget=mechanism.forget,
+                                        config=mechanism.config)
+
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         certificate, mechanism = prepare_koloskova(spec, device=device)
         task = mechanism.task()
@@ -378,6 +389,8 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
+    # the likelihood-ratio attack where the released laws are exact (no fine-tuning)
+    extra_attacks = ("stated-direction", LIKELIHOOD_RATIO)
     demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")
 
 

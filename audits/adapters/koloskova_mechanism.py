@@ -10,13 +10,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import resource
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from audits import progress
 from audits.adapters.data import SpecData, plant_record, spec_data
-from audits.adapters.mechanism import SpecMechanism, model_outputs, time_batched_and_loop, torch_threads
+from audits.adapters.mechanism import SpecMechanism, model_outputs, torch_threads
 from audits.loader import spec_from_dict
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
@@ -25,6 +29,9 @@ __all__ = ["PARAMS_STATISTICS_LIMIT", "WORST_CASE_RULE", "KoloskovaMechanism", "
            "worst_case_record"]
 
 PARAMS_STATISTICS_LIMIT = 5000  # parameters handed to the projection attack up to this size
+# The benchmark runs its trials in calls sized to take about this many seconds (from the
+# previous call's rate), each followed by a progress line.
+PROGRESS_SECONDS = 5.0
 
 # What ``[request] forget = "worst-case"`` means for eqs. (1), (3) and (4) (the adapters'
 # ``worst_case_forget``; the rule is empirical.mechanisms.koloskova2025.worst_case_forget_record).
@@ -118,8 +125,11 @@ class KoloskovaMechanism(SpecMechanism):
         return _task(self.spec_json, self.model, self.device, self.dtype)
 
     def fingerprint(self) -> str:
-        """Key of the chunk store (config, model, forget rows, device, dtype)."""
+        """Key of the chunk store (config, model, forget rows, device, dtype; for the CNN also
+        the batched products its numbers come from, which round differently from conv2d)."""
         parts = (dataclasses.astuple(self.config), self.model, self.forget, self.device, self.dtype)
+        if self.model == "cnn":
+            parts = (*parts, "stacked products")
         if _forget_mode(self.spec_json) == "worst-case":
             parts = (*parts, "worst-case forget")
         return repr(parts)
@@ -151,25 +161,33 @@ class KoloskovaMechanism(SpecMechanism):
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
               loop_trials: int | None) -> dict[str, Any]:
-    """Models per second of ``adapter``'s demo mechanism, batched (vmap over stacked parameters)
+    """Models per second of ``adapter``'s demo mechanism, batched (stacked parameter sets)
     against one model per call, on ``dataset`` and ``model``."""
     import torch
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    spec = adapter.demo_spec(trials=max(4, n_trials), device=device)
     spec = spec.replace(model=ModelSpec(name=model))
     if dataset != "digits":
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
     mechanism = adapter.prepare(spec, device=device).mechanism
-    # the warm-up trial builds A(D) and A(D_r)
+    looped_n = min(n_trials, loop_trials or 16)
     with torch_threads(device):
-        timing = time_batched_and_loop(mechanism.run, n_trials=n_trials,
-                                               loop_trials=loop_trials or 16)
-    batched, looped, looped_n = timing.batched, timing.looped, timing.loop_trials
-    batched_seconds, loop_seconds = timing.batched_seconds, timing.loop_seconds
-    # A(D) and A(D_r) are trained once per call in both modes; the rates count models (two per
-    # trial: unlearned and certifying).
+        progress.announce(f"{model} on {spec.dataset.name}: training A(D) and A(D_r) once, "
+                          "then one warm-up trial")
+        start = time.perf_counter()
+        mechanism.run(seed=0, first_trial=0, n_trials=1)
+        progress.line(f"trained and warmed up in {time.perf_counter() - start:.0f} s")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        batched, batched_seconds, batched_cpu = _timed_chunks(mechanism.run, n_trials=n_trials,
+                                                              what="batched")
+        peak_growth = max(0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        looped, loop_seconds, loop_cpu = _timed_chunks(
+            functools.partial(mechanism.run, mode="loop"), n_trials=looped_n,
+            what="one at a time")
+    # The rates count models (two per trial: unlearned and certifying); A(D) and A(D_r) were
+    # trained before either timing.
     batched_rate = 2 * n_trials / batched_seconds
     loop_rate = 2 * looped_n / loop_seconds
     params = mechanism.config
@@ -182,11 +200,42 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         "batched_models_per_s": batched_rate, "loop_trials_timed": looped_n,
         "loop_seconds": loop_seconds, "loop_models_per_s": loop_rate,
         "speedup": batched_rate / loop_rate,
+        # CPU seconds of this process: on a shared machine the wall time also counts the
+        # time other processes held the cores
+        "batched_cpu_seconds": batched_cpu, "loop_cpu_seconds": loop_cpu,
+        "cpu_speedup": (loop_cpu / looped_n) / (batched_cpu / n_trials),
         "loop_matches_batched": bool(np.array_equal(batched.unlearned_params[:looped_n],
                                                     looped.unlearned_params)),
-        "peak_rss_growth_mib_per_model": timing.peak_rss_growth_kib / 1024 / (2 * n_trials),
+        "peak_rss_growth_mib_per_model": peak_growth / 1024 / (2 * n_trials),
         "param_bytes_per_model": bytes_per_model,
         "steps_per_model": params.unlearn_steps + params.finetune_steps,
         "note": "per model: T noisy steps + fine-tuning (full-batch retain gradients) and the "
-                "evaluation; ru_maxrss growth during the batched call divided by the models",
+                "evaluation; A(D) and A(D_r) trained once before timing; trials run in calls "
+                f"that grow from one trial to about {PROGRESS_SECONDS:g} s each (a progress "
+                "line after each); ru_maxrss growth during the batched calls divided by the "
+                "models",
     }
+
+
+def _timed_chunks(run: Callable[..., Any], *, n_trials: int, what: str
+                  ) -> tuple[Any, float, float]:
+    """``run`` over trials 0 .. n_trials - 1 (a trial depends only on its seed and index) in
+    calls that start at one trial and grow to about ``PROGRESS_SECONDS`` each, with a progress
+    line after each call; the joined result, the wall seconds and the process CPU seconds
+    spent in the calls."""
+    parts, elapsed, cpu, first, chunk = [], 0.0, 0.0, 0, 1
+    while first < n_trials:
+        size = min(chunk, n_trials - first)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        parts.append(run(seed=0, first_trial=first, n_trials=size))
+        seconds = time.perf_counter() - start
+        cpu += time.process_time() - start_cpu
+        elapsed += seconds
+        first += size
+        # the next call sized to take about PROGRESS_SECONDS at this call's rate, never smaller
+        chunk = max(chunk, int(size * PROGRESS_SECONDS / max(seconds, 1e-9)))
+        progress.line(f"{what}: {first}/{n_trials} trials ({2 * first} models) in "
+                      f"{elapsed:.0f} s, {2 * first / elapsed:.3g} models/s")
+    joined = type(parts[0])(**{field.name: np.concatenate([getattr(p, field.name) for p in parts])
+                               for field in dataclasses.fields(parts[0])})
+    return joined, elapsed, cpu

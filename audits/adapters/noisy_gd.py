@@ -24,6 +24,7 @@ from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_ba
 from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
+from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer
 from audits.protocols import TrialBatch
 from audits.registry import register_adapter
@@ -256,13 +257,15 @@ class NoisyGDMechanism(SpecMechanism):
             # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        # Definition 4.1's per-record reference (the request's first record) for r > 1; at
-        # r = 1 it is the retrained curator.
-        record = 0 if not self.adaptive_requests and len(data.indices) > 1 else None
         return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
                                   n_trials=n_trials, model=model, requester=requester,
                                   adaptive_requests=self.adaptive_requests, mode=mode,
-                                  reference_record=record)
+                                  reference_record=self.reference_record(data))
+
+    def reference_record(self, data: Any) -> int | None:
+        """Definition 4.1's per-record reference (the request's first record) for r > 1; at
+        r = 1 it is the retrained curator (None)."""
+        return 0 if not self.adaptive_requests and len(data.indices) > 1 else None
 
 
 # ----------------------------------------------------------------------------------------------
@@ -283,6 +286,8 @@ class NoisyGDAdapter(AdapterBase):
                                 trials=10000, name="demo-noisy-gd",
                                 model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
+    # the likelihood-ratio attack where the output laws are exact (see exact_laws)
+    extra_attacks = (LIKELIHOOD_RATIO,)
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
     bench_point: ClassVar[dict[str, Any]] = {
@@ -333,6 +338,19 @@ class NoisyGDAdapter(AdapterBase):
         return {"device": device, "dataset": dataset, "torch_threads": threads,
                 "mechanism": mechanism.description, **timing.rates(),
                 "loop_matches_batched": identical}
+
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """On the linear loss without an adaptive requester: the closed-form linear-Gaussian
+        laws (:func:`empirical.mechanisms.chourasia2023.noisy_gd_gaussian_laws`); else None
+        (the logistic loss makes the steps nonlinear; the requester reads the releases)."""
+        from empirical.mechanisms.chourasia2023 import noisy_gd_gaussian_laws
+
+        mechanism: NoisyGDMechanism = prepared.mechanism
+        if mechanism.model != "linear" or mechanism.adaptive_requests:
+            return None
+        data = mechanism.data()
+        return noisy_gd_gaussian_laws(data.dataset, data.request, config=mechanism.config,
+                                      reference_record=mechanism.reference_record(data))
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate (Theorem 5.1, or 4.3 + 5.1 for an adaptive requester) and mechanism of a validated

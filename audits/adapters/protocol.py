@@ -36,6 +36,8 @@ class PreparedAudit:
     fingerprint: str  # changes whenever the mechanism's numbers may change (chunk-store key)
     seeds: Mapping[str, Any]
     notes: tuple[str, ...] = ()
+    # the report's exact_privacy_loss (audits.exact_loss), None where no exact law is known
+    exact_privacy_loss: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,8 @@ class AlgorithmAdapter(Protocol):
     Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
     generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
-    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked).
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked),
+    and ``exact_laws`` (None: the output laws of the mechanism as run are not known exactly).
     ``worst_case_forget`` states what ``[request] forget = "worst-case"`` plants within the
     paper's assumptions (None: the adapter cannot honour it and such a spec is refused);
     ``extra_attacks`` the attacks beyond ``loss`` and ``projection`` its mechanism gives.
@@ -103,6 +106,13 @@ class AlgorithmAdapter(Protocol):
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
                          model: str | None = None) -> dict[str, Any] | None:
         """Batched against per-trial timing of the mechanism, or None for the generic one."""
+        ...
+
+    def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
+        """The exact laws of the final parameters after unlearning and after retraining, as an
+        :class:`empirical.gaussian_laws.GaussianLaws`, or None where the mechanism as run is
+        not exactly Gaussian with one covariance (:mod:`audits.exact_loss` turns them into
+        the report's exact privacy loss and the likelihood-ratio attack)."""
         ...
 
 

@@ -267,8 +267,12 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
         print(line, file=sys.stderr, flush=True)
 
     try:
-        res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n, device=args.device,
-                               dataset=args.dataset, model=args.model, progress=progress)
+        # Progress lines go to stderr under --json too (stdout keeps the one JSON object): a
+        # network benchmark runs for minutes.
+        with reporting("bench trials"):
+            res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n,
+                                   device=args.device, dataset=args.dataset, model=args.model,
+                                   progress=progress)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
     if args.algorithm == ALL_ALGORITHMS:

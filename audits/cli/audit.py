@@ -65,6 +65,8 @@ def _outcome(result, out_dir: Path) -> dict[str, Any]:
         "bound": report["certificate"]["bound"],
         "max_lower_bound": report["verdict"]["max_lower_bound"],
         "tightness": report["verdict"]["tightness"],
+        "exact_epsilon": (None if report.get("exact_privacy_loss") is None
+                          else report["exact_privacy_loss"]["epsilon"]),
         "max_certifiable_epsilon": report["empirical"]["max_certifiable_epsilon"],
         "n_trials": report["empirical"]["n_trials"],
         "explanation": report["verdict"]["explanation"],

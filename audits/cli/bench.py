@@ -192,7 +192,7 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-    spec = adapter.demo_spec(trials=max(2, n_trials), device=device)
+    spec = adapter.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
     progress.phase("preparing the demo mechanism")
     mechanism = prepare_audit(spec).mechanism
     progress.phase(f"timing {n_trials} batched trials, then up to 32 one at a time")
@@ -234,14 +234,37 @@ def power_summary(res: dict[str, Any]) -> str:
              + (" (--quick: few runs, a smoke test)" if res["quick"] else ""),
              "", "(epsilon, delta) lower bounds, N per side "
              f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
-             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'limit/exact':>11} "
-             f"{'pilot/exact':>11} {'pilot/limit':>11} {'current/limit':>13} {'pilot misses':>12}"]
+             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'default/limit':>13} "
+             f"{'peer/limit':>10} {'default/peer':>12} {'pilot/limit':>11} {'current/limit':>13} "
+             f"{'default misses':>14}"]
     for row in res["epsilon_bounds"]:
-        pilot, current = row["pilot"], row["current"]
+        default, pilot, current = row["default"], row["pilot"], row["current"]
+        peer = row.get("peer")
+        peer_cols = (f"{peer['mean_over_limit']:>10.3f} {default['mean'] / peer['mean']:>12.3f}"
+                     if peer and peer["mean"] > 0 else f"{'-':>10} {'-':>12}")
         lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
-                     f"{row['limit']:>7.3f} {row['limit_over_exact']:>11.3f} "
-                     f"{pilot['mean_over_exact']:>11.3f} {pilot['mean_over_limit']:>11.3f} "
-                     f"{current['mean_over_limit']:>13.3f} {pilot['coverage_failure_rate']:>12.3f}")
+                     f"{row['limit']:>7.3f} {default['mean_over_limit']:>13.3f} {peer_cols} "
+                     f"{pilot['mean_over_limit']:>11.3f} {current['mean_over_limit']:>13.3f} "
+                     f"{default['coverage_failure_rate']:>14.3f}")
+    lines += ["  default: the audits' default statistic (pilot-window); peer: jax-privacy 2.0's "
+              "Clopper-Pearson auditor (one_sided=False, Bonferroni); pilot: pilot-threshold; "
+              "current: bonferroni-pareto, one orientation"]
+    if "peer" in res.get("parts", []):
+        rows = res.get("peer_comparison") or []
+        lines += ["", "default statistic vs jax-privacy on identical scores (mean over runs per "
+                  "case" + (f", {rows[0]['runs']} runs, N per side {rows[0]['n_per_side']}):"
+                            if rows else "): jax-privacy is not installed")]
+        if rows:
+            lines.append(f"  {'mu':>6} {'delta':>7} {'default':>8} {'peer':>8} {'ratio':>6} "
+                         f"{'worst draw':>10} {'default/limit':>13}")
+            for row in rows:
+                lines.append(f"  {row['mu']:>6.3f} {row['delta']:>7.0e} {row['default_mean']:>8.3f} "
+                             f"{row['peer_mean']:>8.3f} {row['ratio_of_means']:>6.3f} "
+                             f"{min(row['single_draw_ratios']):>10.3f} "
+                             f"{row['default_mean_over_limit']:>13.3f}")
+            ratios = [row["ratio_of_means"] for row in rows]
+            lines.append(f"  cases with default >= peer: {sum(r >= 1 for r in ratios)} of "
+                         f"{len(ratios)}; worst ratio {min(ratios):.3f}")
     lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
               "noise: the false-violation rate):",
               f"  {'factor':>6} {'N':>6} {'runs':>5} {'verdict':>7} {'renyi':>6} "
@@ -288,7 +311,7 @@ def _cmd_bench_power(args: Any) -> None:
 
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
-                          hockey_full_runs=args.hockey_full_runs,
+                          hockey_full_runs=args.hockey_full_runs, peer_runs=args.peer_runs,
                           parts=tuple(args.parts.split(",")), verdict=gaussian_verdict)
     emit(res, args.json, power_summary(res))
 
@@ -298,15 +321,17 @@ def add_power_command(bench_subparsers: Any) -> None:
     p = bench_subparsers.add_parser(
         "power", help="audit power on the Gaussian ground truth: bounds, detection, coverage",
         description="Side by side on the Gaussian mechanism: epsilon lower bound / exact and / "
-                    "limit per delta, violation-detection rate per noise shortfall factor for "
+                    "limit per delta (the default statistic beside jax-privacy's auditor), "
+                    "violation-detection rate per noise shortfall factor for "
                     "each test, the false-violation rate, and interval coverage per estimator.")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--quick", action="store_true", help="few runs (a smoke test, ~30 s)")
     p.add_argument("--seed", type=int, default=0, help="master seed")
     for part, default in (("epsilon", 200), ("detection", 100), ("coverage", 100),
-                          ("hockey-full", 20)):
+                          ("hockey-full", 20), ("peer", 5)):
         p.add_argument(f"--{part}-runs", type=int, default=None, metavar="N",
                        help=f"runs of the {part} part (default {default}; fewer with --quick)")
-    p.add_argument("--parts", default="epsilon,detection,coverage", metavar="LIST",
-                   help="comma-separated parts to run (epsilon, detection, coverage; default all)")
+    p.add_argument("--parts", default="epsilon,detection,coverage,peer", metavar="LIST",
+                   help="comma-separated parts to run (epsilon, detection, coverage, peer: the "
+                        "default statistic against jax-privacy on 40 Gaussian cases; default all)")
     p.set_defaults(func=_cmd_bench_power)

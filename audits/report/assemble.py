@@ -50,6 +50,8 @@ def build_report(plan: AuditPlan, chunks: ChunkResults) -> dict:
             "direction": settings.direction,
             "renyi": analysis.renyi,
         },
+        "exact_privacy_loss": (None if plan.exact_privacy_loss is None
+                               else dict(plan.exact_privacy_loss)),
         "verdict": verdict,
         "utility": analysis.utility,
         "plots": analysis.plots,

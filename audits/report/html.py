@@ -18,6 +18,7 @@ from audits.report.text import (
     bound_confidence,
     describe_bound,
     each_level,
+    exact_ratio,
     exact_text,
     fmt,
     lower_bound_entries,
@@ -175,6 +176,7 @@ def _cards(report: Mapping) -> str:
         ("best empirical lower bound", fmt(verdict["max_lower_bound"]),
          f"{percent_text(emp['confidence'])} confidence"),
         ("tightness", fmt(verdict["tightness"], 3), "lower bound / certificate"),
+        *_exact_card(report),
         ("largest lower bound N trials could show", fmt(emp["max_certifiable_epsilon"]),
          f"with N = {emp['n_trials']} trials"),
     ]
@@ -353,9 +355,42 @@ def _inputs_section(report: Mapping) -> str:
             + f"<h3>Audit spec</h3><pre>{_e(spec)}</pre></section>")
 
 
+def _exact_card(report: Mapping) -> list[tuple[str, str, str]]:
+    exact = report.get("exact_privacy_loss")
+    if exact is None:
+        return []
+    best = report["verdict"]["max_lower_bound"]
+    ratio = exact_ratio(best, exact["epsilon"])
+    return [("exact ε of the mechanism as run", fmt(exact["epsilon"]),
+             f"δ = {fmt(exact['delta'])}, Gaussian laws at μ = {fmt(exact['gaussian_mu'])}; "
+             f"lower bound / exact = {ratio}")]
+
+
+def _exact_section(report: Mapping) -> str:
+    exact = report.get("exact_privacy_loss")
+    if exact is None:
+        return ""
+    rows = [("ε at δ", _e(f"{fmt(exact['epsilon'], 6)} at δ = {fmt(exact['delta'])}")),
+            ("Mahalanobis distance μ", _e(fmt(exact["gaussian_mu"], 6))),
+            ("Rényi curve (α, D_α)", _e(", ".join(f"({fmt(a)}, {fmt(v)})"
+                                                   for a, v in exact["renyi"]))),
+            ("method", _e(exact["method"])),
+            ("assumptions", _render_value(exact["assumptions"]))]
+    return ('<section id="exact-loss"><h2>Exact privacy loss of the mechanism as run</h2>'
+            "<p>Both output laws are known Gaussians, so the true ε is computed, not estimated: "
+            "every valid lower bound lies at or below it, every valid certificate at or above "
+            "it (a certified ε below it is wrong).</p>"
+            f"{_kv_table(rows)}</section>")
+
+
 def render_html(report: Mapping) -> str:
     """A self-contained HTML page for ``report``: inline CSS, base64 PNG figures, no scripts."""
-    report = validate_report(report)
+    return render_validated_html(validate_report(report))
+
+
+def render_validated_html(report: Mapping) -> str:
+    """:func:`render_html` of a report :func:`~audits.report.schema.validate_report` returned
+    (not checked again: the report's number lists are long)."""
     figures, notes = report_figures_of(report)
     status = report["verdict"]["status"]
     title = f"Unlearning audit: {status} ({report['certificate']['bound']})"
@@ -368,6 +403,7 @@ def render_html(report: Mapping) -> str:
         _header(report),
         "<main>",
         _cards(report),
+        _exact_section(report),
         _certificate_section(report),
         _empirical_section(report),
         _figures_section(figures, notes),

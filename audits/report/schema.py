@@ -438,6 +438,24 @@ def _check_line_plot(plot: Any, path: str) -> None:
             raise _invalid(where, f"has {len(x)} x values but {len(y)} y values")
 
 
+def _check_exact_loss(report: Mapping) -> None:
+    """``exact_privacy_loss``: null (or absent), or the exact loss of known Gaussian laws."""
+    loss = _mapping(report.get("exact_privacy_loss"), "exact_privacy_loss", allow_null=True)
+    if loss is None:
+        return
+    path = "exact_privacy_loss"
+    _number(_get(loss, "epsilon", path), f"{path}.epsilon", low=0, allow_inf=True)
+    _number(_get(loss, "delta", path), f"{path}.delta", low=0, high=1, open_high=True)
+    _number(_get(loss, "gaussian_mu", path), f"{path}.gaussian_mu", low=0)
+    for i, pair in enumerate(_list(_get(loss, "renyi", path), f"{path}.renyi")):
+        _numbers(pair, f"{path}.renyi[{i}]", low=0, min_length=2)
+        if len(pair) != 2 or not pair[0] > 1:
+            raise _invalid(f"{path}.renyi[{i}]", f"must be [order > 1, value], got {pair!r}")
+    _string(_get(loss, "method", path), f"{path}.method")
+    for i, item in enumerate(_list(_get(loss, "assumptions", path), f"{path}.assumptions")):
+        _string(item, f"{path}.assumptions[{i}]")
+
+
 def _check_run(report: Mapping) -> None:
     seeds = _mapping(_get(report, "seeds", ""), "seeds")
     _integer(_get(seeds, "seed", "seeds"), "seeds.seed")
@@ -465,6 +483,7 @@ def validate_report(report: Mapping) -> dict[str, Any]:
     _check_verdict(plain, certified, lower_epsilons, renyi_tests)
     _check_utility(plain)
     _check_plots(plain)
+    _check_exact_loss(plain)
     _check_run(plain)
     return plain
 

@@ -45,6 +45,15 @@ def exact_text(x: Any) -> str:
     return repr(float(x)) if isinstance(x, float) else fmt(x)
 
 
+def exact_ratio(lower: Any, exact: Any) -> str:
+    """A lower bound over the exact epsilon as text (``n/a`` when the exact epsilon is 0 or
+    infinite)."""
+    value = number_value(exact)
+    if not (0 < value < math.inf):
+        return "n/a"
+    return fmt(number_value(lower) / value, 3)
+
+
 def percent_text(x: float) -> str:
     """A fraction as a percentage with four significant digits."""
     return f"{float(x) * 100:.4g}%"
@@ -116,6 +125,11 @@ def summary_text(report: Mapping) -> str:
                      f"({describe_bound(best)})")
     lines.append(f"  tightness           {fmt(verdict['tightness'], 3)} "
                  "(best lower bound / certified epsilon)")
+    exact = report.get("exact_privacy_loss")
+    if exact is not None:
+        lines.append(f"  exact epsilon       {fmt(exact['epsilon'])} at delta {fmt(exact['delta'])} "
+                     f"(the mechanism's Gaussian laws, mu {fmt(exact['gaussian_mu'])}); best lower "
+                     f"bound / exact {exact_ratio(verdict['max_lower_bound'], exact['epsilon'])}")
     lines.append(f"  largest showable    epsilon {fmt(emp['max_certifiable_epsilon'])}: the largest "
                  f"lower bound N = {emp['n_trials']} trials could show")
     if blind_spot(report):

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from audits import progress
-from audits.report.html import render_html
+from audits.report.html import render_validated_html
 from audits.report.schema import HTML_NAME, JSON_NAME, ReportPaths, atomic_write, validate_report
 
 __all__ = ["write_report"]
@@ -22,7 +22,7 @@ def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
     progress.phase("writing the report (figures, HTML)")
     plain = validate_report(report)
     text = json.dumps(plain, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
-    page = render_html(plain)
+    page = render_validated_html(plain)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = ReportPaths(json_path=out / JSON_NAME, html_path=out / HTML_NAME)

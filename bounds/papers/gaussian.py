@@ -18,6 +18,8 @@ papers and ``seed`` is left empty.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from bounds.conversions import gaussian_delta, gaussian_epsilon
 from bounds.declarations import Bound, Citation, Guarantee, Parameter
@@ -96,4 +98,46 @@ def gaussian_exact_epsilon(*, delta: float, sensitivity: float, sigma: float) ->
     return gaussian_epsilon(delta=delta, mu=_mu(sensitivity=sensitivity, sigma=sigma))
 
 
-__all__ = ["RDP", "gaussian_exact_delta", "gaussian_exact_epsilon"]
+@dataclass(frozen=True)
+class GaussianPairLoss:
+    """The exact privacy loss between two Gaussian laws with one covariance: N(m1, S), N(m0, S).
+
+    ``mu`` is the Mahalanobis distance ||S^(-1/2) (m1 - m0)||; ``epsilon`` the least epsilon
+    with delta(epsilon) <= ``delta`` (the smallest float not below the exact value);
+    ``renyi`` the pairs (alpha, alpha mu^2 / 2), equal in both directions.
+    """
+
+    mu: float
+    delta: float
+    epsilon: float
+    renyi: tuple[tuple[float, float], ...]
+
+
+def gaussian_pair_loss(*, mu: float, delta: float, orders: Sequence[float]) -> GaussianPairLoss:
+    """Exact (epsilon, delta) and Rényi curve of N(m1, S) vs N(m0, S) at Mahalanobis distance mu.
+
+    An invertible affine map sends the pair to N(mu e_1, I) vs N(0, I), and neither divergence
+    changes under it; the other coordinates are identical in both laws. So delta(epsilon) is
+    Balle and Wang 2018, Theorem 8 at mu (both directions), and D_alpha = alpha mu^2 / 2 (Mironov
+    2017, Proposition 7). mu = 0 (identical laws) gives epsilon = 0 and a zero curve.
+    """
+    if isinstance(mu, bool) or not isinstance(mu, int | float) or not (math.isfinite(mu)
+                                                                        and mu >= 0):
+        raise PreconditionError(f"Balle and Wang 2018, Theorem 8 needs a finite distance mu >= 0, "
+                                f"got {mu!r}")
+    if not (isinstance(delta, int | float) and 0.0 < float(delta) < 1.0):
+        raise PreconditionError(f"Balle and Wang 2018, Theorem 8: delta must be in (0, 1), got "
+                                f"{delta!r}")
+    pairs = []
+    for order in orders:
+        alpha = float(order)
+        if not (math.isfinite(alpha) and alpha > 1):
+            raise PreconditionError(f"Mironov 2017, Proposition 7: Rényi orders must be finite "
+                                    f"and > 1, got {order!r}")
+        pairs.append((alpha, alpha * float(mu) ** 2 / 2))
+    epsilon = 0.0 if mu == 0 else gaussian_epsilon(delta=float(delta), mu=float(mu))
+    return GaussianPairLoss(float(mu), float(delta), epsilon, tuple(pairs))
+
+
+__all__ = ["RDP", "GaussianPairLoss", "gaussian_exact_delta", "gaussian_exact_epsilon",
+           "gaussian_pair_loss"]

@@ -26,12 +26,13 @@ from empirical.statistics import epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.statistics.gdp import gaussian_epsilon
 from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
+from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
 
 __all__ = ["DETECTION_FACTORS", "PARTS", "detection_power", "epsilon_bound_power",
-           "estimator_coverage", "power_benchmark"]
+           "estimator_coverage", "peer_comparison", "peer_epsilon", "power_benchmark"]
 
 
-PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage")
+PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage", "peer")
 
 
 def _scores(rng: np.random.Generator, mu: float, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -52,18 +53,26 @@ def epsilon_bound_power(
     For each (mu, delta): the exact epsilon, the limit (:func:`single_threshold_limit`), and per
     method the mean lower bound, its ratios to exact and limit, and the coverage failure rate
     (fraction of runs whose "lower bound" exceeds the exact epsilon; nominal <= alpha).
-    ``pilot`` is :func:`pilot_epsilon_lower_bound`; ``current`` is
-    :func:`empirical.statistics.epsilon_lower_bound` (Bonferroni over the Pareto thresholds).
+    ``default`` is :func:`pilot_window_epsilon_lower_bound` (the audits' default statistic, both
+    orientations in one test); ``pilot`` is :func:`pilot_epsilon_lower_bound`; ``current`` is
+    :func:`empirical.statistics.epsilon_lower_bound` (Bonferroni over the Pareto thresholds, one
+    orientation); ``peer`` is jax-privacy's Clopper-Pearson auditor (:func:`peer_epsilon`), left
+    out when jax-privacy is not installed.
     """
     rows = []
     for mu in mus:
         for delta in deltas:
             exact = gaussian_epsilon(mu=mu, delta=delta)
             limit = single_threshold_limit(mu=mu, delta=delta, n=n, alpha=alpha)
-            values: dict[str, list[float]] = {"pilot": [], "current": []}
+            values: dict[str, list[float]] = {"default": [], "pilot": [], "current": [], "peer": []}
             for run in range(runs):
                 rng = np.random.default_rng([seed, run, int(mu * 1000)])
                 p, q = _scores(rng, mu, n)
+                values["default"].append(pilot_window_epsilon_lower_bound(
+                    p, q, delta=delta, alpha=alpha, seed=run).epsilon)
+                peer = peer_epsilon(p, q, delta=delta, alpha=alpha)
+                if peer is not None:
+                    values["peer"].append(peer)
                 values["pilot"].append(
                     pilot_epsilon_lower_bound(p, q, delta=delta, alpha=alpha, seed=run).epsilon)
                 values["current"].append(epsilon_lower_bound(p, q, delta=delta, alpha=alpha).epsilon)
@@ -82,6 +91,57 @@ def epsilon_bound_power(
                     "coverage_failure_rate": float(np.mean(arr > exact)),
                 }
             rows.append(row)
+    return rows
+
+
+def peer_epsilon(scores_positive, scores_negative, *, delta: float,
+                 alpha: float = 0.05) -> float | None:
+    """jax-privacy 2.0's (epsilon, delta) lower bound on the same scores: ``CanaryScoreAuditor(
+    positive, negative).epsilon_clopper_pearson(alpha, delta, one_sided=False,
+    threshold_strategy=Bonferroni())``; None when jax-privacy is not installed. Its level is
+    split over the thresholds of the empirical ROC's convex hull, a number read off the data."""
+    try:
+        from jax_privacy import auditing
+    except ImportError:
+        return None
+    auditor = auditing.CanaryScoreAuditor(np.asarray(scores_positive), np.asarray(scores_negative))
+    return float(auditor.epsilon_clopper_pearson(alpha, delta, one_sided=False,
+                                                 threshold_strategy=auditing.Bonferroni()))
+
+
+# The peer comparison's cases: mu from 0.5 to 3 in 20 steps, two deltas (40 cases).
+PEER_MUS: tuple[float, ...] = tuple(float(m) for m in np.linspace(0.5, 3.0, 20))
+PEER_DELTAS: tuple[float, ...] = (1e-5, 1e-3)
+
+
+def peer_comparison(*, mus: Sequence[float] = PEER_MUS, deltas: Sequence[float] = PEER_DELTAS,
+                    n: int = 10_000, runs: int = 5, alpha: float = 0.05,
+                    seed: int = 0) -> list[dict[str, Any]]:
+    """The default statistic against jax-privacy on identical Gaussian scores, per (mu, delta):
+    both bounds on each of ``runs`` seeded draws (N(mu, 1) vs N(0, 1), ``n`` per side), their
+    means and the ratio of means, the single-draw ratios, and the single-threshold limit.
+    Empty when jax-privacy is not installed."""
+    rows = []
+    for mu in mus:
+        for delta in deltas:
+            ours, peer = [], []
+            for run in range(runs):
+                rng = np.random.default_rng([seed, run, int(round(mu * 1000)),
+                                             int(round(-np.log10(delta)))])
+                p, q = _scores(rng, mu, n)
+                value = peer_epsilon(p, q, delta=delta, alpha=alpha)
+                if value is None:
+                    return []
+                peer.append(value)
+                ours.append(pilot_window_epsilon_lower_bound(p, q, delta=delta, alpha=alpha,
+                                                             seed=run).epsilon)
+            o, r = np.asarray(ours), np.asarray(peer)
+            limit = single_threshold_limit(mu=mu, delta=delta, n=n, alpha=alpha)
+            rows.append({"mu": float(mu), "delta": delta, "n_per_side": n, "runs": runs,
+                         "default_mean": float(o.mean()), "peer_mean": float(r.mean()),
+                         "ratio_of_means": float(o.mean() / r.mean()),
+                         "single_draw_ratios": (o / r).tolist(), "limit": limit,
+                         "default_mean_over_limit": float(o.mean() / limit)})
     return rows
 
 
@@ -230,13 +290,14 @@ def _full_renyi_refusal(*, n: int, d: int, order: float) -> str | None:
 
 def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | None = None,
                     detection_runs: int | None = None, coverage_runs: int | None = None,
-                    hockey_full_runs: int | None = None,
+                    hockey_full_runs: int | None = None, peer_runs: int | None = None,
                     parts: Sequence[str] = PARTS,
                     verdict: Verdict | None = None) -> dict[str, Any]:
     """All power measurements in one dict; ``quick`` uses few runs (a smoke test, not a study).
 
-    The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100
-    and 20; with ``quick``: 10, 5, 5 and 1), so that a study can be scaled to the time at hand;
+    The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100,
+    20 and 5 for the peer comparison, :func:`peer_comparison`; with ``quick``: 10, 5, 5, 1 and
+    1), so that a study can be scaled to the time at hand;
     ``parts`` picks some of ``PARTS`` (the others come back as empty lists), so that the parts
     can run as separate processes: each part's draws depend only on ``seed``, not on the others.
     ``verdict`` is passed to :func:`detection_power` (the whole audit's decision on a draw).
@@ -245,10 +306,11 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
     if unknown or not parts:
         raise ValueError(f"parts must be a non-empty selection of {PARTS}, got {list(parts)!r}")
     start = time.perf_counter()
-    runs = {"epsilon": 10, "detection": 5, "coverage": 5, "hockey_full": 1} if quick else {
-        "epsilon": 200, "detection": 100, "coverage": 100, "hockey_full": 20}
+    runs = {"epsilon": 10, "detection": 5, "coverage": 5, "hockey_full": 1, "peer": 1} if quick else {
+        "epsilon": 200, "detection": 100, "coverage": 100, "hockey_full": 20, "peer": 5}
     for key, value in (("epsilon", epsilon_runs), ("detection", detection_runs),
-                       ("coverage", coverage_runs), ("hockey_full", hockey_full_runs)):
+                       ("coverage", coverage_runs), ("hockey_full", hockey_full_runs),
+                       ("peer", peer_runs)):
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{key}_runs must be a positive integer, got {value!r}")
@@ -263,9 +325,11 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
                                   n_bootstrap=50 if quick else 1000,
                                   n_bootstrap_hockey=50 if quick else 200,
                                   seed=seed + 2) if "coverage" in parts else []
+    peer_rows = peer_comparison(runs=runs["peer"], seed=seed + 3) if "peer" in parts else []
     return {
         "ground_truth": "scores N(mu, 1) vs N(0, 1); Gaussian mechanism, sensitivity 1",
         "epsilon_bounds": eps_rows,
+        "peer_comparison": peer_rows,
         "detection": det_rows,
         "estimator_coverage": cov_rows,
         "runs": runs,

@@ -284,7 +284,9 @@ def run_pnsgd(
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
     workspace = model.workspace_elements(batch)
     if n_batches == 1 and isinstance(model, LinearModel):
-        workspace = 12 * n  # full batch on broadcast rows: a dozen [n] vectors per trial
+        # Full batch on broadcast rows: a dozen [n] vectors per trial for a step, and as many
+        # again for sampling and evaluation (a chunk's measured peak was twice the dozen).
+        workspace = 24 * n
     bytes_per_trial = 2 * (itemsize * (n_batches * n_params + workspace + 12 * n_params)
                            + 8 * 3 * n)
     outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial)

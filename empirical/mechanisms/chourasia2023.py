@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from empirical.data import Dataset
+from empirical.gaussian_laws import GaussianLaws
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -71,6 +72,7 @@ __all__ = [
     "PublishedDirectionRequester",
     "Requester",
     "linear_loss_law",
+    "noisy_gd_gaussian_laws",
     "run_noisy_gd",
     "stationary_init_variance",
 ]
@@ -245,24 +247,82 @@ class NoisyGDResult(TrialResult):
 
 def linear_loss_law(*, dataset_versions: Sequence[tuple[np.ndarray, np.ndarray, np.ndarray]],
                     steps: Sequence[int], config: NoisyGDConfig) -> tuple[np.ndarray, float]:
-    """Exact law of Noisy-GD under :class:`LinearLoss` (no clipping): N(mean, var I).
+    """Exact law of Noisy-GD under :class:`LinearLoss`: N(mean, var I).
 
     ``dataset_versions`` (features, labels, weights) and ``steps`` pair each phase's database
     with its number of steps, starting from rho. Each step is theta <- c theta + eta s_D + noise
-    with c = 1 - eta lam and s_D = (1/n) sum_i w_i y_i x_i, so after k steps the mean moves to
+    with c = 1 - eta lam and s_D = (1/n) sum_i w_i y_i min(1, L/||x_i||) x_i (the clipped
+    gradient -y x does not depend on theta), so after k steps the mean moves to
     c^k mean + (1 - c^k) s_D / lam and the variance to c^(2k) var + 2 eta sigma^2 (1 - c^(2k))/(1 - c^2).
     """
     eta, lam = config.step_size, config.l2
     c = 1.0 - eta * lam
     scale = config.noise_multiplier_scale
     mean = np.zeros(dataset_versions[0][0].shape[1])
-    var = config.rho_variance() * scale**2
+    var = config.rho_variance() * (1.0 if config.init_variance is not None else scale**2)
     step_var = 2.0 * eta * config.sigma**2 * scale**2
     for (features, labels, weights), k in zip(dataset_versions, steps, strict=True):
-        s = (weights * labels) @ features / features.shape[0]
+        factor = weights * labels
+        if config.clip is not None:
+            norms = np.linalg.norm(features, axis=1)
+            factor = factor * np.minimum(1.0, config.clip / np.maximum(norms, np.finfo(float).tiny))
+        s = factor @ features / features.shape[0]
         mean = c**k * mean + (1.0 - c**k) * s / lam
         var = c ** (2 * k) * var + step_var * (1.0 - c ** (2 * k)) / (1.0 - c**2)
     return mean, float(var)
+
+
+def noisy_gd_gaussian_laws(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    config: NoisyGDConfig,
+    reference_record: int | None = None,
+) -> GaussianLaws | None:
+    """The exact laws of the deleted model and of the reference of :func:`run_noisy_gd` under
+    :class:`LinearLoss` without an adaptive requester (:func:`linear_loss_law` for each).
+
+    The curator runs K_A steps on D_0 then each request's K_Abar steps on its database; the
+    reference runs the same numbers of steps from a fresh rho, on the final database (or, with
+    ``reference_record``, learning on D_0 with only that record edited), so both variances
+    are the same. None where the variance is 0 (no noise).
+    """
+    requests = tuple(request.requests if isinstance(request, RequestSequence)
+                     else (request,) if isinstance(request, UnlearningRequest) else request)
+    versions = data_versions(dataset, requests)
+    steps = config.unlearn_steps_for(len(requests))
+    curator_mean, curator_var = linear_loss_law(
+        dataset_versions=versions, steps=(config.learn_steps, *steps), config=config)
+    if reference_record is None:
+        reference = [versions[-1]] * (len(requests) + 1)
+    else:
+        if len(requests) != 1:
+            raise ValueError("reference_record needs one request")
+        edited = requests[0]
+        s = reference_record
+        single = UnlearningRequest((edited.indices[s],)) if edited.is_removal else UnlearningRequest(
+            (edited.indices[s],), edited.replacement_features[s:s + 1],
+            edited.replacement_labels[s:s + 1])
+        reference = [data_versions(dataset, (single,))[1], versions[1]]
+    reference_mean, reference_var = linear_loss_law(
+        dataset_versions=reference, steps=(config.learn_steps, *steps), config=config)
+    if not curator_var > 0:
+        return None
+    which = ("Definition 4.1's per-record reference (record "
+             f"{reference_record} of the request)" if reference_record is not None
+             else "the reference retrained on the final database")
+    return GaussianLaws(
+        unlearned_mean=curator_mean, retrained_mean=reference_mean,
+        variance=max(curator_var, reference_var),
+        method=("Noisy-GD on the linear loss: the linear-Gaussian recursion theta <- (1 - eta "
+                "lam) theta + eta s_D + N(0, 2 eta sigma^2 I) from rho, in closed form for the "
+                f"deleted model and {which}"),
+        assumptions=(
+            "the linear loss -y <theta, x> has a clipped gradient that does not depend on "
+            "theta, so every step is affine in theta plus Gaussian noise, and rho is Gaussian",
+            "both runs take K_A + sum K_Abar steps from the same rho, so their variances agree",
+            "the trial engine's float rounding is not modelled",
+        ))
 
 
 def run_noisy_gd(

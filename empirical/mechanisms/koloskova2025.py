@@ -16,10 +16,11 @@ as Theorems 4.1 and 4.2 require; the whole gradient is clipped, not each example
 Each audit trial produces the unlearned model U(A(D), D_r) and the certifying model
 U(A(D_r), D_r) of Definition 2.1 (the same unlearning run started from the model trained
 without the forget set), with independent noise streams. Everything is batched over trials:
-the parameters of N models are rows of an [N, P] tensor and the network runs through
-``torch.func`` (``vmap`` of ``grad`` of a ``functional_call``), so there is no per-model
-Python loop; trial i depends only on (seed, i), and batched and per-trial runs agree bit for
-bit on CPU (tested).
+the parameters of N models are rows of an [N, P] tensor and the MLP and head run through
+``torch.func`` (``vmap`` of ``grad`` of a ``functional_call``), the CNN through its own batched
+im2col products with the gradient written out (:class:`empirical.models.StackedNetwork`;
+``vmap`` over ``conv2d`` was no faster than one model at a time on CPU); trial i depends only
+on (seed, i), and batched and per-trial runs agree bit for bit on CPU (tested).
 
 Models: the seed's MLP (``mlp``, about 4,000 parameters on MNIST-shaped input), CNN (``cnn``,
 about 20,000 parameters on CIFAR-shaped input), and ``head``: a frozen feature extractor that
@@ -34,6 +35,8 @@ must lie above it.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,8 +47,9 @@ from torch import nn
 from torch.func import functional_call, grad, vmap
 
 from empirical.data import Dataset
+from empirical.gaussian_laws import GaussianLaws
 from empirical.mechanisms.common import one_cpu_thread
-from empirical.models import FunctionalClassifier, TinyCNN, TinyMLP, clip_scale
+from empirical.models import FunctionalClassifier, StackedNetwork, TinyCNN, TinyMLP, clip_scale
 from empirical.statistics.gdp import gaussian_delta
 from empirical.trials import TrialRandom, run_trials
 
@@ -58,6 +62,7 @@ __all__ = [
     "WorstCaseRecord",
     "build_task",
     "exact_gaussian_delta",
+    "output_perturbation_laws",
     "gaussian_ground_truth",
     "project",
     "run_koloskova",
@@ -228,15 +233,21 @@ class _Functional:
             inputs = x.reshape((x.shape[0], *net.input_shape))
             return functional_call(net.module, net.unflatten(flat), (inputs,))
 
-        def mean_loss(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-            return nn.functional.cross_entropy(logits_one(flat, x), y)
-
         def example_losses(flat: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
             return nn.functional.cross_entropy(logits_one(flat, x), y, reduction="none")
 
-        self.gradient = vmap(grad(mean_loss), in_dims=(0, None, None))
-        self.losses = vmap(example_losses, in_dims=(0, None, None))
-        self.logits = vmap(logits_one, in_dims=(0, None))
+        # The CNN's own batched products where it has them, else vmap(grad(.)).
+        self.gradient = net.mean_loss_gradient
+        self.logits = net.logits
+        self._example_losses = vmap(example_losses, in_dims=(0, None, None))
+
+    def losses(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Per-example cross-entropy of each parameter set: [N, P], [E, ...], [E] -> [N, E]."""
+        if not isinstance(self.net.module, StackedNetwork):
+            return self._example_losses(params, x, y)
+        logits = self.logits(params, x)
+        return nn.functional.cross_entropy(logits.flatten(0, 1), y.repeat(params.shape[0]),
+                                           reduction="none").reshape(params.shape[0], -1)
 
     def accuracy(self, params: torch.Tensor, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return (self.logits(params, x).argmax(-1) == y[None, :]).to(params.dtype).mean(-1)
@@ -296,13 +307,26 @@ def _trained(fn: _Functional, task: NetworkTask, rows: torch.Tensor, *, steps: i
     return _descend(fn, task.init[None, :], x, y, steps=steps, step_size=step_size)
 
 
+@functools.lru_cache(maxsize=16)
+def _trained_once(task: NetworkTask, rows: tuple[int, ...], steps: int,
+                  step_size: float) -> torch.Tensor:
+    """:func:`_trained` on the rows ``rows`` of ``task``, computed once per task (tasks hash
+    by identity): A(D) and A(D_r) are deterministic, so every call for the same trials
+    (chunks, the loop, a resumed audit) starts from the same two models."""
+    fn = _Functional(task.model)
+    index = torch.tensor(rows, dtype=torch.long, device=task.train_x.device)
+    with torch.no_grad(), one_cpu_thread(task.train_x.device):
+        return _trained(fn, task, index, steps=steps, step_size=step_size)
+
+
 def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
                   config: KoloskovaConfig, n_trials: int, seed: int, first_trial: int = 0,
                   mode: str = "batched", chunk_size: int | None = None) -> KoloskovaResult:
     """N trials of U(A(D), D_r) and of the certifying U(A(D_r), D_r) (Definition 2.1).
 
     A(D) and A(D_r) are deterministic (shared initialisation, full-batch descent), so they are
-    computed once; all randomness is the unlearning noise, drawn per trial from (seed, trial).
+    computed once per task and kept; all randomness is the unlearning noise, drawn per trial
+    from (seed, trial).
     """
     n = task.train_x.shape[0]
     forget_rows = sorted({int(i) for i in forget})
@@ -314,11 +338,10 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
     all_rows = torch.arange(n, device=device)
     retain_rows = all_rows[keep]
     fn = _Functional(task.model)
-    with torch.no_grad(), one_cpu_thread(device):
-        full_model = _trained(fn, task, all_rows, steps=config.learn_steps,
-                              step_size=config.learn_step_size)
-        retain_model = _trained(fn, task, retain_rows, steps=config.learn_steps,
-                                step_size=config.learn_step_size)
+    full_model = _trained_once(task, tuple(range(n)), config.learn_steps,
+                               config.learn_step_size)
+    retain_model = _trained_once(task, tuple(retain_rows.tolist()), config.learn_steps,
+                                 config.learn_step_size)
     x_retain, y_retain = task.train_x[retain_rows], task.train_classes[retain_rows]
     x_forget, y_forget = task.train_x[forget_rows], task.train_classes[forget_rows]
     direction = _unit_start_difference(full_model, retain_model, config.C0)
@@ -487,6 +510,36 @@ def worst_case_forget_record(task: NetworkTask, *, forget: tuple[int, ...] | lis
     best = ranked[0]
     return WorstCaseRecord(row=best[0], label_class=best[1], start_distance=best[2],
                            bound=2 * C0, candidates=tuple(ranked), screened=len(chosen))
+
+
+def output_perturbation_laws(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
+                             config: KoloskovaConfig) -> GaussianLaws | None:
+    """The exact laws of output perturbation (eq. 1) as :func:`run_koloskova` runs it, or None
+    where they are not Gaussian: N(Pi_C0(A(D)), (scale sigma)^2 I) and N(Pi_C0(A(D_r)), same).
+
+    A(D) and A(D_r) are deterministic descents from the shared initialisation, so the means
+    are their clipped values exactly as the mechanism computes them (one trial with the noise
+    switched off). Fine-tuning after the noise (``finetune_steps`` > 0) is a nonlinear map of a
+    Gaussian (None); so are the other two methods.
+    """
+    scale = config.noise_multiplier_scale
+    if config.method != "output-perturbation" or config.finetune_steps != 0 or scale == 0:
+        return None
+    quiet = dataclasses.replace(config, noise_multiplier_scale=0.0)
+    run = run_koloskova(task, forget=forget, config=quiet, n_trials=1, seed=0)
+    return GaussianLaws(
+        unlearned_mean=np.asarray(run.unlearned_params[0], dtype=np.float64),
+        retrained_mean=np.asarray(run.reference_params[0], dtype=np.float64),
+        variance=(scale * config.sigma) ** 2,
+        method=("output perturbation, eq. (1): Pi_C0(A(D)) and Pi_C0(A(D_r)) (deterministic "
+                "full-batch descents from the shared initialisation, computed as the mechanism "
+                f"computes them) plus N(0, sigma^2 I), sigma = {config.sigma!r} x {scale!r}"),
+        assumptions=(
+            "A(D) and A(D_r) are deterministic (shared initialisation, full-batch descent) and "
+            "no fine-tuning follows the noise (finetune_steps = 0)",
+            "the noise is added in exact arithmetic (the float rounding of x + sigma z in the "
+            "trial engine is not modelled)",
+        ))
 
 
 def run_retrain_budget(task: NetworkTask, *, forget: tuple[int, ...] | list[int],

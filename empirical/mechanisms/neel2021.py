@@ -29,6 +29,7 @@ bit) and shared; only the publication noise is drawn per trial.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ import numpy as np
 import torch
 
 from empirical.data import Dataset
+from empirical.gaussian_laws import GaussianLaws
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -55,8 +57,8 @@ from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.requests import RequestSequence, UnlearningRequest
 from empirical.trials import TrialRandom
 
-__all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_step_size", "full_batch_gradient",
-           "run_d2d"]
+__all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_gaussian_laws", "d2d_step_size",
+           "full_batch_gradient", "run_d2d"]
 
 
 def d2d_step_size(*, smoothness: float, strong_convexity: float) -> float:
@@ -229,3 +231,43 @@ def run_d2d(
         num_params=n_params,
         **result_fields(setup, outputs),
     )
+
+
+def d2d_gaussian_laws(
+    dataset: Dataset,
+    request: UnlearningRequest | RequestSequence | Sequence[UnlearningRequest],
+    *,
+    config: D2DConfig,
+    options: TrialOptions,
+) -> GaussianLaws | None:
+    """The exact laws of the published models of :func:`run_d2d`, or None where they are not
+    Gaussian with one covariance.
+
+    With the internal state (Theorem O.1's variant) from the deterministic start 0, every
+    descent is the same in every trial, so the last publication is the final noiseless
+    fine-tuned parameters plus N(0, (scale sigma)^2 I), and retraining the retrained descent
+    plus fresh noise of the same law. The means are those descents exactly as the mechanism
+    computes them (same model, device and dtype, one trial with the noise switched off).
+    Without the internal state the fine-tuning starts from a noisy model and passes through a
+    nonlinear descent (None); a random start, or no noise, gives None too.
+    """
+    scale = config.noise_multiplier_scale
+    if not config.internal_state or config.init_std != 0 or config.noise_std * scale <= 0:
+        return None
+    quiet = dataclasses.replace(config, noise_multiplier_scale=0.0)
+    run = run_d2d(dataset, request, config=quiet,
+                  options=dataclasses.replace(options, n_trials=1, first_trial=0))
+    variance = (config.noise_std * scale) ** 2
+    return GaussianLaws(
+        unlearned_mean=np.asarray(run.unlearned.params[0], dtype=np.float64),
+        retrained_mean=np.asarray(run.retrained.params[0], dtype=np.float64),
+        variance=variance,
+        method=("D2D with internal state from the point 0: the published models are the "
+                "deterministic descents (computed as the mechanism computes them) plus "
+                f"N(0, sigma^2 I), sigma = {config.noise_std!r} x {scale!r}"),
+        assumptions=(
+            "the descents are deterministic: learning starts at the point 0 and the internal "
+            "state is fine-tuned without noise, so only the publication noise is random",
+            "the publication noise is added in exact arithmetic (the float rounding of x + "
+            "sigma z in the trial engine is not modelled)",
+        ))

@@ -38,6 +38,10 @@ Public API
     the ground truth of Gaussian test beds, never used to state a bound.
 ``roc_curve(...)``, ``tpr_at_fpr(...)``
     attack ROC, AUC and TPR at a fixed FPR (estimates).
+``pilot_window_epsilon_lower_bound(...)``
+    the default statistic of the audits: a few rules placed on a pilot split, both score
+    orientations and both inequalities of the region in one simultaneous event
+    (:mod:`empirical.statistics.pilot_window`, validity proved there).
 ``pilot_epsilon_lower_bound(...)``, ``single_threshold_limit(...)``
     epsilon lower bound from one threshold chosen on a pilot split, and the best such a test
     can reach on Gaussian scores.
@@ -61,9 +65,9 @@ data-dependent. The frontier is still used, to skip dominated thresholds.
 The package is split along its seams: :mod:`empirical.statistics.thresholds` (Clopper-Pearson,
 threshold strategies, epsilon lower bounds, estimates and ceilings),
 :mod:`empirical.statistics.gdp`, :mod:`empirical.statistics.roc`,
-:mod:`empirical.statistics.neurips2023` and :mod:`empirical.statistics.pilot` (one threshold
-chosen on a pilot split), over :mod:`empirical.statistics.checks`; every name
-stays importable from ``empirical.statistics``.
+:mod:`empirical.statistics.neurips2023`, :mod:`empirical.statistics.pilot` (one threshold
+chosen on a pilot split) and :mod:`empirical.statistics.pilot_window` (a few), over
+:mod:`empirical.statistics.checks`; every name stays importable from ``empirical.statistics``.
 """
 
 from __future__ import annotations
@@ -94,6 +98,10 @@ from empirical.statistics.pilot import (
     PilotEpsilonLowerBound,
     pilot_epsilon_lower_bound,
     single_threshold_limit,
+)
+from empirical.statistics.pilot_window import (
+    PilotWindowEpsilonLowerBound,
+    pilot_window_epsilon_lower_bound,
 )
 from empirical.statistics.roc import (
     RocCurve,
@@ -132,6 +140,7 @@ __all__ = [
     "NeurIPS2023ForgetQuality",
     "NeurIPS2023Score",
     "PilotEpsilonLowerBound",
+    "PilotWindowEpsilonLowerBound",
     "PRIVACY_DIRECTIONS",
     "ProportionInterval",
     "RocCurve",
@@ -151,6 +160,7 @@ __all__ = [
     "neurips2023_final_score",
     "neurips2023_forget_quality",
     "pilot_epsilon_lower_bound",
+    "pilot_window_epsilon_lower_bound",
     "roc_curve",
     "single_threshold_limit",
     "tpr_at_fpr",

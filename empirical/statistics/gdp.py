@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special, stats
+from scipy import optimize, special
 
 from empirical.statistics.checks import (
     as_scores,
@@ -74,7 +74,7 @@ def gaussian_epsilon(*, mu: float, delta: float) -> float:
     if mu <= 0.0 or gaussian_delta(mu=mu, epsilon=0.0) <= delta:
         return 0.0
     # delta(eps) <= Phi(-eps/mu + mu/2) < delta at this bracket end.
-    upper = mu * (mu / 2 + float(stats.norm.isf(delta))) + 1.0
+    upper = mu * (mu / 2 - float(special.ndtri(delta))) + 1.0  # Phi^-1(1 - delta)
     log_delta = math.log(delta)
 
     def excess(eps: float) -> float:
@@ -116,7 +116,8 @@ def gdp_mu_lower_bound(
     negative = as_scores(scores_negative, "scores_negative")
 
     def functional(fpr_hi, fnr_hi):
-        return np.maximum(0.0, stats.norm.isf(fpr_hi) - stats.norm.ppf(fnr_hi))
+        # Phi^-1(1 - FPR) - Phi^-1(FNR), with ndtri as scipy.stats.norm's isf and ppf use it
+        return np.maximum(0.0, -special.ndtri(fpr_hi) - special.ndtri(fnr_hi))
 
     choice = select_rule(
         positive,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from empirical.statistics.checks import (
     KIND_ESTIMATE,
@@ -44,8 +43,13 @@ def roc_curve(scores_positive, scores_negative) -> RocCurve:
     thresholds = np.unique(np.concatenate([pos, neg]))[::-1]
     tp = pos.size - np.searchsorted(pos, thresholds, side="left")
     fp = neg.size - np.searchsorted(neg, thresholds, side="left")
-    ranks = stats.rankdata(np.concatenate([positive, negative]))
-    u_stat = ranks[: pos.size].sum() - pos.size * (pos.size + 1) / 2
+    # Mid-ranks of the positives in the pooled sample (ties share their mean rank, as
+    # scipy.stats.rankdata gives them): 1 + (below + below-or-equal - 1) / 2, exact in float.
+    pooled = np.sort(np.concatenate([positive, negative]))
+    below = np.searchsorted(pooled, positive, side="left")
+    at_most = np.searchsorted(pooled, positive, side="right")
+    ranks = 0.5 * (below + at_most + 1)
+    u_stat = ranks.sum() - pos.size * (pos.size + 1) / 2
     fpr = np.concatenate([[0.0], fp / neg.size])
     tpr = np.concatenate([[0.0], tp / pos.size])
     thr = np.concatenate([[np.inf], thresholds])

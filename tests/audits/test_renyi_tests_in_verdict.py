@@ -163,8 +163,8 @@ def test_audit_catches_a_noise_shortfall_the_eps_delta_bounds_miss():
         i = test["orders"].index(order)
         low = max(test["lower_forward"][i], test["lower_backward"][i])
         assert order / 2 < low <= order * 1.5**2 / 2
-    # Family: 2 orientations x 1 statistic + 1 Rényi test.
-    assert verdict["tests"]["family_size"] == 3
+    # Family: the default statistic (both orientations in one test) + 1 Rényi test.
+    assert verdict["tests"]["family_size"] == 2
     # The Rényi test gets RENYI_SHARE of the error budget (weighted Bonferroni fixed in advance).
     assert test["confidence"] == pytest.approx(1 - 0.05 * RENYI_SHARE)
 

@@ -43,7 +43,8 @@ BAD_FIELDS = [
     ({"chunk_size": 0}, "spec.chunk_size: must be a positive integer, got 0"),
     ({"name": " "}, "spec.name: must be a non-empty string"),
     ({"attacks": ["lira"]},
-     "spec.attacks[0]: must be one of 'loss', 'projection', 'stated-direction', got 'lira'"),
+     "spec.attacks[0]: must be one of 'loss', 'projection', 'stated-direction', "
+     "'likelihood-ratio', got 'lira'"),
     ({"attacks": []}, "spec.attacks: must name at least one of"),
     ({"attacks": ["loss", "loss"]}, "spec.attacks: lists a name twice"),
     ({"attacks": "loss"}, "spec.attacks: must be a list of names, got 'loss'"),

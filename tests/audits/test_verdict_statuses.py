@@ -44,9 +44,12 @@ def test_twenty_trials_are_inconclusive_and_say_how_many_are_needed():
     verdict = result.report["verdict"]
     assert result.status == "INCONCLUSIVE" and verdict["exit_code"] == EXIT_CODES["INCONCLUSIVE"]
     # Even perfectly separated scores cannot show more than the ceiling, below the certificate.
+    # Twenty trials are too few for the default statistic's pilot: it certifies every threshold
+    # of both orientations in its one test.
     alpha_each = verdict["tests"]["alpha_each"]
     ceiling = max_certifiable_epsilon(n_positive=20, n_negative=20, delta=1e-5, alpha=alpha_each,
-                                      strategy=BonferroniPareto()).epsilon
+                                      strategy=BonferroniPareto(),
+                                      two_sided_threshold=True).epsilon
     assert result.report["empirical"]["max_certifiable_epsilon"] == pytest.approx(ceiling)
     assert ceiling < 3.0
     needed = verdict["trials_needed"]
@@ -86,9 +89,11 @@ def test_a_reversed_score_is_caught_by_the_default_two_direction_test():
     caught = both.report["verdict"]["violations"]
     assert caught and all(e["details"]["score_direction"] == "lower score = unlearned"
                           for e in caught)
-    # Bonferroni over both orientations: each test at half the level.
-    assert both.report["verdict"]["tests"]["family_size"] == 2
-    assert both.report["verdict"]["tests"]["alpha_each"] == pytest.approx(0.025)
+    # The default statistic covers both orientations in one simultaneous event: one test at the
+    # full level, its orientation chosen by its pilot.
+    assert both.report["verdict"]["tests"]["family_size"] == 1
+    assert both.report["verdict"]["tests"]["alpha_each"] == pytest.approx(0.05)
+    assert all(e["details"]["orientation_chosen_by_statistic"] for e in caught)
     assert audit_scores(**scores, certificate=cert, direction="less").status == "VIOLATION"
     with pytest.raises(ValueError, match="direction"):
         audit_scores(**scores, certificate=cert, direction="up")

@@ -86,7 +86,7 @@ def test_every_network_adapter_states_its_worst_case():
     for name in (GRADIENT_CLIPPING, "koloskova-model-clipping", "output-perturbation"):
         adapter = get_adapter(name)
         assert "2 C0" in adapter.worst_case_forget
-        assert adapter.extra_attacks == ("stated-direction",)
+        assert adapter.extra_attacks[0] == "stated-direction"
 
 
 def test_worst_case_record_is_a_data_row_the_retain_model_gets_wrong_at_the_largest_start():

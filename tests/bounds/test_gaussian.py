@@ -104,3 +104,27 @@ def test_exact_curve_rejects_bad_inputs():
         gaussian_exact_delta(epsilon=1.0, sensitivity=1.0, sigma=-1.0)
     with pytest.raises(PreconditionError):
         gaussian_exact_epsilon(delta=1e-5, sensitivity=math.inf, sigma=1.0)
+
+
+@pytest.mark.parametrize(("mu", "delta"), [(0.3, 0.1), (1.49, 0.1), (1.35, 0.1), (2.5, 1e-5),
+                                           (0.12, 1 / 256)])
+def test_gaussian_pair_loss_is_the_least_epsilon_of_the_hockey_stick_integral(mu, delta):
+    from bounds.papers.gaussian import gaussian_pair_loss
+
+    loss = gaussian_pair_loss(mu=mu, delta=delta, orders=(1.5, 2.0, 32.0))
+    # the defining integral at the returned epsilon meets delta, and a hair below it does not
+    assert delta_by_quadrature(loss.epsilon, mu) <= delta * (1 + 1e-12)
+    assert delta_by_quadrature(loss.epsilon * (1 - 1e-9), mu) > delta
+    for order, value in loss.renyi:
+        assert value == pytest.approx(float(renyi_by_quadrature(order, mu, 1.0)), rel=1e-12)
+    assert loss.mu == mu and loss.delta == delta
+
+
+def test_gaussian_pair_loss_of_identical_laws_is_zero_and_bad_inputs_name_the_theorem():
+    from bounds.papers.gaussian import gaussian_pair_loss
+
+    zero = gaussian_pair_loss(mu=0.0, delta=1e-5, orders=(2.0,))
+    assert zero.epsilon == 0.0 and zero.renyi == ((2.0, 0.0),)
+    for bad in ({"mu": -1.0}, {"mu": math.inf}, {"delta": 0.0}, {"orders": (1.0,)}):
+        with pytest.raises(PreconditionError, match="Balle and Wang|Mironov"):
+            gaussian_pair_loss(**{"mu": 1.0, "delta": 1e-5, "orders": (2.0,), **bad})

@@ -358,3 +358,19 @@ def test_knn_validation():
         D.knn_kl_divergence(rng.normal(size=(10, 2)), rng.normal(size=(10, 3)))
     with pytest.raises(ValueError, match="jitter"):
         D.knn_kl_divergence(p, q, jitter=0.0)
+
+
+def test_gaussian_fit_is_the_unbiased_covariance_with_the_same_bits_on_any_blas_thread_count():
+    from empirical.samples import gaussian_fit
+
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    rng = np.random.default_rng(3)
+    for d in (1, 3, 12):
+        x = rng.normal(1.0, 2.0, size=(20000, d)) @ rng.normal(size=(d, d))
+        mean, cov = gaussian_fit(x)
+        with threadpoolctl.threadpool_limits(1):
+            mean_1, cov_1 = gaussian_fit(x)
+        assert np.array_equal(mean, mean_1) and np.array_equal(cov, cov_1)
+        assert cov.shape == (d, d) and np.array_equal(cov, cov.T)
+        np.testing.assert_allclose(cov, np.atleast_2d(np.cov(x, rowvar=False)), rtol=1e-12,
+                                   atol=1e-12 * float(np.max(np.abs(cov))))

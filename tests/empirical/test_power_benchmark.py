@@ -57,3 +57,17 @@ def test_power_benchmark_parts_run_alone_with_their_own_draws():
     # The same draws as inside the whole benchmark: the part's seed does not depend on the others.
     direct = epsilon_bound_power(runs=1, seed=0)
     assert [r["pilot"]["mean"] for r in alone["epsilon_bounds"]] == [r["pilot"]["mean"] for r in direct]
+
+
+def test_power_summary_sets_the_default_statistic_beside_jax_privacy():
+    from audits.cli.bench import power_summary
+    from empirical.benchmarks.power import power_benchmark
+
+    res = power_benchmark(quick=True, parts=("epsilon", "peer"), epsilon_runs=1, peer_runs=1)
+    json.dumps(res)
+    assert len(res["peer_comparison"]) == 40
+    row = res["epsilon_bounds"][0]
+    assert row["default"]["runs"] == row["peer"]["runs"] == 1
+    text = power_summary(res)
+    assert "default/limit" in text and "peer/limit" in text and "default/peer" in text
+    assert "cases with default >= peer:" in text
