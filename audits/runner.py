@@ -199,6 +199,7 @@ def run_audit(
     replace: bool = False,
     resume: bool = False,
     keep_statistics: bool = False,
+    extra_figures: bool = True,
 ) -> AuditResult:
     """Run a spec-driven audit; with ``out_dir``, store chunks there and write the report.
 
@@ -212,6 +213,8 @@ def run_audit(
     Rerunning with the same spec and ``out_dir`` resumes: finished chunks are read back, not
     recomputed, and the report is identical (apart from its creation time and timing).
     ``backend="ray"`` sends chunks to Ray (``ray_address`` or a local instance).
+    ``extra_figures`` False leaves out the algorithm's own figures (its adapter's
+    ``extra_plots``), which cost time and change no number of the verdict.
     """
     start = time.perf_counter()
     spec = load_spec(spec)
@@ -230,7 +233,8 @@ def run_audit(
     refusals()  # before the certificate is computed: a refused folder costs nothing
     progress_lines.phase("preparing the audit (data, model, certificate)")
     plan = spec_plan(spec, prepare_audit(spec, backend=backend), started=start,
-                     extra_plots=tuple(adapter_of(spec).extra_plots(spec)))
+                     extra_plots=tuple(adapter_of(spec).extra_plots(spec)) if extra_figures
+                     else ())
     with _writer(out_dir, check=refusals):
         # where chunks ran does not change the numbers, so it stays out of the report
         chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,

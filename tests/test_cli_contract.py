@@ -79,6 +79,7 @@ COMMANDS: list[tuple[list[str], list[str]]] = [
     (["audit", "report"], []),
     (["bench", "bounds"], ["--points", "10"]),
     (["bench", "trials"], ["--n", "-4"]),
+    (["bench", "tightness"], ["--seeds", "0"]),
     (["audit", "demo"], ["--trials", "0"]),
     (["audit", "run"], ["--trials", "1e99"]),
     ([], []),

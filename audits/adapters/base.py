@@ -11,6 +11,8 @@ algorithm (``tests/test_layout.py``).
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -55,6 +57,9 @@ class AdapterBase:
 
     ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
     logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
+    ``noise_scale_field`` (None here: no noise-scale hook) names the hyper-parameter that
+    multiplies every noise draw without changing the certificate; ``scaled_noise`` says which
+    noises that is.
     """
 
     name: str
@@ -66,6 +71,8 @@ class AdapterBase:
     bench_bound: str | None = None
     bench_point: ClassVar[Mapping[str, Any]] = {}
     bench_reproduction: str | None = None
+    noise_scale_field: str | None = None
+    scaled_noise: str = ""
     worst_case_forget: str | None = None
     extra_attacks: tuple[str, ...] = ()
 
@@ -100,10 +107,29 @@ class AdapterBase:
         demo spec's mechanism."""
         return None
 
+    def with_noise_reduced(self, spec: AuditSpec, *, factor: float) -> AuditSpec:
+        """``spec`` whose mechanism draws every noise divided by ``factor`` (>= 1): the
+        ``noise_scale_field`` hyper-parameter divided by ``factor``. That field leaves the
+        certificate as certified for the undivided noise, so factor > 1 is a mechanism that
+        leaks more than its certificate allows."""
+        field = self.noise_scale_field
+        if field is None:
+            raise ValueError(f"the {self.name} adapter names no noise-scale parameter "
+                             "(noise_scale_field), so its noise cannot be reduced")
+        if (isinstance(factor, bool) or not isinstance(factor, int | float)
+                or not math.isfinite(factor) or factor < 1):
+            raise ValueError(f"a noise-scale reduction factor must be a finite number >= 1, got "
+                             f"{factor!r}")
+        params = spec.algorithm
+        if not hasattr(params, field):
+            raise ValueError(f"the {self.name} adapter names {field!r} as its noise scale, but its "
+                             "hyper-parameters have no such field")
+        reduced = dataclasses.replace(params, **{field: getattr(params, field) / factor})
+        return dataclasses.replace(spec, algorithm=reduced)
+
     def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
         """The exact Gaussian output laws of the mechanism as run (none known here: None)."""
         return None
-
 
 
 DEMO_ATTACKS = ("loss", "projection")

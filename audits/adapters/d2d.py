@@ -240,6 +240,9 @@ class D2DAdapter(AdapterBase):
                    "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
     params_type = D2DParams
     parameter_help = _PARAMETER_HELP
+    noise_scale_field = "noise_multiplier_scale"
+    scaled_noise = ("the output noise N(0, sigma^2 I) added to every published model (learned, "
+                    "unlearned and retrained)")
     # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
     # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
     # M = 0.05 keeps every per-example gradient at the Lipschitz bound.

@@ -282,6 +282,9 @@ class GuoAdapter(AdapterBase):
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
     parameter_help = _PARAMETER_HELP
+    noise_scale_field = "noise_multiplier_scale"
+    scaled_noise = ("the loss perturbation b (each coordinate drawn with standard deviation sigma) of"
+                    " learning and of retraining")
     # The demo: Newton removal of one record of digits 3-vs-8 (the embedded stand-in for the
     # paper's MNIST 3-vs-8), lambda = 0.01, certified (epsilon, delta) = (1, 1e-4) by Theorem 3 (ii)
     # with a budget of one removal of residual 0.01 (sigma calibrated).

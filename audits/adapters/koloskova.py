@@ -298,6 +298,7 @@ def _demo(params: Any, *, name: str, calibrate: str = "sigma") -> DemoSettings:
 
 class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
+    noise_scale_field = "noise_multiplier_scale"
     params_type: type
     parameter_help = HELP
     worst_case_forget = WORST_CASE_RULE
@@ -370,6 +371,7 @@ class GradientClippingAdapter(_KoloskovaAdapter):
     description = ("Koloskova et al. 2025 gradient clipping (eq. 3) noisy fine-tuning of a "
                    "network, certified by Theorem A.9")
     params_type = GradientClippingParams
+    scaled_noise = "the step noise N(0, sigma^2 I) of eq. (3)"
     demo = _demo(GradientClippingParams(report_figures=True),
                  name="demo-koloskova-gradient-clipping")
 
@@ -379,6 +381,7 @@ class ModelClippingAdapter(_KoloskovaAdapter):
     description = ("Koloskova et al. 2025 model clipping (eq. 4) noisy fine-tuning of a "
                    "network, certified by Theorem 4.2 (adaptive accountant)")
     params_type = ModelClippingParams
+    scaled_noise = "the start noise N(0, sigma0^2 I) and the step noise N(0, sigma^2 I) of eq. (4)"
     calibratable = ("sigma", "T")
     demo = _demo(ModelClippingParams(sigma=2.0, report_figures=True),
                  name="demo-koloskova-model-clipping", calibrate="T")
@@ -389,6 +392,7 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
     description = ("Output perturbation (Koloskova et al. 2025 eq. 1): clipped model + Gaussian "
                    "noise, then fine-tuning; exact Gaussian mechanism")
     params_type = OutputPerturbationParams
+    scaled_noise = "the output noise N(0, sigma^2 I) of eq. (1)"
     # the likelihood-ratio attack where the released laws are exact (no fine-tuning)
     extra_attacks = ("stated-direction", LIKELIHOOD_RATIO)
     demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")

@@ -181,6 +181,9 @@ class LangevinAdapter(AdapterBase):
                    "certified by seed 000 eq. (98); sequences by a derived chain")
     params_type = LangevinParams
     parameter_help = _PARAMETER_HELP
+    noise_scale_field = "noise_multiplier_scale"
+    scaled_noise = ("the step noise N(0, 2 eta sigma^2 I) of learning, unlearning and retraining, and"
+                    " the N(0, (2 sigma^2/m) I) start")
     # The demo: digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1.
     demo = DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")

@@ -278,6 +278,9 @@ class NoisyGDAdapter(AdapterBase):
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams
     parameter_help = _PARAMETER_HELP
+    noise_scale_field = "noise_multiplier_scale"
+    scaled_noise = ("the step noise N(0, 2 eta sigma^2 I) of learning, deletion and retraining, and "
+                    "the start rho when it is derived from sigma")
     # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n).
     # Clipping at L = 0.05 is active on every record and the flip replacement reverses the record's
     # gradient, so the two databases' gradients differ by the full 2L/n the theorem allows; one

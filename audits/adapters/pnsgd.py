@@ -237,6 +237,8 @@ class PNSGDAdapter(AdapterBase):
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
     parameter_help = _PARAMETER_HELP
+    noise_scale_field = "noise_multiplier_scale"
+    scaled_noise = "the step noise N(0, 2 eta sigma^2 I) of learning, unlearning and retraining"
     # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n). Full
     # batch, lambda = 1 (contraction c = 0.2 per step) and clipping at M = 0.05 (active on every
     # record) keep the mechanism close to the worst case Theorem 3.2 is proved for, and the flip

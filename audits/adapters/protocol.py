@@ -60,12 +60,17 @@ class AlgorithmAdapter(Protocol):
 
     Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
-    generic batched-vs-loop benchmark of the demo's mechanism), and ``bench_bound``,
+    generic batched-vs-loop benchmark of the demo's mechanism), ``bench_bound``,
     ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked),
     and ``exact_laws`` (None: the output laws of the mechanism as run are not known exactly).
     ``worst_case_forget`` states what ``[request] forget = "worst-case"`` plants within the
     paper's assumptions (None: the adapter cannot honour it and such a spec is refused);
     ``extra_attacks`` the attacks beyond ``loss`` and ``projection`` its mechanism gives.
+    The noise-scale hook of ``unlearn bench tightness``: ``noise_scale_field`` names the
+    hyper-parameter that multiplies every noise draw of the mechanism without changing its
+    certificate (None: the adapter has none), ``scaled_noise`` says in words which noises that
+    is, and ``with_noise_reduced`` returns a spec whose mechanism draws its noise divided by a
+    factor while its certificate stays the one certified for the original noise.
     """
 
     name: str
@@ -76,6 +81,8 @@ class AlgorithmAdapter(Protocol):
     bench_bound: str | None
     bench_point: Mapping[str, Any]
     bench_reproduction: str | None
+    noise_scale_field: str | None
+    scaled_noise: str
     worst_case_forget: str | None
     extra_attacks: tuple[str, ...]
 
@@ -106,6 +113,11 @@ class AlgorithmAdapter(Protocol):
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
                          model: str | None = None) -> dict[str, Any] | None:
         """Batched against per-trial timing of the mechanism, or None for the generic one."""
+        ...
+
+    def with_noise_reduced(self, spec: AuditSpec, *, factor: float) -> AuditSpec:
+        """``spec`` with every noise the mechanism draws divided by ``factor`` (>= 1) and the
+        certificate left as certified for the undivided noise."""
         ...
 
     def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:

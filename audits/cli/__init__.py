@@ -387,9 +387,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
-    from audits.cli.bench import add_power_command
+    from audits.cli.bench import add_power_command, add_tightness_command
 
     add_power_command(bench)  # unlearn bench power
+    add_tightness_command(bench)  # unlearn bench tightness
 
     try:
         from audits.cli.audit import add_audit_commands
@@ -496,6 +497,8 @@ def _run(argv: list[str]) -> int:
 def _long_running(args: argparse.Namespace) -> bool:
     """Audits, reproductions and benchmarks print progress (not with --json or --quiet)."""
     if getattr(args, "json", False) or getattr(args, "quiet", False):
+        return False
+    if getattr(args, "own_progress", False):  # the command reports its progress itself
         return False
     if args.command == "audit":
         return args.audit_command in ("demo", "run")

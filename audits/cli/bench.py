@@ -18,8 +18,8 @@ from audits import progress
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
-__all__ = ["ALL_ALGORITHMS", "add_power_command", "bounds_benchmark", "power_summary", "trials_benchmark",
-           "trials_table"]
+__all__ = ["ALL_ALGORITHMS", "add_power_command", "add_tightness_command", "bounds_benchmark",
+           "power_summary", "trials_benchmark", "trials_table"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -335,3 +335,53 @@ def add_power_command(bench_subparsers: Any) -> None:
                    help="comma-separated parts to run (epsilon, detection, coverage, peer: the "
                         "default statistic against jax-privacy on 40 Gaussian cases; default all)")
     p.set_defaults(func=_cmd_bench_power)
+
+
+# ----------------------------------------------------------------------------------------------
+# unlearn bench tightness: how loose each certificate is in practice (audits.tightness).
+
+
+def _cmd_bench_tightness(args: Any) -> None:
+    from audits.cli.common import emit
+    from audits.tightness import settings_from_options, tightness_benchmark, tightness_table
+
+    settings = settings_from_options(algorithm=args.algorithm, n=args.n, seeds=args.seeds,
+                                     factors=args.factors, required=args.required,
+                                     early_stop=not args.all_seeds)
+    # Progress goes to stderr under --json too (the command runs for minutes to hours).
+    with progress.reporting("bench tightness", enabled=not args.quiet):
+        res = tightness_benchmark(settings, progress=progress.line)
+    emit(res, args.json, tightness_table(res))
+
+
+def add_tightness_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench tightness`` under the ``bench`` subcommands."""
+    from audits.cli.common import integer_in
+    from audits.tightness import DEFAULT_FACTORS, DEFAULT_SEEDS, DEFAULT_SIZES
+
+    p = bench_subparsers.add_parser(
+        "tightness", help="how loose each certificate is: certified, exact and audited epsilon, "
+                          "and the smallest noise reduction the audit flags",
+        description="For each algorithm at its demo settings and each N: the certified epsilon, "
+                    "the exact epsilon where the report computes one, the audit's largest lower "
+                    "bound, and the smallest factor f on a grid such that the mechanism run with "
+                    "its noise divided by f (certificate unchanged) is flagged VIOLATION in at "
+                    "least REQUIRED of SEEDS audits. Progress lines go to stderr (--quiet: none).")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--algorithm", default="all", metavar="NAMES",
+                   help="a registered algorithm, a comma-separated list, or 'all' (default)")
+    p.add_argument("--n", default=None, metavar="LIST",
+                   help="trials per side, comma-separated (default "
+                        f"{','.join(str(n) for n in DEFAULT_SIZES)})")
+    p.add_argument("--seeds", type=integer_in(1, 1000), default=DEFAULT_SEEDS,
+                   help=f"audits (seeds 0, 1, ...) per factor (default {DEFAULT_SEEDS})")
+    p.add_argument("--required", type=integer_in(1, 1000), default=None,
+                   help="VIOLATIONs among the seeds that flag a factor (default ceil(0.8 "
+                        "seeds): 8 of 10)")
+    p.add_argument("--factors", default=None, metavar="LIST",
+                   help="noise reduction factors >= 1, comma-separated (default "
+                        f"{','.join(f'{f:g}' for f in DEFAULT_FACTORS)})")
+    p.add_argument("--all-seeds", action="store_true",
+                   help="run every seed of a factor even once its count is decided")
+    p.set_defaults(func=_cmd_bench_tightness, own_progress=True)
