@@ -5,7 +5,9 @@ Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
 threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
-Rényi tests); their levels are split evenly (Bonferroni), so all of them hold simultaneously with
+Rényi tests); their levels are split by a weighted Bonferroni rule fixed before any score is seen
+(:func:`allocation`: the Rényi tests, when they run, share :data:`RENYI_SHARE` of the error
+budget, the (epsilon, delta) tests the rest), so all of them hold simultaneously with
 probability at least ``confidence``. Each test is also run on the two worlds' scores pulled
 apart (the reference violation, :func:`_pulled_apart`), which is what :mod:`audits.verdict`
 needs to tell CONSISTENT from INCONCLUSIVE. A certificate is tested only in the direction it
@@ -34,7 +36,7 @@ if TYPE_CHECKING:
     from audits.execution import ChunkResults
     from audits.plan import AuditPlan
 
-__all__ = ["Analysis", "AttackScores", "analyse"]
+__all__ = ["RENYI_SHARE", "Analysis", "AttackScores", "allocation", "analyse"]
 
 # Largest number of points kept per ROC curve in the report (the AUC uses every score), and
 # of scores per side kept for the histograms.
@@ -124,11 +126,34 @@ def strategy_of(name: str, seed: int):
 # Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
 # their threshold / bins (a seeded random subset, independent of the tested scores).
 PILOT_THRESHOLD_FRACTION = 0.05
-RENYI_PILOT_FRACTION = 0.1
+RENYI_PILOT_FRACTION = 0.2
 # Least pilot of the pilot-threshold statistic per side: its normal fits need two scores.
 _PILOT_THRESHOLD_MIN = 2
 # Smallest number of trials per side for which the histogram test is run.
 RENYI_MIN_TRIALS = 20
+
+
+# Share of the error budget 1 - confidence the Rényi tests get when they run (split evenly
+# among them; the (epsilon, delta) tests split the rest evenly). Fixed in advance, so the union
+# bound holds whatever the scores. Why most of it: with a Rényi certificate the directed Rényi
+# test is the one that detects a shortfall near the certified curve, while the threshold tests
+# at a small delta reject only leaks far beyond it, where their reach depends on their level
+# only through log(1 / level) (e.g. 0.2 instead of 2/3 of 0.05 lowers the largest showable
+# epsilon at N = 10^4 by about log(10/3) = 1.2 nats).
+RENYI_SHARE = 0.8
+
+
+def allocation(*, n_eps: int, n_renyi: int, miss: float) -> tuple[float, float]:
+    """(level of each (epsilon, delta) test, level of each Rényi test) for a family of
+    ``n_eps`` and ``n_renyi`` tests and total error ``miss`` = 1 - confidence. The levels sum to
+    at most ``miss`` (weighted Bonferroni); a kind with no test gets level 0."""
+    if n_eps < 0 or n_renyi < 0 or not 0 < miss < 1:
+        raise ValueError(f"bad family ({n_eps}, {n_renyi}) or error budget {miss!r}")
+    if n_renyi == 0:
+        return miss / max(1, n_eps), 0.0
+    if n_eps == 0:
+        return 0.0, miss / n_renyi
+    return miss * (1.0 - RENYI_SHARE) / n_eps, miss * RENYI_SHARE / n_renyi
 
 
 def pilot_size(n: int) -> int:
@@ -251,7 +276,8 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                 entries.append({
                     "attack": attack.name,
                     "statistic": name,
-                    "method": f"{lb.method}; level split over {family} test(s) (Bonferroni)",
+                    "method": f"{lb.method}; level {alpha_each:.3g}, one of {family} test(s) "
+                              "(weighted Bonferroni)",
                     "epsilon": float(lb.epsilon),
                     "kind": KIND_LOWER_BOUND,
                     "confidence": 1.0 - alpha_each,
@@ -297,11 +323,11 @@ def effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
 
 def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha_each: float,
                  seed: int, family: int, confidence: float, direction: str) -> list[dict]:
-    """The histogram Rényi test of each attack against the certified curve (empirical.renyi_audit).
+    """The directed Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
-    Bins come from a seeded random 10% of each side's trials (discarded afterwards), so they are
-    independent of the counts tested; each test holds at level ``alpha_each`` for every order and
-    both divergence directions at once (one simultaneous box event).
+    Its bins, order, direction and stakes come from a seeded random 20% of the trials
+    (discarded afterwards), so they are independent of the counts tested; each test holds at
+    level ``alpha_each`` (the Rényi tests' level of :func:`allocation`).
     """
     from empirical.renyi_audit import renyi_audit
 
@@ -331,8 +357,9 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
         out.append({
             "attack": attack.name,
             "kind": KIND_LOWER_BOUND,
-            "method": f"{c.method}; bins from a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
-                      f"trials (discarded); level split over {family} test(s) (Bonferroni)",
+            "method": f"{c.method}; pilot: a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
+                      f"trials (discarded); level {alpha_each:.3g}, one of {family} test(s) "
+                      "(weighted Bonferroni)",
             "confidence": c.confidence,
             "alpha_each": alpha_each,
             "overall_confidence": confidence,
@@ -456,8 +483,9 @@ class Analysis:
     tests, each with its reach on the scores pulled apart), estimates, utility and plots.
 
     ``n_eps_tests`` is the number of (epsilon, delta) tests of the family; ``family`` of all
-    tests (Rényi tests included), each run at level ``alpha_each``. ``notes`` are the plan's and
-    the chunks' notes followed by what the analysis skipped or thinned.
+    tests (Rényi tests included); each (epsilon, delta) test runs at level ``alpha_each``, each
+    Rényi test at ``alpha_renyi`` (:func:`allocation`). ``notes`` are the plan's and the
+    chunks' notes followed by what the analysis skipped or thinned.
     """
 
     attacks: list[AttackScores]
@@ -467,6 +495,7 @@ class Analysis:
     n_eps_tests: int
     family: int
     alpha_each: float
+    alpha_renyi: float
     lower_bounds: list[dict]
     reach: float
     renyi: list[dict]
@@ -478,7 +507,7 @@ class Analysis:
 
 def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
     """Lower bounds, Rényi tests, estimates, utility and plots of ``chunks``' trials under the
-    plan's certificate and settings (the Bonferroni split over the whole family of tests)."""
+    plan's certificate and settings (the weighted Bonferroni split of :func:`allocation`)."""
     progress.phase("analysing the scores (lower bounds, estimates, Rényi tests)")
     settings, certificate = plan.settings, plan.certificate
     statistics, direction = settings.statistics, settings.direction
@@ -497,12 +526,12 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
         notes.append(f"the Rényi test needs at least {RENYI_MIN_TRIALS} trials per side; only "
                      "the (epsilon, delta) bounds were run")
     family = max(1, n_eps + n_renyi)
-    alpha_each = (1.0 - confidence) / family
+    alpha_each, alpha_renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=1.0 - confidence)
     lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=delta,
                                         confidence=confidence, seed=seed, direction=direction,
                                         alpha_each=alpha_each, family=family,
                                         privacy_direction=privacy_direction, notes=notes)
-    renyi = _renyi_tests(scored, certificate, alpha_each=alpha_each, seed=seed, family=family,
+    renyi = _renyi_tests(scored, certificate, alpha_each=alpha_renyi, seed=seed, family=family,
                          confidence=confidence, direction=direction) if use_renyi else []
     estimates = _estimates(scored, estimators=settings.estimators, delta=delta, seed=seed,
                            notes=notes, privacy_direction=privacy_direction)
@@ -513,5 +542,6 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
         attacks=scored, n_trials=main.n_trials,
         pilot_trials=0 if chunks.pilot is None else chunks.pilot.n_trials,
         renyi_certificate=use_renyi, n_eps_tests=n_eps, family=family, alpha_each=alpha_each,
+        alpha_renyi=alpha_renyi,
         lower_bounds=lower_bounds, reach=reach, renyi=renyi, estimates=estimates, plots=plots,
         utility=_utility(main), notes=notes)

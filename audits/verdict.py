@@ -22,6 +22,7 @@ from audits.analysis import (
     RENYI_MIN_TRIALS,
     RENYI_PILOT_FRACTION,
     AttackScores,
+    allocation,
     certificate_direction,
     effective_curve,
     finite,
@@ -50,15 +51,19 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
-        full = max(1, analysis.n_eps_tests + (len(scored) if analysis.renyi_certificate else 0))
+        alpha_eps, alpha_renyi = allocation(
+            n_eps=analysis.n_eps_tests,
+            n_renyi=len(scored) if analysis.renyi_certificate else 0,
+            miss=1.0 - settings.confidence)
         needed = trials_needed(certificate, statistics=settings.statistics,
-                               delta=certificate.delta,
-                               alpha_each=(1.0 - settings.confidence) / full, seed=settings.seed,
+                               delta=certificate.delta, alpha_each=alpha_eps,
+                               alpha_renyi=alpha_renyi, seed=settings.seed,
                                n_now=analysis.n_trials, renyi=analysis.renyi_certificate,
                                direction=settings.direction)
     return _verdict(certificate, analysis.lower_bounds, analysis.reach, settings.confidence,
                     analysis.renyi, could_refute=could, family=analysis.family,
-                    alpha_each=analysis.alpha_each, trials_needed=needed,
+                    alpha_each=analysis.alpha_each, alpha_renyi=analysis.alpha_renyi,
+                    trials_needed=needed,
                     n_trials=analysis.n_trials)
 
 
@@ -112,14 +117,16 @@ _NEEDED_MAX = 10**7
 
 def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
                   alpha_each: float, seed: int, n_now: int, renyi: bool,
-                   direction: str) -> int | None:
+                  direction: str, alpha_renyi: float | None = None) -> int | None:
     """Smallest number of trials per side (to 5%) at which this design -- the same tests,
     orientations, pilot fractions, bin rule and per-test level -- shows a violation on the
     reference violation: continuous scores of the two worlds lying apart (a mechanism with no
     privacy through the attack; the tests' outcome on such scores depends only on their ranks,
     not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
     until :data:`_NEEDED_CONFIRMATIONS` further draws all refute, plus a 25% margin
-    (:data:`_NEEDED_MARGIN`) when a Rényi test is run; None when no size up to 10^7 refutes."""
+    (:data:`_NEEDED_MARGIN`) when a Rényi test is run; None when no size up to 10^7 refutes.
+    ``alpha_each`` is the level of each (epsilon, delta) test, ``alpha_renyi`` that of the Rényi
+    test (default ``alpha_each``)."""
 
     from bounds.calibration import least_integer
     from bounds.errors import SolverError
@@ -127,6 +134,7 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
 
     privacy_direction = certificate_direction(certificate)
     curve = dict(effective_curve(certificate)) if renyi else {}
+    beta_renyi = alpha_each if alpha_renyi is None else alpha_renyi
 
     def refutes_at(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
@@ -151,10 +159,9 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
         if curve and n >= RENYI_MIN_TRIALS:
             return renyi_audit(u, r, certified=curve.__getitem__,
                                two_sided=certificate.renyi_direction == "both",
-                               orders=list(curve), beta=alpha_each,
+                               orders=list(curve), beta=beta_renyi,
                                pilot_fraction=RENYI_PILOT_FRACTION,
-                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}"),
-                               stop_at_violation=True).violation
+                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}")).violation
         return False
 
     n = max(n_now, 1)
@@ -185,7 +192,7 @@ POSSIBLE_CAUSES = (
 
 def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
              confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
-             alpha_each: float,
+             alpha_each: float, alpha_renyi: float,
              trials_needed: Any, n_trials: int) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     certified = certificate.epsilon
@@ -200,8 +207,10 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
     else:
         tightness = math.inf if max_lb > 0 else 0.0
     miss = f"{1 - confidence:.3g}"
-    levels = (f"{family} test(s), each at confidence {1 - alpha_each:.6g} (Bonferroni: "
-              f"{1 - confidence:.3g} split evenly), all holding together with probability >= "
+    split = (f"each (epsilon, delta) test at confidence {1 - alpha_each:.6g}"
+             + (f", each Rényi test at {1 - alpha_renyi:.6g}" if renyi else ""))
+    levels = (f"{family} test(s), {split} (weighted Bonferroni: {1 - confidence:.3g} split "
+              f"by a rule fixed in advance), all holding together with probability >= "
               f"{confidence:g}")
     causes: list[str] = []
     needed = None
@@ -266,4 +275,5 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
             "renyi_violations": renyi_violations, "possible_causes": causes,
             "could_show_violation": could_refute, "trials_needed": needed,
             "tests": {"family_size": family, "alpha_each": alpha_each,
-                      "confidence_each": 1.0 - alpha_each, "overall_confidence": confidence}}
+                      "confidence_each": 1.0 - alpha_each, "alpha_renyi": alpha_renyi,
+                      "overall_confidence": confidence}}

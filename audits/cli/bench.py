@@ -267,12 +267,16 @@ def power_summary(res: dict[str, Any]) -> str:
                          f"{len(ratios)}; worst ratio {min(ratios):.3f}")
     lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
               "noise: the false-violation rate):",
-              f"  {'factor':>6} {'N':>6} {'runs':>5} {'renyi':>6} {'pilot (e,d)':>11} "
-              f"{'current (e,d)':>13}"]
+              f"  {'factor':>6} {'N':>6} {'runs':>5} {'verdict':>7} {'renyi':>6} "
+              f"{'pilot (e,d)':>11} {'current (e,d)':>13}"]
     for row in res["detection"]:
+        verdict = row.get("verdict_rate")
         lines.append(f"  {row['factor']:>6g} {row['n_per_side']:>6} {row['runs']:>5} "
+                     f"{'-' if verdict is None else f'{verdict:.2f}':>7} "
                      f"{row['renyi_rate']:>6.2f} {row['eps_delta_pilot_rate']:>11.2f} "
                      f"{row['eps_delta_current_rate']:>13.2f}")
+    lines.append("  (verdict: audit_scores with default settings, Rényi test and (epsilon, delta) "
+                 "tests together at overall level 0.05; renyi: the Rényi test alone at 0.05)")
     lines += ["", "interval coverage of the estimators (nominal 95%; estimates, not bounds):",
               f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
               f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
@@ -288,6 +292,19 @@ def power_summary(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def gaussian_verdict(unlearned: np.ndarray, retrained: np.ndarray, run: int) -> bool:
+    """Whether :func:`audits.runner.audit_scores` with default settings finds a VIOLATION of
+    the Gaussian mechanism's certificate (sensitivity 1, sigma 1, delta 1e-5, its whole Rényi
+    curve) on these scores, seeded by ``run``."""
+    from audits.protocols import Certificate
+    from audits.runner import audit_scores
+
+    certificate = Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=1)
+    result = audit_scores(unlearned={"score": unlearned}, retrained={"score": retrained},
+                          certificate=certificate, seed=run, estimators=[])
+    return result.status == "VIOLATION"
+
+
 def _cmd_bench_power(args: Any) -> None:
     from audits.cli.common import emit
     from empirical.benchmarks.power import power_benchmark
@@ -295,7 +312,7 @@ def _cmd_bench_power(args: Any) -> None:
     res = power_benchmark(quick=args.quick, seed=args.seed, epsilon_runs=args.epsilon_runs,
                           detection_runs=args.detection_runs, coverage_runs=args.coverage_runs,
                           hockey_full_runs=args.hockey_full_runs, peer_runs=args.peer_runs,
-                          parts=tuple(args.parts.split(",")))
+                          parts=tuple(args.parts.split(",")), verdict=gaussian_verdict)
     emit(res, args.json, power_summary(res))
 
 

@@ -15,7 +15,7 @@ mechanism are written out in closed form.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -28,8 +28,8 @@ from empirical.statistics.gdp import gaussian_epsilon
 from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
 from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
 
-__all__ = ["PARTS", "detection_power", "epsilon_bound_power", "estimator_coverage", "peer_comparison",
-           "peer_epsilon", "power_benchmark"]
+__all__ = ["DETECTION_FACTORS", "PARTS", "detection_power", "epsilon_bound_power",
+           "estimator_coverage", "peer_comparison", "peer_epsilon", "power_benchmark"]
 
 
 PARTS: tuple[str, ...] = ("epsilon", "detection", "coverage", "peer")
@@ -145,46 +145,64 @@ def peer_comparison(*, mus: Sequence[float] = PEER_MUS, deltas: Sequence[float] 
     return rows
 
 
+# The shortfall factors of the detection table (factor 1: honest noise).
+DETECTION_FACTORS: tuple[float, ...] = (1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5)
+
+# A whole-audit verdict on one draw: (unlearned scores, retrained scores, run) -> VIOLATION?
+Verdict = Callable[[np.ndarray, np.ndarray, int], bool]
+
+
 def detection_power(
     *,
-    factors: Sequence[float] = (1.0, 1.2, 1.3, 1.5, 2.0),
+    factors: Sequence[float] = DETECTION_FACTORS,
     n: int = 10_000,
     runs: int = 100,
     delta: float = 1e-5,
     level: float = 0.05,
     seed: int = 1,
+    verdict: Verdict | None = None,
+    eps_delta: bool = True,
 ) -> list[dict[str, Any]]:
     """Violation-detection rate against the noise shortfall factor, for each test.
 
     Certificate: Gaussian mechanism with sensitivity 1 and sigma_cert = 1, two-sided; the truth
     uses sigma_cert / factor (factor 1: honest, so its rate is the false-violation rate).
-    Tests: ``renyi`` (:func:`empirical.renyi_audit.renyi_audit` against eps(alpha) = alpha/2),
-    ``eps_delta_pilot`` (pilot lower bound above the exact certified epsilon at ``delta``) and
-    ``eps_delta_current`` (the current Bonferroni-Pareto bound).
+    Tests: ``verdict`` (when given: the whole audit with its default settings, a callable the
+    caller supplies, since this module does not know the audit), ``renyi``
+    (:func:`empirical.renyi_audit.renyi_audit`, the directed test, against eps(alpha) =
+    alpha/2 at the whole ``level``), and with ``eps_delta`` ``eps_delta_pilot`` (pilot lower
+    bound above the exact certified epsilon at ``delta``) and ``eps_delta_current`` (the
+    Bonferroni-Pareto bound).
     """
     certified_eps = gaussian_epsilon(mu=1.0, delta=delta)
     rows = []
     for factor in factors:
-        hits = {"renyi": 0, "eps_delta_pilot": 0, "eps_delta_current": 0}
+        hits = {"verdict": 0, "renyi": 0, "eps_delta_pilot": 0, "eps_delta_current": 0}
         for run in range(runs):
             rng = np.random.default_rng([seed, run, int(factor * 1000)])
             p, q = _scores(rng, factor, n)
+            if verdict is not None:
+                hits["verdict"] += bool(verdict(p, q, run))
             audit = renyi_audit(p, q, certified=lambda a: a / 2.0, two_sided=True, beta=level,
                                 seed=run)
             hits["renyi"] += audit.violation
-            pilot = pilot_epsilon_lower_bound(p, q, delta=delta, alpha=level, seed=run)
-            hits["eps_delta_pilot"] += pilot.epsilon > certified_eps
-            current = epsilon_lower_bound(p, q, delta=delta, alpha=level)
-            hits["eps_delta_current"] += current.epsilon > certified_eps
-        rows.append({
+            if eps_delta:
+                pilot = pilot_epsilon_lower_bound(p, q, delta=delta, alpha=level, seed=run)
+                hits["eps_delta_pilot"] += pilot.epsilon > certified_eps
+                current = epsilon_lower_bound(p, q, delta=delta, alpha=level)
+                hits["eps_delta_current"] += current.epsilon > certified_eps
+        row: dict[str, Any] = {
             "factor": factor,
             "n_per_side": n,
             "delta": delta,
             "runs": runs,
+            "verdict_rate": hits["verdict"] / runs if verdict is not None else None,
             "renyi_rate": hits["renyi"] / runs,
-            "eps_delta_pilot_rate": hits["eps_delta_pilot"] / runs,
-            "eps_delta_current_rate": hits["eps_delta_current"] / runs,
-        })
+        }
+        if eps_delta:
+            row["eps_delta_pilot_rate"] = hits["eps_delta_pilot"] / runs
+            row["eps_delta_current_rate"] = hits["eps_delta_current"] / runs
+        rows.append(row)
     return rows
 
 
@@ -273,7 +291,8 @@ def _full_renyi_refusal(*, n: int, d: int, order: float) -> str | None:
 def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | None = None,
                     detection_runs: int | None = None, coverage_runs: int | None = None,
                     hockey_full_runs: int | None = None, peer_runs: int | None = None,
-                    parts: Sequence[str] = PARTS) -> dict[str, Any]:
+                    parts: Sequence[str] = PARTS,
+                    verdict: Verdict | None = None) -> dict[str, Any]:
     """All power measurements in one dict; ``quick`` uses few runs (a smoke test, not a study).
 
     The ``*_runs`` arguments override the number of runs of each part (defaults: 200, 100, 100,
@@ -281,6 +300,7 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
     1), so that a study can be scaled to the time at hand;
     ``parts`` picks some of ``PARTS`` (the others come back as empty lists), so that the parts
     can run as separate processes: each part's draws depend only on ``seed``, not on the others.
+    ``verdict`` is passed to :func:`detection_power` (the whole audit's decision on a draw).
     """
     unknown = sorted(set(parts) - set(PARTS))
     if unknown or not parts:
@@ -296,7 +316,11 @@ def power_benchmark(*, quick: bool = False, seed: int = 0, epsilon_runs: int | N
                 raise ValueError(f"{key}_runs must be a positive integer, got {value!r}")
             runs[key] = value
     eps_rows = epsilon_bound_power(runs=runs["epsilon"], seed=seed) if "epsilon" in parts else []
-    det_rows = detection_power(runs=runs["detection"], seed=seed + 1) if "detection" in parts else []
+    # --quick: the two ends of the table only (each verdict is a whole audit).
+    factors = (DETECTION_FACTORS[0], DETECTION_FACTORS[-1]) if quick else DETECTION_FACTORS
+    det_rows = (detection_power(factors=factors, runs=runs["detection"], seed=seed + 1,
+                                verdict=verdict)
+                if "detection" in parts else [])
     cov_rows = estimator_coverage(runs=runs["coverage"], runs_hockey_full=runs["hockey_full"],
                                   n_bootstrap=50 if quick else 1000,
                                   n_bootstrap_hockey=50 if quick else 200,

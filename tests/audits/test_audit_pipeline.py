@@ -12,6 +12,7 @@ import pytest
 
 import bounds
 from audits.adapters.pnsgd import PNSGDMechanism
+from audits.analysis import RENYI_SHARE
 from audits.cli import main as cli_main
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
@@ -165,12 +166,17 @@ def test_reduced_demo_is_consistent_and_writes_a_valid_report(tmp_path):
         ("loss", "pilot-window"), ("projection", "pilot-window")]
     assert all(e["details"]["orientation_chosen_by_statistic"] for e in lower)
     assert [t["attack"] for t in report["empirical"]["renyi"]] == ["loss", "projection"]
+    # Weighted Bonferroni: the 2 threshold tests share 1 - RENYI_SHARE of the 5%, the 2 Rényi
+    # tests the rest.
+    alpha_eps = 0.05 * (1 - RENYI_SHARE) / 2
+    assert all(t["alpha_each"] == pytest.approx(0.05 * RENYI_SHARE / 2)
+               for t in report["empirical"]["renyi"])
     for entry in lower:
         # The label states the per-test level, not the overall 95%.
         assert entry["kind"] == "lower bound"
-        assert entry["confidence"] == pytest.approx(1 - 0.05 / 4)
+        assert entry["confidence"] == pytest.approx(1 - alpha_eps)
         assert entry["details"]["family_size"] == 4
-        assert entry["details"]["alpha_each"] == pytest.approx(0.05 / 4)
+        assert entry["details"]["alpha_each"] == pytest.approx(alpha_eps)
         assert entry["details"]["overall_confidence"] == 0.95
         assert 0 <= entry["epsilon"] <= report["empirical"]["max_certifiable_epsilon"]
     assert all(e["kind"] == "estimate" for e in report["empirical"]["estimates"])

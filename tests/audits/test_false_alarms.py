@@ -61,6 +61,26 @@ def _point_mass_in_retrained(n: int, rng: np.random.Generator):
     return cert, rng.normal(0.0, 1.0, n), retrained
 
 
+def _shared_atom(n: int, rng: np.random.Generator):
+    """Both worlds put half their mass on one tied score (0) and the rest on the Gaussian
+    mechanism's laws N(1, 1) vs N(0, 1) shifted away from it: integral p^a q^(1-a) =
+    1/2 + e^{a(a-1)/2} / 2, so D_alpha = log(1/2 + e^{a(a-1)/2} / 2) / (a - 1) exactly, and the
+    exact eps at delta is that of the Gaussian part at delta / (1/2)."""
+    from empirical.statistics.gdp import gaussian_epsilon
+
+    delta = 1e-5
+
+    def divergence(a: float) -> float:
+        return math.log(0.5 + 0.5 * math.exp(a * (a - 1) / 2)) / (a - 1)
+
+    cert = Certificate(epsilon=gaussian_epsilon(mu=1.0, delta=2 * delta), delta=delta,
+                       renyi_curve=tuple((a, divergence(a)) for a in _ORDERS))
+    atom_u, atom_r = rng.random(n) < 0.5, rng.random(n) < 0.5
+    unlearned = np.where(atom_u, 0.0, 10.0 + rng.normal(1.0, 1.0, n))
+    retrained = np.where(atom_r, 0.0, 10.0 + rng.normal(0.0, 1.0, n))
+    return cert, unlearned, retrained
+
+
 def _folded_gaussian(n: int, rng: np.random.Generator):
     """The Gaussian mechanism N(1, 1) vs N(0, 1) seen through the non-monotone score
     |s - 1/2| (post-processing keeps its exact curve alpha/2 valid)."""
@@ -79,6 +99,7 @@ NULLS: dict[str, Null] = {
     "randomized-response": _randomized_response,
     "point-mass-in-retrained": _point_mass_in_retrained,
     "folded-gaussian": _folded_gaussian,
+    "shared-atom": _shared_atom,
     "gaussian": _gaussian,
 }
 

@@ -182,7 +182,7 @@ def test_pilot_edges_ignore_the_tested_scores():
     r1 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
     r2 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
     assert r1.curve == r2.curve
-    assert r1.n_pilot_p == r2.n_pilot_p == 500
+    assert r1.n_pilot_p == r2.n_pilot_p == 1000  # the default pilot is 20% of the trials
 
 
 def test_validation():
@@ -206,7 +206,7 @@ def test_pilot_split_keeps_paired_trials_together():
     scores = np.random.default_rng(3).normal(size=500)
     result = R.renyi_audit(scores, scores.copy(), certified=lambda a: 10.0, seed=5)
     assert result.curve.counts_p == result.curve.counts_q
-    assert result.n_pilot_p == result.n_pilot_q == 50
+    assert result.n_pilot_p == result.n_pilot_q == 100
 
 
 def _renyi_mp(p, q, order) -> float:
