@@ -327,7 +327,7 @@ class NoisyGDAdapter(AdapterBase):
 
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
-        spec = self.demo_spec(trials=max(n_trials, 2), device=device)
+        spec = self.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
         spec = spec.replace(dataset=DatasetSpec(name=dataset))
         mechanism = self.prepare(spec, device=device).mechanism
         with torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
