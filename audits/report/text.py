@@ -150,8 +150,12 @@ def summary_text(report: Mapping) -> str:
                      f"certified eps(alpha) {fmt(max(gaps, default=-math.inf), 3)} over "
                      f"{len(test['orders'])} orders (confidence {fmt(test['confidence'], 6)})")
     tests = verdict["tests"]
-    lines.append(f"  levels              {tests['family_size']} test(s) at confidence "
-                 f"{fmt(tests['confidence_each'], 6)} each (Bonferroni), "
+    n_renyi = len(emp["renyi"])
+    levels = f"{tests['family_size'] - n_renyi} (epsilon, delta) test(s) at confidence " \
+             f"{fmt(tests['confidence_each'], 6)} each"
+    if n_renyi and tests.get("alpha_renyi") is not None:
+        levels += f", {n_renyi} Rényi test(s) at {fmt(1.0 - tests['alpha_renyi'], 6)} each"
+    lines.append(f"  levels              {levels} (weighted Bonferroni), "
                  f"{fmt(tests['overall_confidence'])} together")
     for entry in verdict["violations"]:
         lines.append(f"  VIOLATION           epsilon >= {fmt(entry['epsilon'])} > certified "
