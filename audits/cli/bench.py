@@ -231,24 +231,25 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
 def power_summary(res: dict[str, Any]) -> str:
     """The power benchmark side by side: (epsilon, delta) bounds, detection rates, coverage."""
     lines = [f"Gaussian ground truth: {res['ground_truth']}"
-             + (" (--quick: few runs, a smoke test)" if res["quick"] else ""),
-             "", "(epsilon, delta) lower bounds, N per side "
-             f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
-             f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'default/limit':>13} "
-             f"{'peer/limit':>10} {'default/peer':>12} {'pilot/limit':>11} {'current/limit':>13} "
-             f"{'default misses':>14}"]
-    for row in res["epsilon_bounds"]:
-        default, pilot, current = row["default"], row["pilot"], row["current"]
-        peer = row.get("peer")
-        peer_cols = (f"{peer['mean_over_limit']:>10.3f} {default['mean'] / peer['mean']:>12.3f}"
-                     if peer and peer["mean"] > 0 else f"{'-':>10} {'-':>12}")
-        lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
-                     f"{row['limit']:>7.3f} {default['mean_over_limit']:>13.3f} {peer_cols} "
-                     f"{pilot['mean_over_limit']:>11.3f} {current['mean_over_limit']:>13.3f} "
-                     f"{default['coverage_failure_rate']:>14.3f}")
-    lines += ["  default: the audits' default statistic (pilot-window); peer: jax-privacy 2.0's "
-              "Clopper-Pearson auditor (one_sided=False, Bonferroni); pilot: pilot-threshold; "
-              "current: bonferroni-pareto, one orientation"]
+             + (" (--quick: few runs, a smoke test)" if res["quick"] else "")]
+    if res["epsilon_bounds"]:  # each part's table only where that part ran
+        lines += ["", "(epsilon, delta) lower bounds, N per side "
+                  f"{res['epsilon_bounds'][0]['n_per_side'] if res['epsilon_bounds'] else '-'}:",
+                  f"  {'mu':>4} {'delta':>9} {'exact':>7} {'limit':>7} {'default/limit':>13} "
+                  f"{'peer/limit':>10} {'default/peer':>12} {'pilot/limit':>11} {'current/limit':>13} "
+                  f"{'default misses':>14}"]
+        for row in res["epsilon_bounds"]:
+            default, pilot, current = row["default"], row["pilot"], row["current"]
+            peer = row.get("peer")
+            peer_cols = (f"{peer['mean_over_limit']:>10.3f} {default['mean'] / peer['mean']:>12.3f}"
+                         if peer and peer["mean"] > 0 else f"{'-':>10} {'-':>12}")
+            lines.append(f"  {row['mu']:>4g} {row['delta']:>9.3g} {row['exact']:>7.3f} "
+                         f"{row['limit']:>7.3f} {default['mean_over_limit']:>13.3f} {peer_cols} "
+                         f"{pilot['mean_over_limit']:>11.3f} {current['mean_over_limit']:>13.3f} "
+                         f"{default['coverage_failure_rate']:>14.3f}")
+        lines += ["  default: the audits' default statistic (pilot-window); peer: jax-privacy 2.0's "
+                  "Clopper-Pearson auditor (one_sided=False, Bonferroni); pilot: pilot-threshold; "
+                  "current: bonferroni-pareto, one orientation"]
     if "peer" in res.get("parts", []):
         rows = res.get("peer_comparison") or []
         lines += ["", "default statistic vs jax-privacy on identical scores (mean over runs per "
@@ -265,29 +266,31 @@ def power_summary(res: dict[str, Any]) -> str:
             ratios = [row["ratio_of_means"] for row in rows]
             lines.append(f"  cases with default >= peer: {sum(r >= 1 for r in ratios)} of "
                          f"{len(ratios)}; worst ratio {min(ratios):.3f}")
-    lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
-              "noise: the false-violation rate):",
-              f"  {'factor':>6} {'N':>6} {'runs':>5} {'verdict':>7} {'renyi':>6} "
-              f"{'pilot (e,d)':>11} {'current (e,d)':>13}"]
-    for row in res["detection"]:
-        verdict = row.get("verdict_rate")
-        lines.append(f"  {row['factor']:>6g} {row['n_per_side']:>6} {row['runs']:>5} "
-                     f"{'-' if verdict is None else f'{verdict:.2f}':>7} "
-                     f"{row['renyi_rate']:>6.2f} {row['eps_delta_pilot_rate']:>11.2f} "
-                     f"{row['eps_delta_current_rate']:>13.2f}")
-    lines.append("  (verdict: audit_scores with default settings, Rényi test and (epsilon, delta) "
-                 "tests together at overall level 0.05; renyi: the Rényi test alone at 0.05)")
-    lines += ["", "interval coverage of the estimators (nominal 95%; estimates, not bounds):",
-              f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
-              f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
-    for row in res["estimator_coverage"]:
-        head = (f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
-                f"{row['n_per_side']:>5} {row['runs']:>4} ")
-        if row["coverage"] is None:  # the estimator refuses this test bed (its valid range)
-            lines.append(head + row.get("out_of_range", "out of range"))
-            continue
-        lines.append(head + f"{row['coverage']:>8.2f} {row['infinite_rate']:>8.2f} "
-                     f"{float(row['mean_estimate_over_truth']):>9.3f}")
+    if res["detection"]:
+        lines += ["", "violation-detection rate against the noise shortfall factor (factor 1 = honest "
+                  "noise: the false-violation rate):",
+                  f"  {'factor':>6} {'N':>6} {'runs':>5} {'verdict':>7} {'renyi':>6} "
+                  f"{'pilot (e,d)':>11} {'current (e,d)':>13}"]
+        for row in res["detection"]:
+            verdict = row.get("verdict_rate")
+            lines.append(f"  {row['factor']:>6g} {row['n_per_side']:>6} {row['runs']:>5} "
+                         f"{'-' if verdict is None else f'{verdict:.2f}':>7} "
+                         f"{row['renyi_rate']:>6.2f} {row['eps_delta_pilot_rate']:>11.2f} "
+                         f"{row['eps_delta_current_rate']:>13.2f}")
+        lines.append("  (verdict: audit_scores with default settings, Rényi test and (epsilon, delta) "
+                     "tests together at overall level 0.05; renyi: the Rényi test alone at 0.05)")
+    if res["estimator_coverage"]:
+        lines += ["", "interval coverage of the estimators (nominal 95%; estimates, not bounds):",
+                  f"  {'estimator':<22} {'dim':>3} {'covariance':<17} {'n':>5} {'runs':>4} "
+                  f"{'coverage':>8} {'inf rate':>8} {'est/truth':>9}"]
+        for row in res["estimator_coverage"]:
+            head = (f"  {row['estimator']:<22} {row['dimension']:>3} {row['covariance']:<17} "
+                    f"{row['n_per_side']:>5} {row['runs']:>4} ")
+            if row["coverage"] is None:  # the estimator refuses this test bed (its valid range)
+                lines.append(head + row.get("out_of_range", "out of range"))
+                continue
+            lines.append(head + f"{row['coverage']:>8.2f} {row['infinite_rate']:>8.2f} "
+                         f"{float(row['mean_estimate_over_truth']):>9.3f}")
     lines += ["", f"{res['note']}; {res['seconds']:.1f} s"]
     return "\n".join(lines)
 

@@ -71,3 +71,12 @@ def test_power_summary_sets_the_default_statistic_beside_jax_privacy():
     text = power_summary(res)
     assert "default/limit" in text and "peer/limit" in text and "default/peer" in text
     assert "cases with default >= peer:" in text
+
+
+def test_power_summary_prints_only_the_tables_of_the_parts_that_ran():
+    from audits.cli.bench import power_summary
+    from empirical.benchmarks.power import power_benchmark
+
+    text = power_summary(power_benchmark(quick=True, parts=("epsilon",), epsilon_runs=1))
+    assert "(epsilon, delta) lower bounds" in text
+    assert "violation-detection rate" not in text and "interval coverage" not in text
