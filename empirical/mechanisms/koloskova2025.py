@@ -319,6 +319,18 @@ def _trained_once(task: NetworkTask, rows: tuple[int, ...], steps: int,
         return _trained(fn, task, index, steps=steps, step_size=step_size)
 
 
+def _retain_mask(task: NetworkTask, forget: tuple[int, ...] | list[int]) -> tuple[list[int], torch.Tensor]:
+    """The sorted forget rows (checked to be distinct indices of the training set) and the
+    boolean mask of the retained rows."""
+    n = task.train_x.shape[0]
+    forget_rows = sorted({int(i) for i in forget})
+    if not forget_rows or forget_rows[-1] >= n or forget_rows[0] < 0:
+        raise ValueError(f"forget rows must be distinct indices in [0, {n})")
+    keep = torch.ones(n, dtype=torch.bool, device=task.train_x.device)
+    keep[forget_rows] = False
+    return forget_rows, keep
+
+
 def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
                   config: KoloskovaConfig, n_trials: int, seed: int, first_trial: int = 0,
                   mode: str = "batched", chunk_size: int | None = None) -> KoloskovaResult:
@@ -329,12 +341,8 @@ def run_koloskova(task: NetworkTask, *, forget: tuple[int, ...] | list[int],
     from (seed, trial).
     """
     n = task.train_x.shape[0]
-    forget_rows = sorted({int(i) for i in forget})
-    if not forget_rows or forget_rows[-1] >= n or forget_rows[0] < 0:
-        raise ValueError(f"forget rows must be distinct indices in [0, {n})")
+    forget_rows, keep = _retain_mask(task, forget)
     device = task.train_x.device
-    keep = torch.ones(n, dtype=torch.bool, device=device)
-    keep[forget_rows] = False
     all_rows = torch.arange(n, device=device)
     retain_rows = all_rows[keep]
     fn = _Functional(task.model)
@@ -449,12 +457,8 @@ def worst_case_forget_record(task: NetworkTask, *, forget: tuple[int, ...] | lis
     if exact < 2:
         raise ValueError(f"exact must be >= 2, got {exact}")
     n = task.train_x.shape[0]
-    forget_rows = sorted({int(i) for i in forget})
-    if not forget_rows or forget_rows[-1] >= n or forget_rows[0] < 0:
-        raise ValueError(f"forget rows must be distinct indices in [0, {n})")
+    forget_rows, keep = _retain_mask(task, forget)
     device = task.train_x.device
-    keep = torch.ones(n, dtype=torch.bool, device=device)
-    keep[forget_rows] = False
     x_all, classes = task.train_x, task.train_classes
     x_retain, y_retain = x_all[keep], classes[keep]
     k, n_retain = len(forget_rows), int(keep.sum())
