@@ -20,7 +20,6 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy import optimize
 
 from bounds.conversions import (
     CONVERSION_CITATIONS,
@@ -34,6 +33,7 @@ from bounds.conversions import (
 from bounds.declarations import Bound
 from bounds.errors import BoundError, SolverError
 from bounds.registry import get
+from bounds.scalar_search import brent_root
 
 SOLVE_ALIASES = {"requests": "s", "burn-in": "T", "epochs": "K"}
 _INTEGER_LIMIT = 2**53
@@ -371,7 +371,7 @@ def _solve_continuous(
             bad = x
     lo_t, hi_t = sorted((math.log(good), math.log(bad)))
     try:
-        root = math.exp(optimize.brentq(gap, lo_t, hi_t, xtol=rtol / 4, rtol=4 * np.finfo(float).eps))
+        root = math.exp(brent_root(gap, lo_t, hi_t, xtol=rtol / 4, rtol=4 * np.finfo(float).eps))
     except ValueError:
         root = math.exp(0.5 * (lo_t + hi_t))
     safe_dir = 1 if want_large else -1

@@ -25,12 +25,13 @@ from typing import Any
 import mpmath
 import numpy as np
 import sympy as sp
-from scipy import optimize, special
+from scipy import special
 
 from bounds.declarations import Bound
 from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.numerics import float_up, interval_endpoints, iv_precision
 from bounds.registry import get
+from bounds.scalar_search import bounded_minimum
 
 CONVERSIONS: tuple[str, ...] = ("mironov", "balle2020")
 
@@ -327,14 +328,10 @@ def dp_epsilon_float(
     lo = math.log(grid[max(best - 1, 0)] - 1.0)
     hi = math.log(grid[min(best + 1, len(grid) - 1)] - 1.0)
     if hi > lo:
-        res = optimize.minimize_scalar(
-            lambda t: float(converted(np.array([1.0 + math.exp(t)]))[0]),
-            bounds=(lo, hi),
-            method="bounded",
-            options={"xatol": 1e-10},
-        )
+        res = bounded_minimum(lambda t: float(converted(np.array([1.0 + math.exp(t)]))[0]),
+                              lo, hi, xatol=1e-10)
         if res.fun < values[best]:
-            return float(res.fun), 1.0 + math.exp(float(res.x))
+            return float(res.fun), 1.0 + math.exp(res.x)
     return float(values[best]), float(grid[best])
 
 

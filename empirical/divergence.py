@@ -49,7 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
 from empirical.statistics.checks import check_probability
@@ -428,7 +428,7 @@ def _shift_statistic(p: np.ndarray, q: np.ndarray) -> tuple[float, float, int, i
 def _noncentrality_interval(f_stat: float, d: int, nu: int, level: float) -> tuple[float, float]:
     """Exact equal-tailed confidence interval for the noncentrality of a noncentral F(d, nu)
     observation, by inverting its CDF (decreasing in the noncentrality)."""
-    from scipy import stats  # here: its import is heavy (tens of MB) and few estimators need it
+    from scipy import optimize, stats  # here: heavy imports (tens of MB) few estimators need
 
     tail = (1.0 - level) / 2
 

@@ -85,7 +85,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize
 
 from empirical.statistics.checks import as_scores, check_probability, paired_permutations
 from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
@@ -330,6 +329,8 @@ def histogram_renyi_lower_bound(box_p, box_q, *, order: float) -> float:
             if value > 0 and scale + math.log(value) > best_log:
                 best_log, best_at = scale + math.log(value), (scale, np.array(x, dtype=float))
             return -value
+
+        from scipy import optimize  # here: its import is heavy (~23 MB) and few audits need it
 
         # Nelder-Mead on the concave, piecewise-smooth dual; tolerances far below the resolution
         # that matters for a divergence bound. A restart from its optimum guards against an

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from empirical.statistics.checks import (
     as_scores,
@@ -80,6 +80,8 @@ def gaussian_epsilon(*, mu: float, delta: float) -> float:
     def excess(eps: float) -> float:
         value = gaussian_delta(mu=mu, epsilon=eps)
         return (math.log(value) if value > 0 else -np.inf) - log_delta
+
+    from scipy import optimize  # here: its import is heavy (~23 MB) and few audits need it
 
     return float(optimize.brentq(excess, 0.0, upper, xtol=1e-12, rtol=1e-12))
 
