@@ -117,7 +117,7 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     plain = validate_report(report)
     if out_dir is None:
         return AuditResult(plain, None)
-    # the trials' and the analysis' freed heap goes back before matplotlib draws the figures
+    # the trials' and the analysis' freed heap goes back before the figures are drawn
     release_freed_memory()
     return AuditResult(plain, write_report(plain, out_dir))
 

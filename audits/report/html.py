@@ -1,10 +1,11 @@
-"""The self-contained HTML page of an audit report (inline CSS, base64 PNG figures, no scripts,
+"""The self-contained HTML page of an audit report (inline CSS, base64 SVG figures, no scripts,
 no external resources). The data it shows is validated by :mod:`audits.report.schema`; the
 figures come from :mod:`audits.report.figures`.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -309,13 +310,19 @@ def _empirical_section(report: Mapping) -> str:
     )
 
 
+def _base64(svg: str) -> str:
+    # An <img> per figure (not inline <svg>): each picture keeps its own clip-path ids and alt
+    # text, and the page itself still holds no url() reference.
+    return base64.b64encode(svg.encode("utf-8")).decode("ascii")
+
+
 def _figures_section(figures: Sequence[ReportFigure], notes: Sequence[str]) -> str:
     parts = ['<section id="figures"><h2>Figures</h2><div class="figures">']
     for fig in figures:
         klass = ' class="half"' if fig.half else ""
         parts.append(
             f'<figure id="{_e(fig.id)}"{klass}><img alt="{_e(fig.alt)}" '
-            f'src="data:image/png;base64,{fig.png_base64}">'
+            f'src="data:image/svg+xml;base64,{_base64(fig.svg)}">'
             f"<figcaption><strong>{_e(fig.title)}.</strong> {_e(fig.caption)}</figcaption>"
             "</figure>"
         )
@@ -384,7 +391,7 @@ def _exact_section(report: Mapping) -> str:
 
 
 def render_html(report: Mapping) -> str:
-    """A self-contained HTML page for ``report``: inline CSS, base64 PNG figures, no scripts."""
+    """A self-contained HTML page for ``report``: inline CSS, base64 SVG figures, no scripts."""
     return render_validated_html(validate_report(report))
 
 
