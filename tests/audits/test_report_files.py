@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import base64
 import copy
-import io
 import json
 import os
 import re
 import shutil
-import struct
 import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -22,10 +21,7 @@ from audits.report.schema import SCHEMA_VERSION, ReportPaths, load_report, valid
 from audits.report.text import summary_text
 from audits.report.write import write_report
 
-PIL_Image = pytest.importorskip("PIL.Image")
-pytest.importorskip("matplotlib")
-
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SVG_PREFIX = "data:image/svg+xml;base64,"
 ALL_FIGURES = {"fig-roc-linear", "fig-roc-log", "fig-epsilon", "fig-scores",
                "fig-per-example-epsilon", "fig-utility"}
 
@@ -176,10 +172,11 @@ def _parse(page: str) -> _Collector:
     return collector
 
 
-def _png_size(data: bytes) -> tuple[int, int]:
-    assert data[:8] == PNG_SIGNATURE
-    assert data[12:16] == b"IHDR"
-    return struct.unpack(">II", data[16:24])
+def _svg_of(img: dict) -> ElementTree.Element:
+    """The figure's SVG, parsed (well-formed XML or the parse fails)."""
+    assert img["src"].startswith(SVG_PREFIX)
+    text = base64.b64decode(img["src"][len(SVG_PREFIX):], validate=True).decode("utf-8")
+    return ElementTree.fromstring(text)
 
 
 # -- validation --------------------------------------------------------------------------------
@@ -359,25 +356,28 @@ def consistent_page() -> str:
     return render_html(make_report())
 
 
-def test_html_has_every_figure_as_valid_png(consistent_page):
+def test_html_has_every_figure_as_valid_svg(consistent_page):
     parsed = _parse(consistent_page)
     assert set(parsed.figures) == ALL_FIGURES
     assert len(parsed.figures) == len(ALL_FIGURES)
-    data_images = [img for img in parsed.images
-                   if img["src"].startswith("data:image/png;base64,")]
+    data_images = [img for img in parsed.images if img["src"].startswith(SVG_PREFIX)]
     assert len(data_images) == len(parsed.images) == len(ALL_FIGURES)
     assert {img["figure"] for img in data_images} == ALL_FIGURES
+    ns = "{http://www.w3.org/2000/svg}"
     for img in data_images:
         assert len(img["alt"]) > 20, img["figure"]
-        data = base64.b64decode(img["src"].split(",", 1)[1], validate=True)
-        width, height = _png_size(data)
-        assert width >= 300 and height >= 200, (img["figure"], width, height)
-        assert len(data) > 8_000, img["figure"]
-        with PIL_Image.open(io.BytesIO(data)) as image:
-            image.load()
-            assert image.size == (width, height)
-            colours = image.convert("RGB").getcolors(maxcolors=1 << 20)
-            assert len(colours) > 50, img["figure"]
+        svg = _svg_of(img)
+        assert svg.tag == f"{ns}svg"
+        assert float(svg.get("width")) >= 300 and float(svg.get("height")) >= 200, img["figure"]
+        marks = [e for e in svg.iter() if e.tag in (f"{ns}polyline", f"{ns}polygon",
+                                                   f"{ns}rect", f"{ns}circle")]
+        assert len(marks) >= 4, img["figure"]  # data marks beside the frame
+        texts = [e.text for e in svg.iter(f"{ns}text")]
+        assert len(texts) > 5, img["figure"]  # title, tick labels, axis labels
+        # nothing outside the picture: no script, no external reference
+        assert not [e for e in svg.iter() if e.tag in (f"{ns}script", f"{ns}image",
+                                                       f"{ns}foreignObject")]
+        assert not any(k.endswith("href") for e in svg.iter() for k in e.attrib)
 
 
 def test_html_is_self_contained(consistent_page):
@@ -451,14 +451,20 @@ def test_html_escapes_all_text():
     report["certificate"]["inputs"][evil] = evil
     report["empirical"]["lower_bounds"][1]["method"] = evil
     report["empirical"]["estimates"][0]["name"] = evil
-    # Attack names also go through matplotlib: '$' must not start mathtext, '_' must show.
+    # Attack names also go into the figures' SVG text: escaped there, shown as written.
     for key in ("roc", "scores"):
         report["plots"][key]["$cost_" + evil] = report["plots"][key].pop("loss")
     page = render_html(report)
     assert "<script" not in page
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
     assert "$cost_&lt;script&gt;" in page
-    assert len(_parse(page).images) == len(ALL_FIGURES)
+    images = _parse(page).images
+    assert len(images) == len(ALL_FIGURES)
+    shown = {img["figure"]: [e.text or "" for e in _svg_of(img).iter()] for img in images}
+    for figure in ("fig-roc-linear", "fig-roc-log", "fig-scores"):
+        assert any("$cost_" + evil in t for t in shown[figure]), figure
+        assert not [e for e in _svg_of(next(i for i in images if i["figure"] == figure)).iter()
+                    if e.tag.endswith("script")]
 
 
 def test_html_is_deterministic():
@@ -529,6 +535,7 @@ def _run_chromium(binary: str, profile: Path, *args: str) -> subprocess.Complete
 
 def test_browser_renders_every_figure(tmp_path):
     binary = _chromium()
+    PIL_Image = pytest.importorskip("PIL.Image")
     paths = write_report(make_report(status="VIOLATION"), tmp_path / "audit")
     url = paths.html_path.resolve().as_uri()
     screenshot = tmp_path / "screenshot.png"
@@ -552,7 +559,7 @@ def test_browser_renders_every_figure(tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     parsed = _parse(dom.stdout)
     assert set(parsed.figures) == ALL_FIGURES
-    assert len([i for i in parsed.images if i["src"].startswith("data:image/png;base64,")]) \
+    assert len([i for i in parsed.images if i["src"].startswith(SVG_PREFIX)]) \
         == len(ALL_FIGURES)
     assert "VIOLATION" in dom.stdout
 
