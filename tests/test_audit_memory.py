@@ -3,9 +3,11 @@ lighter code paths give the numbers the heavy ones gave."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,8 +16,10 @@ from scipy import stats
 from empirical.statistics.roc import roc_curve
 from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def test_the_audit_path_imports_neither_scipy_stats_nor_scikit_learn():
+
+def test_the_audit_path_imports_neither_scipy_stats_scipy_optimize_nor_scikit_learn():
     code = textwrap.dedent("""
         import sys
         import audits.cli, audits.runner, audits.report.assemble, audits.adapters.builtin
@@ -25,7 +29,8 @@ def test_the_audit_path_imports_neither_scipy_stats_nor_scikit_learn():
         digits_3_vs_8()
         clopper_pearson(successes=3, trials=10, confidence=0.95)
         roc_curve([1.0, 2.0], [0.0, 2.0])
-        print(sorted(m for m in ("scipy.stats", "sklearn", "scipy.integrate") if m in sys.modules))
+        print(sorted(m for m in ("scipy.stats", "sklearn", "scipy.integrate", "scipy.optimize")
+                     if m in sys.modules))
     """)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
@@ -75,3 +80,23 @@ def test_the_gdp_bound_uses_the_normal_quantiles_of_scipy_stats_bit_for_bit():
                         np.random.default_rng(5).random(2000)])
     assert np.array_equal(-special.ndtri(q), stats.norm.isf(q))
     assert np.array_equal(special.ndtri(q), stats.norm.ppf(q))
+
+
+_PROBE = """
+import json, sys
+from audits.cli import main
+status = main(["audit", "demo", "--trials", "400", "--out", sys.argv[1], "--quiet"])
+print(json.dumps({"status": status, "modules": sorted(
+    m for m in ("matplotlib", "scipy.optimize", "scipy.linalg", "torch") if m in sys.modules)}))
+"""
+
+
+def test_demo_audit_process_loads_no_plotting_library_nor_scipy_optimize(tmp_path):
+    # The process that runs the trials holds torch; its report must not add matplotlib, nor its
+    # certificate scipy.optimize (with scipy.linalg and scipy.sparse), to its peak memory.
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path / "demo")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"status": 0, "modules": ["torch"]}
+    assert (tmp_path / "demo" / "report.html").stat().st_size > 20_000
