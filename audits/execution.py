@@ -265,10 +265,11 @@ def _malloc_trim() -> Callable[[int], int] | None:
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
-    import ctypes.util
 
     try:
-        trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        # the libc already loaded: ctypes.util.find_library would fork ldconfig, a child that
+        # shows this whole process's resident set until it execs
+        trim = ctypes.CDLL(None).malloc_trim
     except (OSError, AttributeError):  # not glibc
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
