@@ -128,9 +128,11 @@ class Axes:
     # -- coordinates ---------------------------------------------------------------------------
 
     def px(self, value: float) -> float:
+        """The pixel column of the data value ``value``."""
         return self.left + self.x.fraction(value) * self.width
 
     def py(self, value: float) -> float:
+        """The pixel row of the data value ``value`` (larger values higher up)."""
         return self.top + (1.0 - self.y.fraction(value)) * self.height
 
     def _points(self, xs: Sequence[float], ys: Sequence[float]) -> list[tuple[float, float]]:
@@ -172,6 +174,7 @@ class Axes:
 
     def points(self, xs: Sequence[float], ys: Sequence[float], *, colour: str, radius: float,
                opacity: float = 1.0) -> None:
+        """A dot of ``radius`` pixels at each (x, y)."""
         alpha = f' fill-opacity="{opacity}"' if opacity < 1 else ""
         self._body.extend(f'<circle cx="{_n(u)}" cy="{_n(v)}" r="{_n(radius)}" '
                           f'fill="{colour}"{alpha}/>' for u, v in self._points(xs, ys))
@@ -206,6 +209,7 @@ class Axes:
 
     def vline(self, x: float, *, colour: str, width: float, dash: str | None = None,
               label: str | None = None) -> None:
+        """A vertical line across the axes at data x."""
         u = self.px(x)
         dashes = f' stroke-dasharray="{dash}"' if dash else ""
         self._body.append(f'<line x1="{_n(u)}" y1="{_n(self.top)}" x2="{_n(u)}" '
@@ -216,10 +220,12 @@ class Axes:
 
     def label_at(self, x: float, y: float, text: str, *, dx: float = 0.0, size: float = 8,
                  anchor: str = "start") -> None:
+        """Text at data (x, y), shifted ``dx`` pixels, centred vertically."""
         self._body.append(_text(self.px(x) + dx, self.py(y), text, size=size, anchor=anchor,
                                 baseline="central"))
 
     def centre_note(self, text: str) -> None:
+        """A note in the middle of an axes with nothing to plot."""
         self._frame.append(_text(self.left + self.width / 2, self.top + self.height / 2, text,
                                  size=11, anchor="middle", baseline="central"))
 
@@ -282,6 +288,7 @@ class Axes:
         self._frame.append(legend_box(x0, y0, entries, size=size))
 
     def svg(self) -> str:
+        """The axes' markup: the marks clipped to the plotting area, then the frame."""
         right, bottom = self.left + self.width, self.top + self.height
         clip = (f'<clipPath id="{self.clip_id}"><rect x="{_n(self.left)}" y="{_n(self.top)}" '
                 f'width="{_n(right - self.left)}" height="{_n(bottom - self.top)}"/></clipPath>')
@@ -332,6 +339,7 @@ class Figure:
 
     def axes(self, *, left: float, top: float, width: float, height: float, x: Scale,
              y: Scale) -> Axes:
+        """A new plotting area of the figure (pixels from its top left corner)."""
         self._count += 1
         axes = Axes(left=left, top=top, width=width, height=height, x=x, y=y,
                     clip_id=f"plot{self._count}")
@@ -339,9 +347,11 @@ class Figure:
         return axes
 
     def add(self, markup: str) -> None:
+        """Free SVG markup (a legend outside the axes), drawn after what came before."""
         self._parts.append(markup)
 
     def svg(self) -> str:
+        """The whole picture as one standalone SVG document."""
         inner = "".join(p.svg() if isinstance(p, Axes) else p for p in self._parts)
         return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{_n(self.width)}" '
                 f'height="{_n(self.height)}" viewBox="0 0 {_n(self.width)} {_n(self.height)}" '
