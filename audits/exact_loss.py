@@ -146,7 +146,9 @@ def attach_exact_law(spec: AuditSpec, adapter: AlgorithmAdapter,
     attacks resolved (:func:`resolve_attacks`) and, when they include the ``likelihood-ratio``
     attack, the mechanism that scores it."""
     laws = adapter.exact_laws(spec, prepared)
-    attacks, rule = resolve_attacks(spec, exact_laws=laws is not None)
+    # the default takes the likelihood-ratio attack only from an adapter that gives it
+    attacks, rule = resolve_attacks(
+        spec, exact_laws=laws is not None and LIKELIHOOD_RATIO in adapter.extra_attacks)
     if laws is None:
         if LIKELIHOOD_RATIO in attacks:
             raise SpecError(f"spec.attacks: {LIKELIHOOD_RATIO!r} needs the exact output laws, "
