@@ -10,6 +10,7 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad
 
+from empirical import models
 from empirical.models import FunctionalClassifier, StackedNetwork, TinyMLP
 
 # Every gradient entry is a sum of at most E * (d + 1) products of float64 numbers, each
@@ -114,3 +115,17 @@ def test_an_mlp_parameter_sets_bits_do_not_depend_on_how_many_sets_share_the_cal
         part = slice(first, first + sets)
         assert torch.equal(net.mean_loss_gradient(params[part], features, labels), together[part])
         assert torch.equal(net.logits(params[part], features), logits[part])
+
+
+def test_mlp_sets_split_over_calls_give_the_same_bits(monkeypatch):
+    net = _classifier(64, 5, 2)
+    features, labels = _data(64, 2, 231)
+    params = _parameter_sets(net, 41)
+    together = net.mean_loss_gradient(params, features, labels)
+    logits = net.logits(params, features)
+    # a budget of about twenty sets per call: rounded down to whole 8-row blocks (16 sets)
+    per_set = net.module.bytes_per_example((64,), 8) * 231
+    monkeypatch.setattr(models, "_STACKED_CPU_BYTES", 20 * per_set)
+    assert net._blocks(net.module, params, 231)[0] == 16
+    assert torch.equal(net.mean_loss_gradient(params, features, labels), together)
+    assert torch.equal(net.logits(params, features), logits)
