@@ -8,7 +8,9 @@ the label set its theorem assumes) and calls :func:`plant_worst_case` in ``prepa
 
 1. candidates: ``rows`` rows drawn with a seed derived from the request seed, plus the first
    forgotten row as drawn; each row's features rescaled to the norm bound (never above it in
-   floating point), and their negation, each with every label of the domain;
+   floating point), with every label of the domain (and negated too where the domain says a
+   negation is a new record: for a loss that reads a record only through y x, (-x, y) is
+   (x, -y), already screened);
 2. each candidate is planted in every forget slot (the retain set unchanged; a flip
    replacement is rebuilt as the flip of the planted record), and the mechanism runs with its
    noise scaled to 0 (the adapter's ``noise_scale_field``; ``paths`` trials, which differ only
@@ -50,7 +52,7 @@ __all__ = [
     "screen_worst_case",
 ]
 
-SCREEN_ROWS = 8  # seeded rows screened besides the first forgotten row
+SCREEN_ROWS = 32  # seeded rows screened besides the first forgotten row
 SCREEN_PATHS = 2  # noiseless trials averaged per candidate (they differ by partitions only)
 
 
@@ -58,11 +60,13 @@ SCREEN_PATHS = 2  # noiseless trials averaged per candidate (they differ by part
 class RecordDomain:
     """The records a paper's certificate covers: features of norm <= ``norm_bound`` and a label
     in ``labels`` (None: the data's own label set). ``assumption`` names the theorem and its
-    condition, for the provenance."""
+    condition, for the provenance. ``negations``: screen -x as well (False where the loss reads
+    a record only through y x, so that (-x, y) is the record (x, -y), screened already)."""
 
     norm_bound: float
     assumption: str
     labels: tuple[float, ...] | None = None
+    negations: bool = False
 
     def label_set(self, data: SpecData) -> tuple[float, ...]:
         """The labels a planted record may carry."""
@@ -110,14 +114,17 @@ class PlantedRecord:
                 f"{len(self.candidates)} screened (forget set as drawn: {self.drawn_shift:.6g})")
 
 
-def rule_text(assumption: str) -> str:
-    """The ``worst_case_forget`` statement of an adapter whose certificate covers ``assumption``."""
+def rule_text(assumption: str, *, negations: bool = False) -> str:
+    """The ``worst_case_forget`` statement of an adapter whose certificate covers ``assumption``
+    (``negations`` as :class:`RecordDomain`'s)."""
+    signs = ("and negated, " if negations else
+             "(a negated row is the same record with the other label: the loss reads y x only) ")
     return (f"the certificate assumes {assumption}, and nothing else of the forgotten record. "
             f"Every forget slot holds one record of that domain: among {SCREEN_ROWS} rows drawn "
             "with a seed derived from the request seed and the first forgotten row, each "
-            "rescaled to the norm bound, and negated, with every label of the data, the one "
-            "whose forgetting moves the mechanism's noiseless output (noise scaled to 0; mean "
-            f"over {SCREEN_PATHS} trials) furthest from the noiseless retrained output")
+            f"rescaled to the norm bound {signs}with every label of the data, the one whose "
+            "forgetting moves the mechanism's noiseless output (noise scaled to 0; mean over "
+            f"{SCREEN_PATHS} trials) furthest from the noiseless retrained output")
 
 
 def _at_norm(row: np.ndarray, bound: float) -> np.ndarray | None:
@@ -208,7 +215,7 @@ def screen_worst_case(mechanism: Any, data: SpecData, *, domain: RecordDomain,
         base = _at_norm(np.asarray(data.dataset.features[row], dtype=float), domain.norm_bound)
         if base is None:
             continue
-        for sign in (1, -1):
+        for sign in ((1, -1) if domain.negations else (1,)):
             features = sign * base
             for label in labels:
                 domain.check(features, label, data)
@@ -240,5 +247,6 @@ def plant_worst_case(spec: Any, mechanism: Any, data: SpecData, *, domain: Recor
     for row in data.indices:
         domain.check(planted_data.dataset.features[row], float(planted_data.dataset.labels[row]),
                      data)
-    note = f"worst-case forget set: {rule_text(domain.assumption)}. Chosen: {record.describe()}"
+    note = (f"worst-case forget set: {rule_text(domain.assumption, negations=domain.negations)}. "
+            f"Chosen: {record.describe()}")
     return planted, planted_data, (note,)
