@@ -44,6 +44,7 @@ __all__ = [
     "RecordDomain",
     "SCREEN_PATHS",
     "SCREEN_ROWS",
+    "at_norm_bound",
     "noiseless_shift",
     "plant_features",
     "plant_worst_case",
@@ -127,7 +128,7 @@ def rule_text(assumption: str, *, negations: bool = False) -> str:
             f"{SCREEN_PATHS} trials) furthest from the noiseless retrained output")
 
 
-def _at_norm(row: np.ndarray, bound: float) -> np.ndarray | None:
+def at_norm_bound(row: np.ndarray, bound: float) -> np.ndarray | None:
     """``row`` rescaled to norm ``bound``, rounded down until its float norm is <= bound."""
     norm = float(np.linalg.norm(row))
     if not norm > 0:
@@ -194,9 +195,9 @@ def noiseless_shift(mechanism: Any, noise_field: str, *, seed: int, paths: int =
 def screen_worst_case(mechanism: Any, data: SpecData, *, domain: RecordDomain,
                       noise_field: str, seed: int, rows: int = SCREEN_ROWS,
                       paths: int = SCREEN_PATHS) -> PlantedRecord:
-    """The worst-case record of :mod:`this module's <audits.adapters.worst_case>` rule for
-    ``mechanism`` (a :class:`~audits.adapters.mechanism.SpecMechanism` with ``planted``) on
-    its spec's ``data``; ``seed`` is the audit's trial seed."""
+    """The worst-case record of this module's rule for ``mechanism`` (a
+    :class:`~audits.adapters.mechanism.SpecMechanism`) on its spec's ``data``: the screened
+    candidate with the largest :func:`noiseless_shift` (``seed``: the audit's trial seed)."""
     request = request_spec(mechanism.spec_json)
     if any(r.replacement_features is not None for r in data.requests) \
             and request.replacement != "flip":
@@ -212,7 +213,7 @@ def screen_worst_case(mechanism: Any, data: SpecData, *, domain: RecordDomain,
     tried: list[tuple[int, int, float, float]] = []
     best: tuple[float, np.ndarray, int, int, float] | None = None
     for row in screened_rows:
-        base = _at_norm(np.asarray(data.dataset.features[row], dtype=float), domain.norm_bound)
+        base = at_norm_bound(np.asarray(data.dataset.features[row], dtype=float), domain.norm_bound)
         if base is None:
             continue
         for sign in ((1, -1) if domain.negations else (1,)):

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from audits.adapters.worst_case import (
     SCREEN_ROWS,
     RecordDomain,
-    _at_norm,
+    at_norm_bound,
     noiseless_shift,
     plant_features,
     request_spec,
@@ -143,7 +143,7 @@ def test_the_domain_refuses_a_record_outside_the_assumptions():
        .filter(lambda v: any(abs(x) > 1e-100 for x in v)),
        st.floats(1e-3, 1e3))
 def test_rescaled_row_never_exceeds_the_norm_bound(values, bound):
-    scaled = _at_norm(np.asarray(values), bound)
+    scaled = at_norm_bound(np.asarray(values), bound)
     assert scaled is not None
     assert float(np.linalg.norm(scaled)) <= bound
     assert float(np.linalg.norm(scaled)) >= bound * (1 - 1e-12)
