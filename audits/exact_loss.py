@@ -9,6 +9,8 @@ report's ``exact_privacy_loss`` field: epsilon at the certificate's delta and th
 the certificate's orders, exactly (:func:`bounds.papers.gaussian.gaussian_pair_loss`).
 :class:`LikelihoodRatioMechanism` adds the ``likelihood-ratio`` score, the Neyman-Pearson
 test between the two laws, fixed before any trial runs (so every lower bound on it stays valid).
+:func:`resolve_attacks` settles the attacks of a spec that names none: with exact laws the
+likelihood-ratio test is the default white-box attack, else the projection.
 """
 
 from __future__ import annotations
@@ -23,14 +25,14 @@ import numpy as np
 
 from audits.fields import SpecError
 from audits.protocols import CURVE_ORDERS, Certificate, ModelOutputs, TrialBatch
+from audits.spec import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS, AuditSpec, check_projection_pilot
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import AlgorithmAdapter, PreparedAudit
-    from audits.spec import AuditSpec
     from empirical.gaussian_laws import GaussianLaws
 
 __all__ = ["LIKELIHOOD_RATIO", "LikelihoodRatioMechanism", "attach_exact_law",
-           "exact_privacy_loss"]
+           "exact_privacy_loss", "resolve_attacks"]
 
 LIKELIHOOD_RATIO = "likelihood-ratio"
 _STATISTIC = "params"
@@ -112,21 +114,52 @@ class LikelihoodRatioMechanism:
         return TrialBatch(scored(batch.unlearned), scored(batch.retrained))
 
 
+def resolve_attacks(spec: AuditSpec, *, exact_laws: bool) -> tuple[tuple[str, ...], str]:
+    """The attacks an audit of ``spec`` runs, and the rule that chose them (for the report).
+
+    A list in the spec is run as written. A spec that names none (``attacks`` None) runs the
+    most powerful white-box attack its mechanism gives: where the output laws are exactly
+    Gaussian (``exact_laws``) their likelihood-ratio test alone (by Neyman-Pearson no test of
+    the final parameters is more powerful, and a second attack would only split the level;
+    :data:`~audits.spec.DEFAULT_EXACT_ATTACKS`), else the loss attack and the projection on the
+    pilot trials' mean difference (:data:`~audits.spec.DEFAULT_ATTACKS`; at least 2 pilot
+    trials)."""
+    if spec.attacks is not None:
+        return tuple(spec.attacks), "named by the spec"
+    if exact_laws:
+        return DEFAULT_EXACT_ATTACKS, (
+            "the default (the spec names no attacks): the mechanism's output laws are exactly "
+            f"Gaussian, so the {LIKELIHOOD_RATIO} test of those laws, the most powerful test of "
+            "the final parameters")
+    check_projection_pilot(spec.pilot_trials,
+                           why=", the default white-box attack where the spec names no attacks "
+                               "and the mechanism's output laws are not known exactly")
+    return DEFAULT_ATTACKS, (
+        "the default (the spec names no attacks): the mechanism's output laws are not known "
+        "exactly, so its white-box attack is the projection on the pilot trials' mean "
+        "difference, beside the loss attack")
+
+
 def attach_exact_law(spec: AuditSpec, adapter: AlgorithmAdapter,
                      prepared: PreparedAudit) -> PreparedAudit:
-    """``prepared`` with its exact privacy loss (None where the adapter knows no exact law) and,
-    when the spec asks for the ``likelihood-ratio`` attack, the mechanism that scores it."""
+    """``prepared`` with its exact privacy loss (None where the adapter knows no exact law), its
+    attacks resolved (:func:`resolve_attacks`) and, when they include the ``likelihood-ratio``
+    attack, the mechanism that scores it."""
     laws = adapter.exact_laws(spec, prepared)
+    # the default takes the likelihood-ratio attack only from an adapter that gives it
+    attacks, rule = resolve_attacks(
+        spec, exact_laws=laws is not None and LIKELIHOOD_RATIO in adapter.extra_attacks)
     if laws is None:
-        if LIKELIHOOD_RATIO in spec.attacks:
+        if LIKELIHOOD_RATIO in attacks:
             raise SpecError(f"spec.attacks: {LIKELIHOOD_RATIO!r} needs the exact output laws, "
                             f"which the {adapter.name} adapter does not know for this spec "
                             "(see docs/audits.md, exact privacy loss)")
-        return prepared
+        return dataclasses.replace(prepared, attacks=attacks, attacks_rule=rule)
     mechanism = prepared.mechanism
     fingerprint = prepared.fingerprint
-    if LIKELIHOOD_RATIO in spec.attacks:
+    if LIKELIHOOD_RATIO in attacks:
         mechanism = LikelihoodRatioMechanism(prepared.mechanism, laws)
         fingerprint = mechanism.fingerprint()
     return dataclasses.replace(prepared, mechanism=mechanism, fingerprint=fingerprint,
-                               exact_privacy_loss=exact_privacy_loss(laws, prepared.certificate))
+                               exact_privacy_loss=exact_privacy_loss(laws, prepared.certificate),
+                               attacks=attacks, attacks_rule=rule)

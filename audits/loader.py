@@ -54,7 +54,7 @@ def check_spec(spec: AuditSpec) -> AuditSpec:
         raise fail("spec.request.forget", f"'worst-case' is not available for algorithm "
                    f"{adapter.name!r}: its adapter states no adversarial record within its "
                    "paper's assumptions; use 'random'")
-    for attack in spec.attacks:
+    for attack in spec.attacks or ():  # None: the default, resolved when prepared
         if attack not in GENERIC_ATTACKS and attack not in adapter.extra_attacks:
             raise fail("spec.attacks", f"{attack!r} is not given by algorithm {adapter.name!r} "
                        f"(it gives {', '.join((*GENERIC_ATTACKS, *adapter.extra_attacks))})")

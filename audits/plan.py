@@ -42,7 +42,8 @@ class AuditPlan:
     keys on next to ``cache_key``; ``stored`` whether chunks are stored in the output folder
     (and read back on a rerun); ``project`` whether main chunks store their statistics
     projected on the pilot's direction; ``exact_privacy_loss`` the mechanism's exact loss where
-    its output laws are known (:mod:`audits.exact_loss`). ``seeds`` and ``notes`` go to the
+    its output laws are known (:mod:`audits.exact_loss`); ``attacks_rule`` what chose the
+    attacks (the report's ``empirical.attacks_rule``). ``seeds`` and ``notes`` go to the
     report after the seeds and notes of the trials themselves; ``started`` is the
     ``time.perf_counter()`` the report's wall time counts from.
     """
@@ -61,21 +62,30 @@ class AuditPlan:
     notes: tuple[str, ...] = ()
     extra_plots: tuple[Mapping[str, Any], ...] = ()
     exact_privacy_loss: Mapping[str, Any] | None = None
+    attacks_rule: str = ""
 
 
 def spec_plan(spec: AuditSpec, prepared: PreparedAudit, *, started: float,
               extra_plots: tuple[Mapping[str, Any], ...] = ()) -> AuditPlan:
     """The plan of a spec-driven audit, from the adapter's prepared certificate and mechanism:
-    keyed by the spec, the code version and the mechanism's fingerprint."""
+    it runs the attacks resolved when the audit was prepared
+    (:func:`audits.exact_loss.resolve_attacks`), and is keyed by the spec (as written: attacks
+    left to the default stay ``null`` there), the code version, the mechanism's fingerprint
+    and those attacks."""
+    if prepared.attacks is None:
+        raise ValueError("the prepared audit's attacks are not resolved: prepare it with "
+                         "audits.runner.prepare_audit")
+    attacks = tuple(prepared.attacks)
     key = hashlib.sha256(
-        f"{spec.digest(code_version())}|{prepared.fingerprint}".encode()).hexdigest()
+        f"{spec.digest(code_version())}|{prepared.fingerprint}|{json.dumps(attacks)}".encode()
+    ).hexdigest()
     return AuditPlan(
-        settings=spec.settings, certificate=prepared.certificate, mechanism=prepared.mechanism,
-        cache_key=key, spec=spec.to_dict(), spec_json=spec.canonical_json(), stored=True,
-        project="projection" in spec.attacks, device=prepared.device,
-        seeds={**prepared.seeds, "per_trial": _PER_TRIAL_SEEDS}, started=started,
-        notes=tuple(prepared.notes), extra_plots=tuple(extra_plots),
-        exact_privacy_loss=prepared.exact_privacy_loss)
+        settings=spec.settings_with(attacks), certificate=prepared.certificate,
+        mechanism=prepared.mechanism, cache_key=key, spec=spec.to_dict(),
+        spec_json=spec.canonical_json(), stored=True, project="projection" in attacks,
+        device=prepared.device, seeds={**prepared.seeds, "per_trial": _PER_TRIAL_SEEDS},
+        started=started, notes=tuple(prepared.notes), extra_plots=tuple(extra_plots),
+        exact_privacy_loss=prepared.exact_privacy_loss, attacks_rule=prepared.attacks_rule)
 
 
 def mechanism_plan(mechanism: TrialMechanism, *, certificate: Certificate,
@@ -94,7 +104,10 @@ def mechanism_plan(mechanism: TrialMechanism, *, certificate: Certificate,
         settings=settings, certificate=certificate, mechanism=mechanism, cache_key=key,
         spec=recorded, spec_json=recorded_json, stored=cache_key is not None,
         project=settings.attacks is None or "projection" in settings.attacks,
-        device=str(getattr(mechanism, "device", "cpu")), seeds={}, started=started)
+        device=str(getattr(mechanism, "device", "cpu")), seeds={}, started=started,
+        attacks_rule=("every score the mechanism's trials give, and the projection attack "
+                      "where there are pilot trials" if settings.attacks is None
+                      else "named by the caller"))
 
 
 def scores_plan(batch: TrialBatch, *, certificate: Certificate, settings: AuditSettings,
@@ -109,7 +122,8 @@ def scores_plan(batch: TrialBatch, *, certificate: Certificate, settings: AuditS
     return AuditPlan(
         settings=settings, certificate=certificate, mechanism=None, cache_key=digest.hexdigest(),
         spec=recorded, spec_json=json.dumps(recorded, sort_keys=True), stored=False,
-        project=False, device="precomputed", seeds={}, started=started)
+        project=False, device="precomputed", seeds={}, started=started,
+        attacks_rule="every score given")
 
 
 def _check_certificate(certificate: Any) -> None:

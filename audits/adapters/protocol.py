@@ -38,6 +38,10 @@ class PreparedAudit:
     notes: tuple[str, ...] = ()
     # the report's exact_privacy_loss (audits.exact_loss), None where no exact law is known
     exact_privacy_loss: Mapping[str, Any] | None = None
+    # the attacks the audit runs and why (audits.exact_loss.resolve_attacks); None until the
+    # runner resolves them from the spec and the exact laws
+    attacks: tuple[str, ...] | None = None
+    attacks_rule: str = ""
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,8 @@ def build_report(plan: AuditPlan, chunks: ChunkResults) -> dict:
             "estimates": analysis.estimates,
             "max_certifiable_epsilon": finite(analysis.reach),
             "direction": settings.direction,
+            "attacks": [attack.name for attack in analysis.attacks],
+            "attacks_rule": plan.attacks_rule or "named by the caller",
             "renyi": analysis.renyi,
         },
         "exact_privacy_loss": (None if plan.exact_privacy_loss is None

@@ -293,6 +293,8 @@ def _empirical_section(report: Mapping) -> str:
     )
     facts = _kv_table([
         ("trials N", _e(emp["n_trials"])),
+        *([("attacks", _e(f"{', '.join(emp['attacks']) or 'none'} ({emp['attacks_rule']})"))]
+          if emp.get("attacks") is not None else []),
         ("joint confidence of all lower bounds", _e(percent_text(emp["confidence"]))),
         *([("confidence of each lower bound (level split, Bonferroni)",
             _e(percent_text(each)))] if (each := each_level(report)) else []),

@@ -274,6 +274,10 @@ def _check_empirical(report: Mapping) -> list[float]:
     direction = _get(emp, "direction", "empirical")
     if direction not in ("both", "greater", "less"):
         raise _invalid("empirical.direction", f"must be both, greater or less, got {direction!r}")
+    if "attacks" in emp:  # the attacks run, as resolved (absent from reports of older code)
+        for i, name in enumerate(_list(emp["attacks"], "empirical.attacks")):
+            _string(name, f"empirical.attacks[{i}]")
+        _string(_get(emp, "attacks_rule", "empirical"), "empirical.attacks_rule")
     return epsilons
 
 

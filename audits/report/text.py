@@ -117,6 +117,9 @@ def summary_text(report: Mapping) -> str:
         f"  certified epsilon   {fmt(cert['epsilon'])} at delta {fmt(cert['delta'])} from "
         f"{cert['bound']}, conversion {conversion}{alpha}",
     ]
+    if emp.get("attacks") is not None:
+        lines.append(f"  attacks             {', '.join(emp['attacks']) or 'none'} "
+                     f"({emp['attacks_rule']})")
     best = verdict["best_lower_bound"]
     if best is None:
         lines.append("  best lower bound    none (no attack produced a lower bound)")

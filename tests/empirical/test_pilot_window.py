@@ -71,6 +71,31 @@ def test_default_is_at_least_as_strong_as_jax_privacy_on_the_forty_gaussian_case
     assert np.sum(ours_all) > 1.02 * np.sum(peer_all)
 
 
+@pytest.mark.slow
+def test_default_is_never_significantly_weaker_than_jax_privacy_on_any_of_the_forty_cases():
+    """The same 40 cases, 80 seeded draws each (about 90 s). On every case the mean bound is at
+    least 0.99 of the peer's and the paired difference is not significantly negative (one-sided,
+    2.33 standard errors: a 3% shortfall at the smallest mu would be caught); the median ratio
+    is above 1.02. At mu = 0.5, delta = 1e-5 the two are even (the peer's selection among the
+    hull thresholds profits from extreme draws there), everywhere else ours is ahead."""
+    ratios = []
+    for mu in PEER_MUS:
+        for delta in PEER_DELTAS:
+            ours, peer = [], []
+            for run in range(80):
+                p, q = _gaussian(mu, delta, run)
+                ours.append(pilot_window_epsilon_lower_bound(p, q, delta=delta, seed=run).epsilon)
+                peer.append(_peer(p, q, delta))
+            ours, peer = np.array(ours), np.array(peer)
+            difference = ours - peer
+            standard_error = difference.std(ddof=1) / math.sqrt(difference.size)
+            assert difference.mean() >= -2.33 * standard_error, (mu, delta)
+            ratios.append(ours.mean() / peer.mean())
+            assert ratios[-1] >= 0.99, (mu, delta, ratios[-1])
+    assert len(ratios) == 40
+    assert np.median(ratios) >= 1.02
+
+
 @pytest.mark.parametrize(("mu", "delta"), [(1.0, 1e-5), (2.0, 1e-5), (1.5, 1e-3), (3.0, 1e-3)])
 def test_audit_scores_default_bound_beats_jax_privacy_on_fixed_scores(mu, delta):
     """Through the public API with default settings, mean over three seeded draws."""
