@@ -5,22 +5,50 @@ Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
 threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
 Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
 curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
-Rényi tests); their levels are split by a weighted Bonferroni rule fixed before any score is seen
-(:func:`allocation`: the Rényi tests, when they run, share :data:`RENYI_SHARE` of the error
-budget, the (epsilon, delta) tests the rest), so all of them hold simultaneously with
-probability at least ``confidence``. Each test is also run on the two worlds' scores pulled
-apart (the reference violation, :func:`_pulled_apart`), which is what :mod:`audits.verdict`
-needs to tell CONSISTENT from INCONCLUSIVE. A certificate is tested only in the direction it
-states (:func:`certificate_direction`). Data-dependent attack parameters (the projection
-direction) come from pilot trials with their own seed, never used to certify. Plug-in numbers
-are reported as estimates. :func:`analyse` runs all of it for an
-:class:`~audits.plan.AuditPlan` and its trials; :mod:`audits.report.assemble` builds the report.
+Rényi tests); their levels are split by a weighted Bonferroni rule (Allocation, below), so all
+of them hold simultaneously with probability at least ``confidence``. Each test is also run on
+the two worlds' scores pulled apart at the same level (the reference violation,
+:func:`_pulled_apart`), which is what :mod:`audits.verdict` needs to tell CONSISTENT from
+INCONCLUSIVE. A certificate is tested only in the direction it states
+(:func:`certificate_direction`). Data-dependent attack parameters (the projection direction)
+come from pilot trials with their own seed, never used to certify. Plug-in numbers are reported
+as estimates. :func:`analyse` runs all of it for an :class:`~audits.plan.AuditPlan` and its
+trials; :mod:`audits.report.assemble` builds the report.
+
+Allocation. One seeded permutation of the N trial rows (:func:`trial_rows`; drawn from the
+audit seed, never from the scores) is shared by both worlds (row i of both worlds is trial i,
+which may share randomness) and by every attack. Every pilot of the audit is a prefix of it:
+the pilot-window and pilot-threshold statistics hold out its first k = :func:`pilot_size` rows
+(5%), P0, the *allocation pilot*, and the Rényi test its first 20%, a superset of P0; each test
+reads only its pilot and the rows after it. The weights (the level of each test) are a function
+of P0 alone (:func:`pilot_allocation`): a kind of test that the normal fits of P0 predict cannot
+reject at the whole level -- the (epsilon, delta) tests when their predicted epsilon is at most
+the certified one, the Rényi tests when the fits' Rényi divergence stays at or below the
+certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
+:data:`FLOOR_RENYI`) and the other kind gets the rest; otherwise the split is
+:data:`RENYI_SHARE` to the Rényi tests (:func:`allocation`).
+
+Validity. Let beta_i(P0) be the level of test i, with sum_i beta_i(P0) <= 1 - confidence for
+every value of P0 (:func:`allocation` checks this for each of its four cases). Rows are i.i.d.
+and the permutation is independent of them, so given the permutation and the scores of P0, the
+other rows are still i.i.d. draws of the row law, independent of P0. Test i is a function of its
+pilot Pi (P0 itself, or the first 20%, which contains P0) and of rows outside Pi; it is valid at
+any level fixed before its tested rows are read, conditionally on Pi, and beta_i(P0) is such a
+level (P0 is part of Pi). Hence P(test i rejects a true certificate | P0) =
+E[P(test i rejects | Pi) | P0] <= beta_i(P0), and by the union bound
+P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every P0; averaging over P0
+gives the unconditional guarantee. Nothing else is needed: the choice may be as poor as the
+normal fits make it, it only moves power between tests. The argument needs every test to hold
+out P0; a statistic that reads every trial (bonferroni-pareto, sample-split, or pilot-window
+below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` trials, where it has no
+pilot) would read P0 as tested data, so with one in the family the split stays fixed
+(:func:`fixed_split_reason`), and the report says which rule ran (``verdict.tests.allocation``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +64,8 @@ if TYPE_CHECKING:
     from audits.execution import ChunkResults
     from audits.plan import AuditPlan
 
-__all__ = ["RENYI_SHARE", "Analysis", "AttackScores", "allocation", "analyse"]
+__all__ = ["RENYI_SHARE", "Allocation", "Analysis", "AttackScores", "allocation", "analyse",
+           "pilot_allocation", "trial_rows"]
 
 # Largest number of points kept per ROC curve in the report (the AUC uses every score), and
 # of scores per side kept for the histograms.
@@ -134,26 +163,155 @@ RENYI_MIN_TRIALS = 20
 
 
 # Share of the error budget 1 - confidence the Rényi tests get when they run (split evenly
-# among them; the (epsilon, delta) tests split the rest evenly). Fixed in advance, so the union
-# bound holds whatever the scores. Why most of it: with a Rényi certificate the directed Rényi
-# test is the one that detects a shortfall near the certified curve, while the threshold tests
-# at a small delta reject only leaks far beyond it, where their reach depends on their level
-# only through log(1 / level) (e.g. 0.2 instead of 2/3 of 0.05 lowers the largest showable
-# epsilon at N = 10^4 by about log(10/3) = 1.2 nats).
+# among them; the (epsilon, delta) tests split the rest evenly) unless the allocation pilot
+# rules a kind out (:func:`pilot_allocation`). Why most of it: with a Rényi certificate the
+# directed Rényi test is the one that detects a shortfall near the certified curve, while the
+# threshold tests at a small delta reject only leaks far beyond it, where their reach depends on
+# their level only through log(1 / level) (e.g. 0.2 instead of 2/3 of 0.05 lowers the largest
+# showable epsilon at N = 10^4 by about log(10/3) = 1.2 nats).
 RENYI_SHARE = 0.8
+# Share of the budget a kind keeps when the allocation pilot predicts it cannot reject (the
+# other kind gets the rest). Not zero: the prediction rests on normal fits of a 5% pilot, which
+# heavy tails, point masses and discrete scores can fool. Measured on such scores at N = 10^4
+# (docs/audits.md, "Tests and levels"): where the fits wrongly rule the (epsilon, delta) tests
+# out, floors from 0.01 to 0.2 detect as often as the fixed split (their reach moves with the
+# level only through log(1 / level)); 0.05 keeps them that power at a cost of 5% to the other
+# kind.
+FLOOR_EPS = 0.05
+FLOOR_RENYI = 0.05
+# The kinds of test of the family, as :func:`allocation` names them.
+KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
+# Statistics whose pilot is exactly the allocation pilot (the first 5% of the shared row order)
+# and which never read it again; with any other statistic the split stays fixed.
+ALLOCATION_STATISTICS = ("pilot-window", "pilot-threshold")
 
 
-def allocation(*, n_eps: int, n_renyi: int, miss: float) -> tuple[float, float]:
+def allocation(*, n_eps: int, n_renyi: int, miss: float,
+               ruled_out: Collection[str] = ()) -> tuple[float, float]:
     """(level of each (epsilon, delta) test, level of each Rényi test) for a family of
     ``n_eps`` and ``n_renyi`` tests and total error ``miss`` = 1 - confidence. The levels sum to
-    at most ``miss`` (weighted Bonferroni); a kind with no test gets level 0."""
+    at most ``miss`` (weighted Bonferroni) whatever ``ruled_out`` is; a kind with no test gets
+    level 0. ``ruled_out``: the kinds (:data:`KIND_EPS`, :data:`KIND_RENYI`) an allocation
+    pilot predicts cannot reject; one ruled-out kind keeps its floor share
+    (:data:`FLOOR_EPS`, :data:`FLOOR_RENYI`) and the other kind gets the rest; with none or
+    both ruled out the split is :data:`RENYI_SHARE`."""
     if n_eps < 0 or n_renyi < 0 or not 0 < miss < 1:
         raise ValueError(f"bad family ({n_eps}, {n_renyi}) or error budget {miss!r}")
+    unknown = set(ruled_out) - {KIND_EPS, KIND_RENYI}
+    if unknown:
+        raise ValueError(f"unknown kind(s) of test {sorted(unknown)}")
     if n_renyi == 0:
         return miss / max(1, n_eps), 0.0
     if n_eps == 0:
         return 0.0, miss / n_renyi
-    return miss * (1.0 - RENYI_SHARE) / n_eps, miss * RENYI_SHARE / n_renyi
+    share = RENYI_SHARE
+    if set(ruled_out) == {KIND_EPS}:
+        share = 1.0 - FLOOR_EPS
+    elif set(ruled_out) == {KIND_RENYI}:
+        share = FLOOR_RENYI
+    return miss * (1.0 - share) / n_eps, miss * share / n_renyi
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """The levels of the family and how they were chosen: ``rule`` "pilot" (from the allocation
+    pilot, :func:`pilot_allocation`) or "fixed" (:data:`RENYI_SHARE`, ``reason`` says why);
+    ``ruled_out`` the kinds the pilot predicts cannot reject; ``predicted_epsilon`` the largest
+    epsilon the (epsilon, delta) tests are predicted to show at the whole level and
+    ``renyi_excess`` the largest excess of the normal fits' Rényi divergence over the certified
+    curve (pilot forecasts, None under the fixed rule)."""
+
+    alpha_eps: float
+    alpha_renyi: float
+    rule: str
+    ruled_out: tuple[str, ...] = ()
+    reason: str = ""
+    predicted_epsilon: float | None = None
+    renyi_excess: float | None = None
+
+    def record(self) -> dict:
+        """The allocation as the report's ``verdict.tests.allocation`` records it."""
+        return {"rule": self.rule, "ruled_out": list(self.ruled_out), "reason": self.reason,
+                "predicted_epsilon": None if self.predicted_epsilon is None
+                else finite(self.predicted_epsilon),
+                "renyi_excess": None if self.renyi_excess is None else finite(self.renyi_excess)}
+
+
+def trial_rows(seed: int, n: int) -> np.ndarray:
+    """The one seeded permutation of the n trial rows every pilot of the audit is a prefix of
+    (the same for both worlds, whose rows are paired, and for every attack)."""
+    return np.random.default_rng(derived_seed(seed, "trial-rows")).permutation(n)
+
+
+def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[str],
+                       n_eps: int, n_renyi: int) -> str | None:
+    """Why the allocation must stay fixed for this family (None when the pilot may choose it):
+    the pilot rule needs both kinds of test, paired rows, and every (epsilon, delta) statistic
+    holding out exactly the allocation pilot."""
+    if not n_eps or not n_renyi:
+        return "one kind of test only"
+    others = [s for s in statistics if s not in ALLOCATION_STATISTICS]
+    if others:
+        return (f"statistic(s) {', '.join(others)} use every trial, the allocation pilot "
+                "included")
+    from empirical.statistics.pilot_window import MIN_PILOT_TRIALS
+
+    sizes = {(a.unlearned.size, a.retrained.size) for a in attacks}
+    if len(sizes) != 1 or len({n for pair in sizes for n in pair}) != 1:
+        return "the two worlds' trials are not paired rows of one size"
+    n = next(iter(sizes))[0]
+    if "pilot-window" in statistics and n < MIN_PILOT_TRIALS:
+        return (f"with fewer than {MIN_PILOT_TRIALS} trials the pilot-window statistic uses "
+                "every trial")
+    return None
+
+
+def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, *,
+                     statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
+                     n_eps: int, n_renyi: int) -> Allocation:
+    """The levels of the family, chosen on the allocation pilot: the rows ``rows[:k]``,
+    k = :func:`pilot_size` (5%), of every attack (module docstring, "Allocation").
+
+    The (epsilon, delta) kind is ruled out when no test of it is predicted, from the pilot's
+    normal fits at the whole level ``miss``, to show more than the certified epsilon; the Rényi
+    kind when the normal fits' Rényi divergence stays at or below the certified curve at every
+    order. Falls back to the fixed split when :func:`fixed_split_reason` gives a reason."""
+    fixed = fixed_split_reason(attacks, statistics=statistics, n_eps=n_eps, n_renyi=n_renyi)
+    if fixed is not None:
+        return Allocation(*allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss), rule="fixed",
+                          reason=fixed)
+    from empirical.renyi_audit import gaussian_fit_excess
+    from empirical.statistics.pilot import pilot_threshold_prediction
+    from empirical.statistics.pilot_window import pilot_window_prediction
+
+    privacy_direction = certificate_direction(certificate)
+    curve = dict(effective_curve(certificate))
+    n = attacks[0].unlearned.size
+    pilot = rows[:pilot_size(n)]
+    predicted, excess = 0.0, -math.inf
+    for attack in attacks:
+        u, r = attack.unlearned[pilot], attack.retrained[pilot]
+        for name in statistics:
+            predict = (pilot_window_prediction if name == "pilot-window"
+                       else pilot_threshold_prediction)
+            for orientation in orientations(name, direction):
+                sign = -1.0 if orientation == "less" else 1.0
+                predicted = max(predicted, predict(
+                    sign * u, sign * r, n_positive=n - pilot.size, n_negative=n - pilot.size,
+                    delta=certificate.delta, alpha=miss, both_orientations=orientation == "both",
+                    direction=privacy_direction))
+        excess = max(excess, gaussian_fit_excess(
+            u, r, certified=curve.__getitem__, orders=list(curve),
+            two_sided=certificate.renyi_direction == "both"))
+    ruled_out = tuple(kind for kind, out in ((KIND_EPS, predicted <= certificate.epsilon),
+                                             (KIND_RENYI, excess <= 0.0)) if out)
+    alpha_eps, alpha_renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss,
+                                        ruled_out=ruled_out)
+    reason = (f"allocation pilot of {pilot.size} rows: the (epsilon, delta) tests predict "
+              f"epsilon {predicted:.4g} at the whole level (certified {certificate.epsilon:.6g}), "
+              f"the normal fits exceed the certified Rényi curve by {excess:.4g}")
+    return Allocation(alpha_eps, alpha_renyi, rule="pilot", ruled_out=ruled_out, reason=reason,
+                      predicted_epsilon=predicted, renyi_excess=excess)
 
 
 def pilot_size(n: int) -> int:
@@ -186,8 +344,11 @@ def certificate_direction(certificate: Certificate) -> str:
 
 
 def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta: float,
-                    alpha_each: float, seed: int, privacy_direction: str):
-    """One test of the family: statistic ``name`` on ``attack`` in one score orientation."""
+                    alpha_each: float, seed: int, privacy_direction: str,
+                    rows: np.ndarray | None = None):
+    """One test of the family: statistic ``name`` on ``attack`` in one score orientation.
+    ``rows``: the shared row order (:func:`trial_rows`) whose first 5% is the pilot of the
+    pilot statistics; None draws one from ``seed`` (the same for every attack)."""
     from empirical import statistics as st
     from empirical.statistics.pilot import pilot_epsilon_lower_bound
     from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
@@ -195,16 +356,16 @@ def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta:
     u, r = attack.unlearned, attack.retrained
     if orientation == "less":
         u, r = -u, -r  # "score <= t says unlearned" is "-score >= -t"
+    if rows is None and name in ALLOCATION_STATISTICS:
+        rows = trial_rows(seed, max(u.size, r.size))
     if name == "pilot-threshold":
         return pilot_epsilon_lower_bound(
             u, r, delta=delta, alpha=alpha_each, pilot_fraction=pilot_size(u.size) / u.size,
-            seed=derived_seed(seed, f"pilot-threshold|{attack.name}"),
-            both_orientations=orientation == "both", direction=privacy_direction)
+            rows=rows, both_orientations=orientation == "both", direction=privacy_direction)
     if name == "pilot-window":
         return pilot_window_epsilon_lower_bound(
             u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
-            seed=derived_seed(seed, f"pilot-window|{attack.name}"),
-            both_orientations=orientation == "both", direction=privacy_direction)
+            rows=rows, both_orientations=orientation == "both", direction=privacy_direction)
     return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
                                   strategy=strategy_of(name, seed), direction=privacy_direction)
 
@@ -243,7 +404,7 @@ def _above(attack: AttackScores, direction: str) -> bool:
 
 def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], delta: float,
                   confidence: float, seed: int, direction: str, alpha_each: float,
-                  family: int, privacy_direction: str,
+                  family: int, privacy_direction: str, rule: str,
                   notes: list[str]) -> tuple[list[dict], float]:
     """Every (attack, statistic, orientation) lower bound at level ``alpha_each``, and the
     largest of their reaches (each test run on the scores pulled apart, :func:`_pulled_apart`)."""
@@ -256,8 +417,8 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
             for orientation in orientations(name, direction):
                 try:
                     lb = one_lower_bound(attack, name=name, orientation=orientation,
-                                          delta=delta, alpha_each=alpha_each, seed=seed,
-                                          privacy_direction=privacy_direction)
+                                         delta=delta, alpha_each=alpha_each, seed=seed,
+                                         privacy_direction=privacy_direction)
                 except ValueError as error:
                     notes.append(f"statistic {name} not run for attack {attack.name}: {error}")
                     continue
@@ -277,7 +438,7 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                     "attack": attack.name,
                     "statistic": name,
                     "method": f"{lb.method}; level {alpha_each:.3g}, one of {family} test(s) "
-                              "(weighted Bonferroni)",
+                              f"({_SPLIT_WORDS[rule]})",
                     "epsilon": float(lb.epsilon),
                     "kind": KIND_LOWER_BOUND,
                     "confidence": 1.0 - alpha_each,
@@ -321,13 +482,18 @@ def effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
     return out[::-1]
 
 
+_SPLIT_WORDS = {"fixed": "weighted Bonferroni, weights fixed in advance",
+                "pilot": "weighted Bonferroni, weights chosen on the 5% allocation pilot"}
+
+
 def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha_each: float,
-                 seed: int, family: int, confidence: float, direction: str) -> list[dict]:
+                 seed: int, family: int, confidence: float, direction: str,
+                 rule: str) -> list[dict]:
     """The directed Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
-    Its bins, order, direction and stakes come from a seeded random 20% of the trials
-    (discarded afterwards), so they are independent of the counts tested; each test holds at
-    level ``alpha_each`` (the Rényi tests' level of :func:`allocation`).
+    Its bins, order, direction and stakes come from the first 20% of the shared row order
+    (:func:`trial_rows`; discarded afterwards), so they are independent of the counts tested;
+    each test holds at level ``alpha_each`` (the Rényi tests' level of the allocation).
     """
     from empirical.renyi_audit import renyi_audit
 
@@ -342,7 +508,7 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
             continue
         settings = dict(certified=certified.__getitem__, two_sided=two_sided, orders=orders,
                         beta=alpha_each, pilot_fraction=RENYI_PILOT_FRACTION,
-                        seed=derived_seed(seed, f"renyi-bins|{attack.name}"))
+                        rows=trial_rows(seed, max(n_u, n_r)))
         result = renyi_audit(attack.unlearned, attack.retrained, **settings)
         c = result.curve
         # The same test (same split, bin rule and level) on the scores pulled apart.
@@ -359,7 +525,7 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
             "kind": KIND_LOWER_BOUND,
             "method": f"{c.method}; pilot: a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
                       f"trials (discarded); level {alpha_each:.3g}, one of {family} test(s) "
-                      "(weighted Bonferroni)",
+                      f"({_SPLIT_WORDS[rule]})",
             "confidence": c.confidence,
             "alpha_each": alpha_each,
             "overall_confidence": confidence,
@@ -484,7 +650,7 @@ class Analysis:
 
     ``n_eps_tests`` is the number of (epsilon, delta) tests of the family; ``family`` of all
     tests (Rényi tests included); each (epsilon, delta) test runs at level ``alpha_each``, each
-    Rényi test at ``alpha_renyi`` (:func:`allocation`). ``notes`` are the plan's and the
+    Rényi test at ``alpha_renyi`` (``allocation``: :func:`pilot_allocation`). ``notes`` are the plan's and the
     chunks' notes followed by what the analysis skipped or thinned.
     """
 
@@ -496,6 +662,7 @@ class Analysis:
     family: int
     alpha_each: float
     alpha_renyi: float
+    allocation: Allocation
     lower_bounds: list[dict]
     reach: float
     renyi: list[dict]
@@ -507,7 +674,8 @@ class Analysis:
 
 def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
     """Lower bounds, Rényi tests, estimates, utility and plots of ``chunks``' trials under the
-    plan's certificate and settings (the weighted Bonferroni split of :func:`allocation`)."""
+    plan's certificate and settings (the weighted Bonferroni split of
+    :func:`pilot_allocation`)."""
     progress.phase("analysing the scores (lower bounds, estimates, Rényi tests)")
     settings, certificate = plan.settings, plan.certificate
     statistics, direction = settings.statistics, settings.direction
@@ -526,13 +694,19 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
         notes.append(f"the Rényi test needs at least {RENYI_MIN_TRIALS} trials per side; only "
                      "the (epsilon, delta) bounds were run")
     family = max(1, n_eps + n_renyi)
-    alpha_each, alpha_renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=1.0 - confidence)
+    chosen = pilot_allocation(scored, certificate, statistics=statistics, direction=direction,
+                              miss=1.0 - confidence,
+                              rows=trial_rows(seed, main.n_trials), n_eps=n_eps,
+                              n_renyi=n_renyi)
+    alpha_each, alpha_renyi = chosen.alpha_eps, chosen.alpha_renyi
     lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=delta,
                                         confidence=confidence, seed=seed, direction=direction,
                                         alpha_each=alpha_each, family=family,
-                                        privacy_direction=privacy_direction, notes=notes)
+                                        privacy_direction=privacy_direction, rule=chosen.rule,
+                                        notes=notes)
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_renyi, seed=seed, family=family,
-                         confidence=confidence, direction=direction) if use_renyi else []
+                         confidence=confidence, direction=direction,
+                         rule=chosen.rule) if use_renyi else []
     estimates = _estimates(scored, estimators=settings.estimators, delta=delta, seed=seed,
                            notes=notes, privacy_direction=privacy_direction)
     plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
@@ -542,6 +716,6 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
         attacks=scored, n_trials=main.n_trials,
         pilot_trials=0 if chunks.pilot is None else chunks.pilot.n_trials,
         renyi_certificate=use_renyi, n_eps_tests=n_eps, family=family, alpha_each=alpha_each,
-        alpha_renyi=alpha_renyi,
+        alpha_renyi=alpha_renyi, allocation=chosen,
         lower_bounds=lower_bounds, reach=reach, renyi=renyi, estimates=estimates, plots=plots,
         utility=_utility(main), notes=notes)

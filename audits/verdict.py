@@ -28,12 +28,13 @@ from audits.analysis import (
     finite,
     one_lower_bound,
     orientations,
+    pilot_allocation,
     pilot_size,
     strategy_of,
+    trial_rows,
 )
 from audits.protocols import Certificate
 from audits.report.schema import EXIT_CODES
-from audits.seeds import derived_seed
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis
@@ -51,19 +52,16 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
-        alpha_eps, alpha_renyi = allocation(
-            n_eps=analysis.n_eps_tests,
-            n_renyi=len(scored) if analysis.renyi_certificate else 0,
-            miss=1.0 - settings.confidence)
         needed = trials_needed(certificate, statistics=settings.statistics,
-                               delta=certificate.delta, alpha_each=alpha_eps,
-                               alpha_renyi=alpha_renyi, seed=settings.seed,
-                               n_now=analysis.n_trials, renyi=analysis.renyi_certificate,
-                               direction=settings.direction)
+                               delta=certificate.delta, miss=1.0 - settings.confidence,
+                               n_eps=analysis.n_eps_tests,
+                               n_renyi=len(scored) if analysis.renyi_certificate else 0,
+                               n_attacks=len(scored), seed=settings.seed,
+                               n_now=analysis.n_trials, direction=settings.direction)
     return _verdict(certificate, analysis.lower_bounds, analysis.reach, settings.confidence,
                     analysis.renyi, could_refute=could, family=analysis.family,
                     alpha_each=analysis.alpha_each, alpha_renyi=analysis.alpha_renyi,
-                    trials_needed=needed,
+                    allocation=analysis.allocation.record(), trials_needed=needed,
                     n_trials=analysis.n_trials)
 
 
@@ -115,26 +113,45 @@ _NEEDED_MARGIN = Fraction(5, 4)
 _NEEDED_MAX = 10**7
 
 
+def _reference_levels(reference: AttackScores, certificate: Certificate, *,
+                      statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
+                      n_eps: int, n_renyi: int, n_attacks: int) -> tuple[float, float]:
+    """(level of each (epsilon, delta) test, of each Rényi test) the design gives the
+    reference attack: its allocation pilot's own choice when it is the only attack; with other
+    attacks, whose pilots may call a kind promising that the reference's rules out, the
+    smallest level of each kind over those possibilities (never more than the design gives)."""
+    chosen = pilot_allocation([reference], certificate, statistics=statistics,
+                              direction=direction, miss=miss, rows=rows, n_eps=n_eps,
+                              n_renyi=n_renyi)
+    if n_attacks == 1 or not chosen.ruled_out:
+        return chosen.alpha_eps, chosen.alpha_renyi
+    options = [allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss, ruled_out=kept)
+               for kept in ((), *((kind,) for kind in chosen.ruled_out), chosen.ruled_out)]
+    return min(a for a, _ in options), min(b for _, b in options)
+
+
 def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
-                  alpha_each: float, seed: int, n_now: int, renyi: bool,
-                  direction: str, alpha_renyi: float | None = None) -> int | None:
+                  miss: float, n_eps: int, n_renyi: int, n_attacks: int, seed: int,
+                  n_now: int, direction: str) -> int | None:
     """Smallest number of trials per side (to 5%) at which this design -- the same tests,
-    orientations, pilot fractions, bin rule and per-test level -- shows a violation on the
-    reference violation: continuous scores of the two worlds lying apart (a mechanism with no
-    privacy through the attack; the tests' outcome on such scores depends only on their ranks,
-    not on their law). Doubling and bisection on one draw, then the answer is raised by 5%
-    until :data:`_NEEDED_CONFIRMATIONS` further draws all refute, plus a 25% margin
+    orientations, pilot fractions, bin rule and allocation of the error budget ``miss`` over
+    ``n_eps`` (epsilon, delta) and ``n_renyi`` Rényi tests of ``n_attacks`` attacks -- shows a
+    violation on the reference violation: continuous scores of the two worlds lying apart (a
+    mechanism with no privacy through the attack; the tests' outcome on such scores depends
+    only on their ranks, their levels on the allocation pilot's normal fits). Doubling and
+    bisection on one draw, then the answer is raised by 5% until
+    :data:`_NEEDED_CONFIRMATIONS` further draws all refute, plus a 25% margin
     (:data:`_NEEDED_MARGIN`) when a Rényi test is run; None when no size up to 10^7 refutes.
-    ``alpha_each`` is the level of each (epsilon, delta) test, ``alpha_renyi`` that of the Rényi
-    test (default ``alpha_each``)."""
+    At each size the levels are those the allocation gives the reference
+    (:func:`_reference_levels`), so the plan is the design as it would run."""
 
     from bounds.calibration import least_integer
     from bounds.errors import SolverError
     from empirical.renyi_audit import renyi_audit
 
     privacy_direction = certificate_direction(certificate)
+    renyi = n_renyi > 0
     curve = dict(effective_curve(certificate)) if renyi else {}
-    beta_renyi = alpha_each if alpha_renyi is None else alpha_renyi
 
     def refutes_at(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
@@ -142,16 +159,21 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
         u, r = 3.0 + rng.random(n), rng.random(n)
         if direction == "less":
             u = -u
+        reference = AttackScores("reference", u, r, None, {})
+        rows = trial_rows(seed + draw, n)
+        alpha_each, beta_renyi = _reference_levels(
+            reference, certificate, statistics=statistics, direction=direction, miss=miss,
+            rows=rows, n_eps=n_eps, n_renyi=n_renyi if n >= RENYI_MIN_TRIALS else 0,
+            n_attacks=n_attacks)
         for name in statistics:
             if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
                                 privacy_direction=privacy_direction) <= certificate.epsilon:
                 continue  # not even zero errors would refute: skip the run
             for orientation in orientations(name, direction):
                 try:
-                    lb = one_lower_bound(AttackScores("reference", u, r, None, {}),
-                                          name=name, orientation=orientation, delta=delta,
-                                          alpha_each=alpha_each, seed=seed + draw,
-                                          privacy_direction=privacy_direction)
+                    lb = one_lower_bound(reference, name=name, orientation=orientation,
+                                         delta=delta, alpha_each=alpha_each, seed=seed + draw,
+                                         privacy_direction=privacy_direction, rows=rows)
                 except ValueError:
                     continue
                 if lb.epsilon > certificate.epsilon:
@@ -160,8 +182,7 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
             return renyi_audit(u, r, certified=curve.__getitem__,
                                two_sided=certificate.renyi_direction == "both",
                                orders=list(curve), beta=beta_renyi,
-                               pilot_fraction=RENYI_PILOT_FRACTION,
-                               seed=derived_seed(seed, f"renyi-bins|reference|{draw}")).violation
+                               pilot_fraction=RENYI_PILOT_FRACTION, rows=rows).violation
         return False
 
     n = max(n_now, 1)
@@ -192,7 +213,7 @@ POSSIBLE_CAUSES = (
 
 def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
              confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
-             alpha_each: float, alpha_renyi: float,
+             alpha_each: float, alpha_renyi: float, allocation: dict,
              trials_needed: Any, n_trials: int) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     certified = certificate.epsilon
@@ -209,9 +230,10 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
     miss = f"{1 - confidence:.3g}"
     split = (f"each (epsilon, delta) test at confidence {1 - alpha_each:.6g}"
              + (f", each Rényi test at {1 - alpha_renyi:.6g}" if renyi else ""))
+    rule = ("by a rule fixed in advance" if allocation["rule"] == "fixed" else
+            "by weights chosen on the 5% allocation pilot, which no test reads again")
     levels = (f"{family} test(s), {split} (weighted Bonferroni: {1 - confidence:.3g} split "
-              f"by a rule fixed in advance), all holding together with probability >= "
-              f"{confidence:g}")
+              f"{rule}), all holding together with probability >= {confidence:g}")
     causes: list[str] = []
     needed = None
     if violations or renyi_violations:
@@ -276,4 +298,4 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
             "could_show_violation": could_refute, "trials_needed": needed,
             "tests": {"family_size": family, "alpha_each": alpha_each,
                       "confidence_each": 1.0 - alpha_each, "alpha_renyi": alpha_renyi,
-                      "overall_confidence": confidence}}
+                      "overall_confidence": confidence, "allocation": allocation}}

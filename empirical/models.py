@@ -5,9 +5,10 @@
 * :class:`QuadraticLoss`: f(x; a) = (m/2) ||x - a||^2, whose noisy-SGD iterates are exactly
   Gaussian (ground truth of catalog section 3.3).
 * :class:`TinyMLP`, :class:`TinyCNN`: the small networks of seed 004 (App. B), driven through
-  :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad); the CNN's
-  logits and mean-loss gradients on shared examples go through its own batched im2col
-  products instead (:class:`StackedNetwork`).
+  :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad); their
+  logits and mean-loss gradients on shared examples go through their own batched products
+  with the gradient written out instead (:class:`StackedNetwork`: the MLP's blocked products
+  with the examples, the CNN's im2col products).
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
 products with records shared by all trials (:func:`broadcast_rows`) as BLAS matrix products of
@@ -15,9 +16,10 @@ a fixed number of trials on aligned rows (:func:`rows_dot`, :func:`weighted_rows
 bits do not depend on how many trials share the call (one matrix product over all trials would:
 BLAS picks kernels by shape), and with per-trial records (gathered mini-batches) as
 multiply-and-sum along an axis; they apply exp/log through :func:`elementwise_per_trial`; together these keep
-batched and per-trial runs of the linear models bit-identical on CPU. The networks go through
-``torch.func`` and agree to rounding; the CNN's batched products are bit-identical on CPU too
-(one aligned matrix product per parameter set).
+batched and per-trial runs of the linear models bit-identical on CPU. The networks' batched
+products are bit-identical on CPU too (the MLP's hidden layer through the same blocked products
+as the linear models, the CNN's layers as one aligned matrix product per parameter set);
+``torch.func`` (per-example gradients, Hessians) agrees to rounding.
 """
 
 from __future__ import annotations
@@ -59,6 +61,11 @@ _BLOCK_ELEMENTS = 1 << 19
 # gradient. The examples are cut into blocks by this alone, never by the number of sets, so
 # each set's sums run in the same order in a batched call and alone.
 _EXAMPLE_BLOCK_BYTES = 64 * 2**20
+# Bytes of the temporaries of one call of a stacked network on CPU, so that a call's tensors
+# stay near the caches between its dozen elementwise passes (the MLP on digits: 64 to 264 sets
+# per call ran alike, all 1,056 sets of a chunk in one call a third slower). The sets per call
+# never change a set's bits, only the speed.
+_STACKED_CPU_BYTES = 8 * 2**20
 
 
 @runtime_checkable
@@ -472,6 +479,13 @@ class TinyMLP(nn.Module):
     """Seed 004's MNIST "TinyNet": flatten, Dense(5), ReLU, Dense(classes).
 
     With 784 inputs and 10 classes it has 3,985 parameters (the paper's "about 4,000").
+
+    It is also a :class:`StackedNetwork`: B parameter sets run on shared examples with the
+    gradient written out. The hidden layer, nearly all of the arithmetic, is one blocked
+    matrix product of the sets' weight rows with the examples (:func:`_blocked_product`,
+    fixed 8-row BLAS calls, so a set's bits do not depend on how many sets share the call);
+    ``vmap(grad(.))`` of the module cost about 1 ms of dispatch per call for one set and ran
+    the hidden layer as per-set products of five columns.
     """
 
     def __init__(self, in_features: int = 784, *, hidden: int = 5, num_classes: int = 2) -> None:
@@ -484,6 +498,79 @@ class TinyMLP(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits of a batch of flattened inputs."""
         return self.output(torch.relu(self.hidden(x.flatten(1))))
+
+    def bytes_per_example(self, input_shape: tuple[int, ...], element_size: int) -> int:
+        """Bytes of the temporaries of :meth:`stacked_loss_gradient` per set and example:
+        the hidden layer's inputs, activations and adjoints, and the output layer's products
+        (classes x (hidden + 1) per example) besides a few logit-sized tensors."""
+        hidden, classes = self.hidden.out_features, self.output.out_features
+        return element_size * (4 * hidden + 3 * classes * (hidden + 1) + 6 * classes)
+
+    def _stacked_forward(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor
+                         ) -> dict[str, torch.Tensor]:
+        """The forward pass of B parameter sets on E shared examples, with the examples on
+        the last axis, zero-padded to E' (whole 64-byte rows; a padded example has zero
+        inputs, so zero hidden pre-activations).
+
+        The hidden layer is one blocked product of every set's [weight | bias] rows with the
+        examples' [x | 1] table (:func:`_blocked_product`: a fixed number of rows per BLAS
+        call, so a set's bits do not depend on how many sets share the call); the small
+        output layer is multiplied out and summed over the hidden units in a fixed order."""
+        hidden_weight = weights["hidden.weight"]
+        batch, hidden, features = hidden_weight.shape
+        examples = inputs.shape[0]
+        flat = inputs.reshape(examples, features)
+        table = _padded_table(torch.cat([flat, flat.new_ones((examples, 1))], dim=1))
+        rows = torch.cat([hidden_weight, weights["hidden.bias"][..., None]], dim=2)
+        z1 = _blocked_product(rows.reshape(batch * hidden, features + 1), table.T)
+        z1 = z1.reshape(batch, hidden, table.shape[0])  # [B, H, E']
+        activations = torch.relu(z1)
+        products = weights["output.weight"][..., None] * activations[:, None]  # [B, C, H, E']
+        logits = products[:, :, 0] + weights["output.bias"][..., None]
+        for unit in range(1, hidden):  # a fixed order of summation
+            logits += products[:, :, unit]
+        return {"table": table, "z1": z1, "activations": activations, "logits": logits}
+
+    def stacked_logits(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor
+                       ) -> torch.Tensor:
+        """Logits of every parameter set on every example: [B, E, classes]."""
+        logits = self._stacked_forward(weights, inputs)["logits"][..., :inputs.shape[0]]
+        return logits.transpose(1, 2).contiguous()
+
+    def stacked_loss_gradient(self, weights: dict[str, torch.Tensor], inputs: torch.Tensor,
+                              classes: torch.Tensor, *, count: int) -> dict[str, torch.Tensor]:
+        """Gradient of sum_i cross-entropy_i / ``count``, per parameter set, by the chain rule
+        written out: softmax - one-hot on the logits, the output layer's adjoint summed over
+        the examples and the hidden units in a fixed order, the ReLU's adjoint, and the
+        hidden layer's adjoint as one blocked product with the examples' [x | 1] table."""
+        f = self._stacked_forward(weights, inputs)
+        logits, activations, table = f["logits"], f["activations"], f["table"]
+        batch, num_classes, padded = logits.shape
+        examples, hidden = inputs.shape[0], activations.shape[1]
+        shifted = logits - logits.amax(dim=1, keepdim=True)
+        exps = elementwise_per_trial(torch.exp, shifted.reshape(batch, -1)).reshape(shifted.shape)
+        total = exps[:, 0]
+        for index in range(1, num_classes):  # a fixed order of summation
+            total = total + exps[:, index]
+        target = logits.new_zeros((num_classes, padded))
+        target[classes, torch.arange(examples, device=classes.device)] = 1.0
+        d_logits = (exps / total[:, None] - target) / count
+        d_logits[..., examples:] = 0.0  # the padded examples are not in the sum
+        # The output layer's gradients: sums over the examples, each row of a contiguous
+        # tensor reduced alone in a fixed order by ATen on CPU (a set's bits do not depend on
+        # how many sets share the call; tested), in one pass instead of a product with ones.
+        d_output_weight = (d_logits[:, :, None] * activations[:, None]).sum(-1)
+        d_output_bias = d_logits.sum(-1)
+        output_weight = weights["output.weight"]
+        d_activations = output_weight[:, 0, :, None] * d_logits[:, 0, None]
+        for index in range(1, num_classes):  # a fixed order of summation
+            d_activations += output_weight[:, index, :, None] * d_logits[:, index, None]
+        d_z1 = _relu_adjoint(d_activations, f["z1"])
+        d_rows = _blocked_product(d_z1.reshape(batch * hidden, padded), table)
+        features = weights["hidden.weight"].shape[2]
+        d_rows = d_rows[:, :features + 1].reshape(batch, hidden, features + 1)
+        return {"hidden.weight": d_rows[..., :features], "hidden.bias": d_rows[..., features],
+                "output.weight": d_output_weight, "output.bias": d_output_bias}
 
 
 @runtime_checkable
@@ -737,8 +824,8 @@ class FunctionalClassifier:
     Records are stored flat ([.., prod(input_shape)]) and reshaped to ``input_shape`` (e.g.
     (3, 32, 32) for the CNN). The data loss is the cross-entropy of seed 004; per-example
     gradients come from ``vmap(grad(.))`` over examples, then over trials. A module that is a
-    :class:`StackedNetwork` (the CNN) computes logits and mean-loss gradients of shared
-    examples through its own batched products instead.
+    :class:`StackedNetwork` (the MLP, the CNN) computes logits and mean-loss gradients of
+    shared examples through its own batched products instead.
     """
 
     def __init__(self, module: nn.Module, *, input_shape: tuple[int, ...], name: str) -> None:
@@ -816,11 +903,16 @@ class FunctionalClassifier:
     def _blocks(self, network: StackedNetwork, params: torch.Tensor, examples: int
                 ) -> tuple[int, int]:
         """(sets, examples) per call of the stacked network: the example block is fixed by
-        the network and input shape alone; the sets per call fill the device's budget."""
+        the network and input shape alone; the sets per call fill the device's budget (on
+        CPU a cache-sized one, ``_STACKED_CPU_BYTES``)."""
         per_example = network.bytes_per_example(self.input_shape, params.element_size())
         block = max(1, min(examples, _EXAMPLE_BLOCK_BYTES // max(1, per_example)))
         sets = chunk_size_for(n_trials=params.shape[0], bytes_per_trial=block * per_example,
-                              device=params.device)
+                              device=params.device,
+                              memory_budget=_STACKED_CPU_BYTES if params.device.type == "cpu"
+                              else None)
+        if _TRIAL_BLOCK < sets < params.shape[0]:
+            sets -= sets % _TRIAL_BLOCK  # whole blocks of rows in the blocked products
         return sets, block
 
     def mean_loss_gradient(self, params: torch.Tensor, features: torch.Tensor,

@@ -86,7 +86,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from empirical.statistics.checks import as_scores, check_probability, paired_permutations
+from empirical.statistics.checks import (
+    as_scores,
+    check_probability,
+    paired_permutations,
+    split_order,
+)
 from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
 
 __all__ = [
@@ -95,6 +100,7 @@ __all__ = [
     "betting_lower_mean",
     "choose_directed",
     "directed_lower_bound",
+    "gaussian_fit_excess",
     "DEFAULT_TAIL_LEVELS",
     "RenyiAuditResult",
     "RenyiLowerBoundCurve",
@@ -680,6 +686,7 @@ def renyi_audit(
     seed: int = 0,
     stop_at_violation: bool = False,
     method: str = "directed",
+    rows=None,
 ) -> RenyiAuditResult:
     """Test a certified Rényi curve alpha -> eps(alpha) against attack scores of two worlds.
 
@@ -696,14 +703,19 @@ def renyi_audit(
     (``levels`` is then unused: the pilot chooses its own bins). ``method="boxes"`` runs the
     simultaneous-box curve over every order; there ``stop_at_violation=True`` evaluates the
     orders one at a time and stops at the first violating one (the curve then holds only the
-    orders evaluated): the verdict is the same, for callers that only need it.
+    orders evaluated): the verdict is the same, for callers that only need it. ``rows``, when
+    given, is the split instead of one drawn from ``seed``: a permutation of the row indices
+    drawn independently of the scores, whose first ``pilot_fraction`` of each side is the pilot
+    (:func:`~empirical.statistics.checks.split_order`).
     """
     p = _as_scores(scores_p, "scores_p")
     q = _as_scores(scores_q, "scores_q")
     if not (0.0 < pilot_fraction < 1.0):
         raise ValueError(f"pilot_fraction must lie in (0, 1), got {pilot_fraction!r}")
-    rng = np.random.default_rng(seed)
-    order_p, order_q = paired_permutations(rng, p.size, q.size)
+    if rows is None:
+        order_p, order_q = paired_permutations(np.random.default_rng(seed), p.size, q.size)
+    else:
+        order_p, order_q = split_order(rows, p.size, q.size)
     p, q = p[order_p], q[order_q]
     n_pp, n_pq = int(round(pilot_fraction * p.size)), int(round(pilot_fraction * q.size))
     if min(n_pp, n_pq) < 2 or n_pp >= p.size - 1 or n_pq >= q.size - 1:
@@ -760,6 +772,39 @@ def renyi_audit(
         n_pilot_p=n_pp,
         n_pilot_q=n_pq,
     )
+
+
+def _normal_renyi(m1: float, s1: float, m2: float, s2: float, order: float) -> float:
+    """D_order(N(m1, s1^2) || N(m2, s2^2)) in closed form (Gil, Alajaji, Linder 2013, Table 2);
+    +inf where order s2^2 + (1 - order) s1^2 <= 0."""
+    mixed = order * s2 * s2 + (1.0 - order) * s1 * s1
+    if not mixed > 0:
+        return math.inf
+    return (math.log(s2 / s1) + math.log(s2 * s2 / mixed) / (2.0 * (order - 1.0))
+            + order * (m1 - m2) ** 2 / (2.0 * mixed))
+
+
+def gaussian_fit_excess(pilot_p, pilot_q, *, certified: Callable[[float], float],
+                        orders: Sequence[float], two_sided: bool) -> float:
+    """max over ``orders`` (and both directions when ``two_sided``) of D_alpha between normal
+    fits of the two pilots minus ``certified(alpha)``: a forecast of how far the score laws
+    exceed the certified curve, read off the pilot alone (no validity claimed; the histogram
+    test shows at most the binned divergence, so a negative excess predicts that it cannot
+    reject when the normal fits are right)."""
+    p = _as_scores(pilot_p, "pilot_p")
+    q = _as_scores(pilot_q, "pilot_q")
+    scale = max(1.0, float(np.max(np.abs(p))), float(np.max(np.abs(q))))
+    floor = 1e-12 * scale  # a constant pilot: a near point mass, not a division by zero
+    m1, s1 = float(np.mean(p)), max(float(np.std(p, ddof=1)), floor)
+    m2, s2 = float(np.mean(q)), max(float(np.std(q, ddof=1)), floor)
+    excess = -math.inf
+    for order in orders:
+        order = float(order)
+        values = [_normal_renyi(m1, s1, m2, s2, order)]
+        if two_sided:
+            values.append(_normal_renyi(m2, s2, m1, s1, order))
+        excess = max(excess, max(values) - float(certified(order)))
+    return excess
 
 
 def max_renyi_lower_bound(

@@ -30,6 +30,7 @@ from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, noise_scale, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
@@ -40,6 +41,12 @@ from bounds.numerics import float_up
 __all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan"]
 
 VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2021:thm28"}
+# What Theorems O.1/O.2 assume of a record: the certificate reads the data only through n, d
+# and this domain, so a planted record of it leaves the certificate as it is.
+RECORD_DOMAIN = RecordDomain(
+    norm_bound=1.0, assumption="Theorems O.1/O.2 (Neel et al. 2021, seed 000 App. O): features "
+    "of norm <= 1 (the logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data "
+    "(+-1); the clipped gradients have norm <= M whatever the record")
 
 
 @dataclass(frozen=True)
@@ -251,6 +258,7 @@ class D2DAdapter(AdapterBase):
                                 certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
                                                             calibrate="sigma"))
     bench_bound = "neel2021:thm9"
+    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
     extra_attacks = (LIKELIHOOD_RATIO,)
 
@@ -315,8 +323,11 @@ class D2DAdapter(AdapterBase):
             radius=params.radius, init_std=0.0,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = D2DMechanism(spec_json, config, device, spec.dtype)
+        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
+                                                  noise_field="noise_multiplier_scale")
+        require_unit_features(data, "for L = 1/4 + lambda")
         return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                                      data=data)
+                              data=data, extra_notes=notes)
 
 
 ADAPTER = register_adapter(D2DAdapter())

@@ -30,6 +30,7 @@ from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
 from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, number, positive_int
 from audits.protocols import Certificate, TrialBatch
@@ -40,6 +41,15 @@ from bounds.numerics import float_down
 __all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
 
 BOUND = "guo2020:thm3ii"
+# What Theorem 1 and Corollary 2 assume of a record. The certificate (Theorem 3 (ii) at the
+# budget eps') does not read the data, but it is valid only because Algorithm 2 keeps the
+# data-dependent residual bound beta (Corollary 2 on the data as run, planted record included)
+# within eps', retraining otherwise.
+RECORD_DOMAIN = RecordDomain(
+    norm_bound=1.0, assumption="Theorem 1 and Corollary 2 (Guo et al. 2020): features of norm "
+    "<= 1 and a label of the data (+-1); the certificate, Theorem 3 (ii) at the budget eps', is "
+    "data-dependent through Algorithm 2, whose residual bound beta (Corollary 2) is computed "
+    "on the data as run, planted record included, and kept within eps'")
 
 
 @dataclass(frozen=True)
@@ -294,6 +304,7 @@ class GuoAdapter(AdapterBase):
                                 certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
                                                             calibrate="sigma"))
     bench_bound = BOUND
+    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""
@@ -359,8 +370,11 @@ class GuoAdapter(AdapterBase):
                            tol=params.tolerance,
                            noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
+        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
+                                                  noise_field="noise_multiplier_scale")
         return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                                      data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",))
+                              data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",
+                                                      *notes))
 
 
 ADAPTER = register_adapter(GuoAdapter())

@@ -125,10 +125,11 @@ class KoloskovaMechanism(SpecMechanism):
         return _task(self.spec_json, self.model, self.device, self.dtype)
 
     def fingerprint(self) -> str:
-        """Key of the chunk store (config, model, forget rows, device, dtype; for the CNN also
-        the batched products its numbers come from, which round differently from conv2d)."""
+        """Key of the chunk store (config, model, forget rows, device, dtype; for the CNN and
+        the MLP also the batched products with the gradient written out that their numbers
+        come from, which round differently from autograd through conv2d and linear)."""
         parts = (dataclasses.astuple(self.config), self.model, self.forget, self.device, self.dtype)
-        if self.model == "cnn":
+        if self.model in ("cnn", "mlp"):
             parts = (*parts, "stacked products")
         if _forget_mode(self.spec_json) == "worst-case":
             parts = (*parts, "worst-case forget")

@@ -24,6 +24,7 @@ from audits.adapters.data import require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.certify import certify
 from audits.fields import SpecError, fail, integer
 from audits.protocols import Certificate, TrialBatch
@@ -174,6 +175,14 @@ class LangevinMechanism(SpecMechanism):
                                   first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
+# What eq. (98) assumes of a record: the certificate reads the data only through n and this
+# domain, so a planted record of it leaves the certificate as it is.
+RECORD_DOMAIN = RecordDomain(
+    norm_bound=1.0, assumption="eq. (98) (Chien, Wang, Li 2024, Langevin unlearning): features "
+    "of norm <= 1 (the logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data "
+    "(+-1); the clipped gradients have norm <= M whatever the record")
+
+
 class LangevinAdapter(AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
@@ -188,6 +197,7 @@ class LangevinAdapter(AdapterBase):
     demo = DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")
     bench_bound = "chien2024lu:eq98"
+    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules between sigma, K per request, the target and the bound (picked here)."""
@@ -232,8 +242,11 @@ class LangevinAdapter(AdapterBase):
             l2=params.l2, clip=params.clip, radius=params.radius,
             noise_multiplier_scale=params.noise_multiplier_scale)
         mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
+        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
+                                                  noise_field="noise_multiplier_scale")
+        require_unit_features(data, "for L = 1/4 + lambda")
         return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                                      data=data)
+                              data=data, extra_notes=notes)
 
 
 ADAPTER = register_adapter(LangevinAdapter())

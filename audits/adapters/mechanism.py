@@ -8,8 +8,10 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
+
+import numpy as np
 
 from audits.adapters.data import SpecData, spec_data
 from audits.protocols import ModelOutputs, TrialBatch
@@ -42,6 +44,9 @@ class SpecMechanism:
     config: Any
     device: str
     dtype: str
+    # The record every forget slot holds under ``[request] forget = "worst-case"``
+    # (:class:`~audits.adapters.worst_case.PlantedRecord`); None: the data as the spec gives it.
+    planted: Any = field(default=None, kw_only=True)
 
     @classmethod
     def load_data(cls, spec_json: str) -> SpecData:
@@ -49,12 +54,24 @@ class SpecMechanism:
         return spec_data(spec_json, **cls.data_options)
 
     def data(self) -> SpecData:
-        """The dataset and requests of this mechanism's spec (cached)."""
-        return self.load_data(self.spec_json)
+        """The dataset and requests of this mechanism's spec (cached), with the planted record
+        in every forget row if there is one."""
+        data = self.load_data(self.spec_json)
+        if self.planted is None:
+            return data
+        from audits.adapters.worst_case import plant_features, request_spec
+
+        return plant_features(data, request_spec(self.spec_json),
+                              features=np.asarray(self.planted.features),
+                              label=self.planted.label, why=self.planted.describe())
+
+    def planted_key(self) -> tuple[str, ...]:
+        """What the fingerprint adds for a planted record (nothing without one)."""
+        return () if self.planted is None else (self.planted.key,)
 
     def fingerprint(self) -> str:
         """Key of the chunk store: changes whenever the mechanism's numbers may change."""
-        parts = (dataclasses.astuple(self.config), self.device, self.dtype)
+        parts = (dataclasses.astuple(self.config), self.device, self.dtype, *self.planted_key())
         return repr(parts if self.fingerprint_tag is None else (self.fingerprint_tag, *parts))
 
 

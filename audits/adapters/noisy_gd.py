@@ -23,6 +23,7 @@ from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
 from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.certify import certify
 from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer
@@ -230,7 +231,7 @@ class NoisyGDMechanism(SpecMechanism):
     def fingerprint(self) -> str:
         """Key of the chunk store (config, model, device, dtype, adaptive requests)."""
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
-                     self.adaptive_requests))
+                     self.adaptive_requests, *self.planted_key()))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
                    mode: str = "batched") -> TrialBatch:
@@ -271,6 +272,21 @@ class NoisyGDMechanism(SpecMechanism):
 # ----------------------------------------------------------------------------------------------
 # The adapter.
 
+RECORD_ASSUMPTION = ("Theorem 5.1 (Chourasia & Shah 2023): gradients clipped to norm L (Remark "
+                    "5.3) whatever the record; for the logistic model features of norm <= 1 (the "
+                    "loss is 1/4-smooth) and a label of the data (+-1); for the linear loss, "
+                    "which is smooth for every beta, features within the data's largest norm")
+
+
+def record_domain(model: str, data: SpecData) -> RecordDomain:
+    """The records Theorem 5.1 covers on ``model``: the certificate reads the data only through
+    n and this domain, so a planted record of it leaves the certificate as it is. The linear
+    loss needs no feature bound (clipping gives the Lipschitz constant; it is smooth for every
+    beta), so its records stay within the data's own largest norm."""
+    bound = 1.0 if model == "logistic-regression" else float(data.max_norm)
+    return RecordDomain(norm_bound=bound, assumption=RECORD_ASSUMPTION)
+
+
 class NoisyGDAdapter(AdapterBase):
     """Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1) certified by Theorem 5.1."""
 
@@ -297,6 +313,7 @@ class NoisyGDAdapter(AdapterBase):
         "q": 10.0, "sigma": 0.01, "L": 1.0, "lam": 1.0, "beta": 0.25, "n": 1000, "K_Abar": 1,
     }
     bench_reproduction = "chourasia2023:footnote5"
+    worst_case_forget = rule_text(RECORD_ASSUMPTION)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: one request (r >= 1 records; r = 1 with an adaptive requester), and
@@ -370,8 +387,11 @@ class NoisyGDAdapter(AdapterBase):
         mechanism = NoisyGDMechanism(spec_json=spec_json, config=config, device=device,
                                      dtype=spec.dtype, model=spec.model.name,
                                      adaptive_requests=params.adaptive_requests)
+        mechanism, data, notes = plant_worst_case(spec, mechanism, data,
+                                                  domain=record_domain(spec.model.name, data),
+                                                  noise_field="noise_multiplier_scale")
         return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                                      data=data)
+                              data=data, extra_notes=notes)
 
 
 ADAPTER = register_adapter(NoisyGDAdapter())

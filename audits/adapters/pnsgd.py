@@ -20,6 +20,7 @@ from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
 from audits.adapters.protocol import PreparedAudit
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
@@ -31,6 +32,12 @@ __all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
 
 THM32_PARAMETERS = frozenset({"alpha", "sigma", "eta", "m", "L", "M", "n", "b", "T", "K", "R"})
 SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
+# What Theorem 3.2 (and 3.11) assume of a record: the certificate reads the data only through n,
+# b and this domain, so a planted record of it leaves the certificate as it is.
+RECORD_DOMAIN = RecordDomain(
+    norm_bound=1.0, assumption="Theorem 3.2 (Chien et al. 2024): features of norm <= 1 (so the "
+    "logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data (+-1); the clipped "
+    "gradients have norm <= M whatever the record")
 
 
 @dataclass(frozen=True)
@@ -256,6 +263,7 @@ class PNSGDAdapter(AdapterBase):
         "n": 11264, "b": 128, "T": 20, "K": 1, "R": 100.0,
     }
     bench_reproduction = "chien2024:table3"
+    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules between K per request, sigma, the target and the calibrated parameter."""
@@ -299,8 +307,11 @@ class PNSGDAdapter(AdapterBase):
             noise_multiplier_scale=params.noise_multiplier_scale,
         )
         mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
+        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
+                                                  noise_field="noise_multiplier_scale")
+        require_unit_features(data, "for L = 1/4 + lambda")
         return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                                      data=data)
+                              data=data, extra_notes=notes)
 
 
 ADAPTER = register_adapter(PNSGDAdapter(), default=True)

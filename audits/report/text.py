@@ -158,7 +158,9 @@ def summary_text(report: Mapping) -> str:
              f"{fmt(tests['confidence_each'], 6)} each"
     if n_renyi and tests.get("alpha_renyi") is not None:
         levels += f", {n_renyi} Rényi test(s) at {fmt(1.0 - tests['alpha_renyi'], 6)} each"
-    lines.append(f"  levels              {levels} (weighted Bonferroni), "
+    rule = (tests.get("allocation") or {}).get("rule")
+    weights = ", weights from the 5% allocation pilot" if rule == "pilot" else ""
+    lines.append(f"  levels              {levels} (weighted Bonferroni{weights}), "
                  f"{fmt(tests['overall_confidence'])} together")
     for entry in verdict["violations"]:
         lines.append(f"  VIOLATION           epsilon >= {fmt(entry['epsilon'])} > certified "

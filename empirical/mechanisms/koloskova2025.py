@@ -16,10 +16,11 @@ as Theorems 4.1 and 4.2 require; the whole gradient is clipped, not each example
 Each audit trial produces the unlearned model U(A(D), D_r) and the certifying model
 U(A(D_r), D_r) of Definition 2.1 (the same unlearning run started from the model trained
 without the forget set), with independent noise streams. Everything is batched over trials:
-the parameters of N models are rows of an [N, P] tensor and the MLP and head run through
-``torch.func`` (``vmap`` of ``grad`` of a ``functional_call``), the CNN through its own batched
-im2col products with the gradient written out (:class:`empirical.models.StackedNetwork`;
-``vmap`` over ``conv2d`` was no faster than one model at a time on CPU); trial i depends only
+the parameters of N models are rows of an [N, P] tensor; the MLP and the CNN run through
+their own batched products with the gradient written out (:class:`empirical.models.StackedNetwork`:
+the MLP's hidden layer as blocked products with the shared examples, the CNN's im2col
+products; ``vmap`` over ``conv2d`` was no faster than one model at a time on CPU), the head
+through ``torch.func`` (``vmap`` of ``grad`` of a ``functional_call``); trial i depends only
 on (seed, i), and batched and per-trial runs agree bit for bit on CPU (tested).
 
 Models: the seed's MLP (``mlp``, about 4,000 parameters on MNIST-shaped input), CNN (``cnn``,

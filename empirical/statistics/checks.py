@@ -88,6 +88,19 @@ def paired_permutations(rng: np.random.Generator, n_p: int,
     return order[order < n_p], order[order < n_q]
 
 
+def split_order(rows, n_p: int, n_q: int) -> tuple[np.ndarray, np.ndarray]:
+    """The two samples' orders for a pilot / held-out split from ``rows``, a permutation of
+    the row indices 0 .. max(n_p, n_q) - 1 drawn by the caller independently of the scores
+    (as :func:`paired_permutations` draws one), so that several statistics can share one split:
+    a pilot that is a prefix of ``rows`` is then the same rows for every statistic."""
+    order = np.asarray(rows)
+    size = max(n_p, n_q)
+    if (order.ndim != 1 or order.size != size or not np.issubdtype(order.dtype, np.integer)
+            or not np.array_equal(np.sort(order), np.arange(size))):
+        raise ValueError(f"rows must be a permutation of the {size} row indices 0 .. {size - 1}")
+    return order[order < n_p], order[order < n_q]
+
+
 def check_count(value, name: str, *, minimum: int = 0) -> int:
     """``value`` as an integer >= ``minimum`` (booleans refused)."""
     if isinstance(value, bool) or not float(value).is_integer():

@@ -36,6 +36,7 @@ from empirical.statistics.checks import (
     check_probability,
     epsilon_from_error_rates,
     paired_permutations,
+    split_order,
 )
 from empirical.statistics.thresholds import (
     EpsilonLowerBound,
@@ -46,6 +47,7 @@ from empirical.statistics.thresholds import (
 __all__ = [
     "PilotEpsilonLowerBound",
     "pilot_epsilon_lower_bound",
+    "pilot_threshold_prediction",
     "single_threshold_limit",
 ]
 
@@ -118,6 +120,42 @@ def _grid(*arrays: np.ndarray) -> np.ndarray:
     return np.linspace(lo, hi, _GRID)
 
 
+def _plan(pilot_pos: np.ndarray, pilot_neg: np.ndarray, *, n_positive: int, n_negative: int,
+          delta: float, alpha: float, both_orientations: bool,
+          direction: str) -> tuple[float, float, bool]:
+    """(threshold, predicted epsilon, positive above) of the rule chosen on the pilot's normal
+    fits for ``n_positive`` / ``n_negative`` tested scores."""
+    best: tuple[float, float, bool] | None = None
+    for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
+        pos_fit = (sign * float(pilot_pos.mean()), float(pilot_pos.std(ddof=1)) or 1e-12)
+        neg_fit = (sign * float(pilot_neg.mean()), float(pilot_neg.std(ddof=1)) or 1e-12)
+        grid = _grid(sign * pilot_pos, sign * pilot_neg)
+        threshold, predicted = _best_rule(
+            _normal_tail(*pos_fit), _normal_tail(*neg_fit), grid,
+            n_positive=n_positive, n_negative=n_negative, delta=delta, alpha=alpha,
+            direction=direction,
+        )
+        if best is None or predicted > best[1]:
+            best = (sign * threshold, predicted, sign > 0)
+    assert best is not None
+    return best
+
+
+def pilot_threshold_prediction(pilot_positive, pilot_negative, *, n_positive: int,
+                               n_negative: int, delta: float, alpha: float,
+                               both_orientations: bool = True, direction: str = "both") -> float:
+    """The epsilon the pilot-threshold statistic predicts from the pilot's normal fits alone
+    for ``n_positive`` / ``n_negative`` tested scores at level ``alpha``. A forecast, not a
+    bound; it reads only the pilot."""
+    positive = _as_scores(pilot_positive, "pilot_positive")
+    negative = _as_scores(pilot_negative, "pilot_negative")
+    if min(positive.size, negative.size) < 2:
+        raise ValueError("a prediction needs at least 2 pilot scores per side")
+    return _plan(positive, negative, n_positive=n_positive, n_negative=n_negative,
+                 delta=_check_open_unit(delta, "delta"), alpha=_check_open_unit(alpha, "alpha"),
+                 both_orientations=both_orientations, direction=direction)[1]
+
+
 def pilot_epsilon_lower_bound(
     scores_positive,
     scores_negative,
@@ -128,6 +166,7 @@ def pilot_epsilon_lower_bound(
     seed: int = 0,
     both_orientations: bool = True,
     direction: str = "both",
+    rows=None,
 ) -> PilotEpsilonLowerBound:
     """epsilon lower bound at ``delta`` from one pilot-chosen threshold (module docstring).
 
@@ -139,14 +178,20 @@ def pilot_epsilon_lower_bound(
     ``both_orientations=False`` considers only "score >= t" (higher = positive), for callers that
     state the score's direction in advance. ``direction`` ("both" or "forward") names the
     inequalities of the guarantee tested (:func:`empirical.statistics.epsilon_from_error_rates`).
+    ``rows``, when given, is the split instead of one drawn from ``seed``: a permutation of the
+    row indices drawn independently of the scores, whose first ``pilot_fraction`` of each side
+    is the pilot (:func:`~empirical.statistics.checks.split_order`).
     """
     positive = _as_scores(scores_positive, "scores_positive")
     negative = _as_scores(scores_negative, "scores_negative")
     delta = _check_open_unit(delta, "delta")
     alpha = _check_open_unit(alpha, "alpha")
     pilot_fraction = _check_open_unit(pilot_fraction, "pilot_fraction")
-    rng = np.random.default_rng(seed)
-    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    if rows is None:
+        order_pos, order_neg = paired_permutations(np.random.default_rng(seed), positive.size,
+                                                   negative.size)
+    else:
+        order_pos, order_neg = split_order(rows, positive.size, negative.size)
     positive, negative = positive[order_pos], negative[order_neg]
     k_pos = int(round(pilot_fraction * positive.size))
     k_neg = int(round(pilot_fraction * negative.size))
@@ -155,20 +200,9 @@ def pilot_epsilon_lower_bound(
     pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
     pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
 
-    best: tuple[float, float, bool] | None = None
-    for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
-        pos_fit = (sign * float(pilot_pos.mean()), float(pilot_pos.std(ddof=1)) or 1e-12)
-        neg_fit = (sign * float(pilot_neg.mean()), float(pilot_neg.std(ddof=1)) or 1e-12)
-        grid = _grid(sign * pilot_pos, sign * pilot_neg)
-        threshold, predicted = _best_rule(
-            _normal_tail(*pos_fit), _normal_tail(*neg_fit), grid,
-            n_positive=test_pos.size, n_negative=test_neg.size, delta=delta, alpha=alpha,
-            direction=direction,
-        )
-        if best is None or predicted > best[1]:
-            best = (sign * threshold, predicted, sign > 0)
-    assert best is not None
-    threshold, _, above = best
+    threshold, _, above = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
+                                n_negative=test_neg.size, delta=delta, alpha=alpha,
+                                both_orientations=both_orientations, direction=direction)
     if above:
         false_negatives = int(np.sum(test_pos < threshold))
         false_positives = int(np.sum(test_neg >= threshold))

@@ -68,6 +68,7 @@ from empirical.statistics.checks import (
     check_probability,
     epsilon_from_error_rates,
     paired_permutations,
+    split_order,
 )
 from empirical.statistics.thresholds import (
     BonferroniPareto,
@@ -82,6 +83,7 @@ __all__ = [
     "SHARE",
     "WINDOW",
     "pilot_window_epsilon_lower_bound",
+    "pilot_window_prediction",
 ]
 
 # Fewest trials per side for which a pilot is drawn; below, Bonferroni over every threshold.
@@ -162,6 +164,51 @@ def _window(threshold: float, pos: _Fit, neg: _Fit, *, reverse: bool) -> list[fl
     return out
 
 
+def _levels(alpha: float, direction: str) -> tuple[int, float, float]:
+    """(number of rules R, level of a rule's binding rate, level of its other rate)."""
+    n_rules = len(WINDOW) * (2 if direction == "both" else 1)
+    return n_rules, SHARE * alpha / n_rules, (1.0 - SHARE) * alpha / n_rules
+
+
+def _plan(pilot_pos: np.ndarray, pilot_neg: np.ndarray, *, n_positive: int, n_negative: int,
+          delta: float, alpha: float, both_orientations: bool,
+          direction: str) -> tuple[float, float, list[tuple[float, bool]]]:
+    """(orientation sign, predicted epsilon, rules (threshold, reverse)) chosen on the pilot's
+    normal fits for ``n_positive`` / ``n_negative`` tested scores (module docstring)."""
+    _, gamma_small, gamma_large = _levels(alpha, direction)
+    inequalities = (False, True) if direction == "both" else (False,)
+    best_plan: tuple[float, float, list[tuple[float, bool]]] | None = None
+    for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
+        pos_fit, neg_fit = _fit(sign * pilot_pos), _fit(sign * pilot_neg)
+        predicted, rules = 0.0, []
+        for reverse in inequalities:
+            threshold, value = _predict(pos_fit, neg_fit, n_positive=n_positive,
+                                        n_negative=n_negative, delta=delta,
+                                        gamma_small=gamma_small, gamma_large=gamma_large,
+                                        reverse=reverse)
+            predicted = max(predicted, value)
+            rules += [(t, reverse) for t in _window(threshold, pos_fit, neg_fit, reverse=reverse)]
+        if best_plan is None or predicted > best_plan[1]:  # ties: the forward orientation
+            best_plan = (sign, predicted, rules)
+    assert best_plan is not None
+    return best_plan
+
+
+def pilot_window_prediction(pilot_positive, pilot_negative, *, n_positive: int,
+                            n_negative: int, delta: float, alpha: float,
+                            both_orientations: bool = True, direction: str = "both") -> float:
+    """The epsilon the statistic predicts, from the pilot's normal fits alone, for
+    ``n_positive`` / ``n_negative`` tested scores at level ``alpha`` (Clopper-Pearson at the
+    expected counts of its best rule). A forecast, not a bound; it reads only the pilot."""
+    positive = as_scores(pilot_positive, "pilot_positive")
+    negative = as_scores(pilot_negative, "pilot_negative")
+    if min(positive.size, negative.size) < 2:
+        raise ValueError("a prediction needs at least 2 pilot scores per side")
+    return _plan(positive, negative, n_positive=n_positive, n_negative=n_negative,
+                 delta=check_delta(delta), alpha=check_alpha(alpha),
+                 both_orientations=both_orientations, direction=check_direction(direction))[1]
+
+
 def pilot_window_epsilon_lower_bound(
     scores_positive,
     scores_negative,
@@ -172,6 +219,7 @@ def pilot_window_epsilon_lower_bound(
     seed: int = 0,
     both_orientations: bool = True,
     direction: str = "both",
+    rows=None,
 ) -> PilotWindowEpsilonLowerBound:
     """epsilon lower bound at ``delta`` from a few pilot-placed rules (module docstring).
 
@@ -180,7 +228,10 @@ def pilot_window_epsilon_lower_bound(
     P(S) <= e^eps Q(S) + delta, P the positives' law) that the two score laws satisfy.
     ``both_orientations=False`` considers only "score >= t says positive" (an orientation
     stated in advance). ``pilot_fraction`` of each side (at least 2) is the pilot when both
-    sides have at least :data:`MIN_PILOT_TRIALS` scores.
+    sides have at least :data:`MIN_PILOT_TRIALS` scores. ``rows``, when given, is the split
+    instead of one drawn from ``seed``: a permutation of the row indices drawn independently of
+    the scores (:func:`~empirical.statistics.checks.split_order`), whose first
+    ``pilot_fraction`` of each side is the pilot.
     """
     positive = as_scores(scores_positive, "scores_positive")
     negative = as_scores(scores_negative, "scores_negative")
@@ -195,8 +246,11 @@ def pilot_window_epsilon_lower_bound(
         return _without_pilot(positive, negative, delta=delta, alpha=alpha,
                               both_orientations=both_orientations, direction=direction)
 
-    rng = np.random.default_rng(seed)
-    order_pos, order_neg = paired_permutations(rng, positive.size, negative.size)
+    if rows is None:
+        order_pos, order_neg = paired_permutations(np.random.default_rng(seed), positive.size,
+                                                   negative.size)
+    else:
+        order_pos, order_neg = split_order(rows, positive.size, negative.size)
     positive, negative = positive[order_pos], negative[order_neg]
     k_pos = max(2, int(round(pilot_fraction * positive.size)))
     k_neg = max(2, int(round(pilot_fraction * negative.size)))
@@ -205,26 +259,10 @@ def pilot_window_epsilon_lower_bound(
     pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
     pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
 
-    inequalities = (False, True) if direction == "both" else (False,)
-    n_rules = len(WINDOW) * len(inequalities)
-    gamma_small = SHARE * alpha / n_rules
-    gamma_large = (1.0 - SHARE) * alpha / n_rules
-
-    best_plan: tuple[float, float, list[tuple[float, bool]]] | None = None
-    for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
-        pos_fit, neg_fit = _fit(sign * pilot_pos), _fit(sign * pilot_neg)
-        predicted, rules = 0.0, []
-        for reverse in inequalities:
-            threshold, value = _predict(pos_fit, neg_fit, n_positive=test_pos.size,
-                                        n_negative=test_neg.size, delta=delta,
-                                        gamma_small=gamma_small, gamma_large=gamma_large,
-                                        reverse=reverse)
-            predicted = max(predicted, value)
-            rules += [(t, reverse) for t in _window(threshold, pos_fit, neg_fit, reverse=reverse)]
-        if best_plan is None or predicted > best_plan[1]:  # ties: the forward orientation
-            best_plan = (sign, predicted, rules)
-    assert best_plan is not None
-    sign, _, rules = best_plan
+    n_rules, gamma_small, gamma_large = _levels(alpha, direction)
+    sign, _, rules = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
+                           n_negative=test_neg.size, delta=delta, alpha=alpha,
+                           both_orientations=both_orientations, direction=direction)
     pooled = np.unique(sign * np.concatenate([pilot_pos, pilot_neg]))
     if pooled.size < pilot_pos.size + pilot_neg.size:
         # Tied pilot scores (a discrete score): a normal fit may put a threshold past every

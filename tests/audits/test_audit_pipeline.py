@@ -12,7 +12,7 @@ import pytest
 
 import bounds
 from audits.adapters.pnsgd import PNSGDMechanism
-from audits.analysis import RENYI_SHARE
+from audits.analysis import FLOOR_EPS, KIND_EPS
 from audits.cli import main as cli_main
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
@@ -166,10 +166,12 @@ def test_reduced_demo_is_consistent_and_writes_a_valid_report(tmp_path):
         ("loss", "pilot-window"), ("projection", "pilot-window")]
     assert all(e["details"]["orientation_chosen_by_statistic"] for e in lower)
     assert [t["attack"] for t in report["empirical"]["renyi"]] == ["loss", "projection"]
-    # Weighted Bonferroni: the 2 threshold tests share 1 - RENYI_SHARE of the 5%, the 2 Rényi
-    # tests the rest.
-    alpha_eps = 0.05 * (1 - RENYI_SHARE) / 2
-    assert all(t["alpha_each"] == pytest.approx(0.05 * RENYI_SHARE / 2)
+    # Weighted Bonferroni with weights from the allocation pilot: its normal fits predict that
+    # the threshold tests cannot show more than the certified epsilon, so the 2 of them share
+    # FLOOR_EPS of the 5% and the 2 Rényi tests the rest.
+    assert report["verdict"]["tests"]["allocation"]["ruled_out"] == [KIND_EPS]
+    alpha_eps = 0.05 * FLOOR_EPS / 2
+    assert all(t["alpha_each"] == pytest.approx(0.05 * (1 - FLOOR_EPS) / 2)
                for t in report["empirical"]["renyi"])
     for entry in lower:
         # The label states the per-test level, not the overall 95%.

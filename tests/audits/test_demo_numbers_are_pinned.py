@@ -37,17 +37,18 @@ def test_reduced_demo_report_is_unchanged():
     assert report["verdict"]["status"] == "CONSISTENT"
     assert report["verdict"]["max_lower_bound"] == 0.0
     # The ceiling follows the test family (2 attacks x the default statistic, both score
-    # orientations in one test, + 2 Rényi tests = 4; the 2 threshold tests share
-    # 1 - RENYI_SHARE of the 5%): on the scores pulled apart, the default statistic's rules see
-    # zero errors on the 950 trials its 5% pilot leaves, each rule's binding rate at 0.7 and its
-    # other rate at 0.3 of the test's level over its 6 rules; recomputed here from the
-    # statistics module.
-    from audits.analysis import RENYI_SHARE
+    # orientations in one test, + 2 Rényi tests = 4) and its allocation (the pilot predicts the
+    # threshold tests cannot reject: they share FLOOR_EPS of the 5%): on the scores pulled
+    # apart, the default statistic's rules see zero errors on the 950 trials its 5% pilot
+    # leaves, each rule's binding rate at 0.7 and its other rate at 0.3 of the test's level over
+    # its 6 rules; recomputed here from the statistics module.
+    from audits.analysis import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
     from empirical.statistics.thresholds import clopper_pearson_upper
 
     assert report["verdict"]["tests"]["family_size"] == 4
-    level = 0.05 * (1 - RENYI_SHARE) / 2 / 6
+    assert report["verdict"]["tests"]["allocation"]["ruled_out"] == [KIND_EPS]
+    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] / 6
     ceiling = epsilon_from_error_rates(fpr=float(clopper_pearson_upper(0, 950, 0.7 * level)),
                                        fnr=float(clopper_pearson_upper(0, 950, 0.3 * level)),
                                        delta=1 / 256)
@@ -79,13 +80,15 @@ def test_demo_with_5000_trials_gives_the_same_lower_bound():
     # The default statistic (rules placed on a 5% pilot, both orientations in one test) shows no
     # positive lower bound at this seed, far below the certificate; the reach is its value on the
     # scores pulled apart: zero errors on the 4750 trials its pilot leaves, at the threshold
-    # tests' level 0.05 * (1 - RENYI_SHARE) / 2 of the weighted split.
-    from audits.analysis import RENYI_SHARE
+    # tests' level of the allocation the pilot chose (they keep FLOOR_EPS: its normal fits
+    # predict they cannot reject).
+    from audits.analysis import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
     from empirical.statistics.thresholds import clopper_pearson_upper
 
     assert report["verdict"]["max_lower_bound"] == 0.0
-    level = 0.05 * (1 - RENYI_SHARE) / 2 / 6
+    assert report["verdict"]["tests"]["allocation"]["ruled_out"] == [KIND_EPS]
+    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] / 6
     ceiling = epsilon_from_error_rates(fpr=float(clopper_pearson_upper(0, 4750, 0.7 * level)),
                                        fnr=float(clopper_pearson_upper(0, 4750, 0.3 * level)),
                                        delta=1 / 256)

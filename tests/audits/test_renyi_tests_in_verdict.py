@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.analysis import RENYI_SHARE, effective_curve
+from audits.analysis import FLOOR_EPS, KIND_EPS, effective_curve
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import CURVE_ORDERS, Certificate
 from audits.runner import audit_scores, prepare_audit
@@ -165,8 +165,13 @@ def test_audit_catches_a_noise_shortfall_the_eps_delta_bounds_miss():
         assert order / 2 < low <= order * 1.5**2 / 2
     # Family: the default statistic (both orientations in one test) + 1 Rényi test.
     assert verdict["tests"]["family_size"] == 2
-    # The Rényi test gets RENYI_SHARE of the error budget (weighted Bonferroni fixed in advance).
-    assert test["confidence"] == pytest.approx(1 - 0.05 * RENYI_SHARE)
+    # The allocation pilot predicts that the (epsilon, delta) test cannot show more than the
+    # certified epsilon at delta 1e-5 (normal fits of 1.5 vs 0 at 3800 tested trials), so it
+    # keeps its floor share and the Rényi test gets the rest of the error budget.
+    allocation = verdict["tests"]["allocation"]
+    assert allocation["rule"] == "pilot" and allocation["ruled_out"] == [KIND_EPS]
+    assert test["confidence"] == pytest.approx(1 - 0.05 * (1 - FLOOR_EPS))
+    assert verdict["tests"]["alpha_each"] == pytest.approx(0.05 * FLOOR_EPS)
 
 
 def test_honest_gaussian_audit_is_consistent_with_the_renyi_test():

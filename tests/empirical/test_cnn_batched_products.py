@@ -53,9 +53,9 @@ def _autograd_gradient(net: FunctionalClassifier, flat: torch.Tensor, features: 
     return grad(mean_loss)(flat)
 
 
-def test_the_cnn_offers_batched_products_and_the_mlp_does_not():
+def test_the_cnn_offers_batched_products_and_a_plain_module_does_not():
     assert isinstance(TinyCNN(3), StackedNetwork)
-    assert not isinstance(models.TinyMLP(4), StackedNetwork)
+    assert not isinstance(nn.Sequential(nn.Linear(4, 2)), StackedNetwork)
 
 
 # Square and CIFAR-shaped (3 channels), odd sides (the pooling drops the last row and column)
