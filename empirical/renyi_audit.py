@@ -89,7 +89,6 @@ import numpy as np
 from empirical.statistics.checks import (
     as_scores,
     check_probability,
-    paired_permutations,
     split_order,
 )
 from empirical.statistics.thresholds import clopper_pearson_lower, clopper_pearson_upper
@@ -712,10 +711,7 @@ def renyi_audit(
     q = _as_scores(scores_q, "scores_q")
     if not (0.0 < pilot_fraction < 1.0):
         raise ValueError(f"pilot_fraction must lie in (0, 1), got {pilot_fraction!r}")
-    if rows is None:
-        order_p, order_q = paired_permutations(np.random.default_rng(seed), p.size, q.size)
-    else:
-        order_p, order_q = split_order(rows, p.size, q.size)
+    order_p, order_q = split_order(rows, p.size, q.size, seed=seed)
     p, q = p[order_p], q[order_q]
     n_pp, n_pq = int(round(pilot_fraction * p.size)), int(round(pilot_fraction * q.size))
     if min(n_pp, n_pq) < 2 or n_pp >= p.size - 1 or n_pq >= q.size - 1:

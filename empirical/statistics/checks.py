@@ -88,11 +88,15 @@ def paired_permutations(rng: np.random.Generator, n_p: int,
     return order[order < n_p], order[order < n_q]
 
 
-def split_order(rows, n_p: int, n_q: int) -> tuple[np.ndarray, np.ndarray]:
+def split_order(rows, n_p: int, n_q: int, *, seed: int | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """The two samples' orders for a pilot / held-out split from ``rows``, a permutation of
     the row indices 0 .. max(n_p, n_q) - 1 drawn by the caller independently of the scores
     (as :func:`paired_permutations` draws one), so that several statistics can share one split:
-    a pilot that is a prefix of ``rows`` is then the same rows for every statistic."""
+    a pilot that is a prefix of ``rows`` is then the same rows for every statistic. ``rows``
+    None: the permutation :func:`paired_permutations` draws from ``seed``."""
+    if rows is None:
+        return paired_permutations(np.random.default_rng(seed), n_p, n_q)
     order = np.asarray(rows)
     size = max(n_p, n_q)
     if (order.ndim != 1 or order.size != size or not np.issubdtype(order.dtype, np.integer)

@@ -35,7 +35,6 @@ from empirical.statistics.checks import (
     as_scores,
     check_probability,
     epsilon_from_error_rates,
-    paired_permutations,
     split_order,
 )
 from empirical.statistics.thresholds import (
@@ -187,11 +186,7 @@ def pilot_epsilon_lower_bound(
     delta = _check_open_unit(delta, "delta")
     alpha = _check_open_unit(alpha, "alpha")
     pilot_fraction = _check_open_unit(pilot_fraction, "pilot_fraction")
-    if rows is None:
-        order_pos, order_neg = paired_permutations(np.random.default_rng(seed), positive.size,
-                                                   negative.size)
-    else:
-        order_pos, order_neg = split_order(rows, positive.size, negative.size)
+    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
     positive, negative = positive[order_pos], negative[order_neg]
     k_pos = int(round(pilot_fraction * positive.size))
     k_neg = int(round(pilot_fraction * negative.size))

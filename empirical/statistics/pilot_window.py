@@ -67,7 +67,6 @@ from empirical.statistics.checks import (
     check_direction,
     check_probability,
     epsilon_from_error_rates,
-    paired_permutations,
     split_order,
 )
 from empirical.statistics.thresholds import (
@@ -246,11 +245,7 @@ def pilot_window_epsilon_lower_bound(
         return _without_pilot(positive, negative, delta=delta, alpha=alpha,
                               both_orientations=both_orientations, direction=direction)
 
-    if rows is None:
-        order_pos, order_neg = paired_permutations(np.random.default_rng(seed), positive.size,
-                                                   negative.size)
-    else:
-        order_pos, order_neg = split_order(rows, positive.size, negative.size)
+    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
     positive, negative = positive[order_pos], negative[order_neg]
     k_pos = max(2, int(round(pilot_fraction * positive.size)))
     k_neg = max(2, int(round(pilot_fraction * negative.size)))
