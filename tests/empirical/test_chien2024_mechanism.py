@@ -27,7 +27,8 @@ from empirical.mechanisms.chien2024 import (
     run_pnsgd,
 )
 from empirical.mechanisms.common import TrialOptions
-from empirical.models import FunctionalClassifier, QuadraticLoss, TinyCNN, TinyMLP
+from empirical.models import QuadraticLoss
+from empirical.networks import FunctionalClassifier, TinyCNN, TinyMLP
 from empirical.requests import RequestSequence, UnlearningRequest, removal_request, replacement_request
 
 SIDES = ("learned", "unlearned", "retrained")

@@ -10,10 +10,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad
 
-from empirical import models
+from empirical import networks
 from empirical.data import Dataset
 from empirical.mechanisms import koloskova2025 as kol
-from empirical.models import FunctionalClassifier, StackedNetwork, TinyCNN
+from empirical.networks import FunctionalClassifier, StackedNetwork, TinyCNN
 
 # The batched products sum in another order than PyTorch's convolution kernels. Every
 # gradient entry is a sum of at most E * H * W * 9 * 64 products of float64 numbers (about 10^5
@@ -95,7 +95,7 @@ def test_examples_in_blocks_sum_to_the_same_gradient(monkeypatch):
     params = _parameter_sets(net, 2)
     whole = net.mean_loss_gradient(params, features, classes)
     # A budget of one byte puts every example in a block of its own.
-    monkeypatch.setattr(models, "_EXAMPLE_BLOCK_BYTES", 1)
+    monkeypatch.setattr(networks, "_EXAMPLE_BLOCK_BYTES", 1)
     assert net._blocks(net.module, params, 10)[1] == 1
     blocked = net.mean_loss_gradient(params, features, classes)
     scale = float(whole.abs().max())

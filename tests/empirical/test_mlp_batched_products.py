@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad
 
-from empirical import models
-from empirical.models import FunctionalClassifier, StackedNetwork, TinyMLP
+from empirical import networks
+from empirical.networks import FunctionalClassifier, StackedNetwork, TinyMLP
 
 # Every gradient entry is a sum of at most E * (d + 1) products of float64 numbers, each
 # rounded once, summed in another order than autograd's; 1e-12 of the largest entry leaves
@@ -125,7 +125,7 @@ def test_mlp_sets_split_over_calls_give_the_same_bits(monkeypatch):
     logits = net.logits(params, features)
     # a budget of about twenty sets per call: rounded down to whole 8-row blocks (16 sets)
     per_set = net.module.bytes_per_example((64,), 8) * 231
-    monkeypatch.setattr(models, "_STACKED_CPU_BYTES", 20 * per_set)
+    monkeypatch.setattr(networks, "_STACKED_CPU_BYTES", 20 * per_set)
     assert net._blocks(net.module, params, 231)[0] == 16
     assert torch.equal(net.mean_loss_gradient(params, features, labels), together)
     assert torch.equal(net.logits(params, features), logits)

@@ -10,17 +10,15 @@ import torch
 
 from empirical.elementwise import elementwise_per_trial
 from empirical.models import (
-    FunctionalClassifier,
     LogisticRegression,
     QuadraticLoss,
-    TinyCNN,
-    TinyMLP,
     TrialModel,
     clip_scale,
     pairwise_dot,
     rows_dot,
     weighted_rows_sum,
 )
+from empirical.networks import FunctionalClassifier, TinyCNN, TinyMLP
 from empirical.trials import (
     DEFAULT_CPU_MEMORY_BUDGET,
     TrialRandom,
