@@ -44,4 +44,8 @@ def elementwise_per_trial(
     step = max(1, _SERIAL_ELEMENTS // padded_width)
     pieces = [function(rows[start:start + step]) for start in range(0, rows.shape[0], step)]
     joined = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
-    return joined[:, :width].reshape(values.shape)
+    if padded_width != width:
+        # A compact copy: a view would keep the padded block alive with the result (for one
+        # loss per trial, 32 times its size, in every chunk's outputs).
+        joined = joined[:, :width].contiguous()
+    return joined.reshape(values.shape)

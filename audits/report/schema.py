@@ -14,7 +14,7 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -27,6 +27,7 @@ from empirical.statistics import KIND_ESTIMATE, KIND_LOWER_BOUND
 __all__ = [
     "HTML_NAME",
     "atomic_write",
+    "json_pieces",
     "JSON_NAME",
     "KIND_ESTIMATE",
     "KIND_LOWER_BOUND",
@@ -501,13 +502,14 @@ def _current_umask() -> int:
     return mask
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename (never half-written)."""
+def atomic_write(path: Path, text: str | Iterable[str]) -> None:
+    """Write ``text`` (a string, or its pieces in order) to ``path`` through a temporary file
+    and a rename (never half-written)."""
     # A killed audit must never leave a half-written report next to a complete store.
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+            handle.writelines([text] if isinstance(text, str) else text)
         # mkstemp creates 0600 files; a report is an ordinary file, so it follows the umask.
         os.chmod(tmp, 0o666 & ~_current_umask())
         os.replace(tmp, path)
@@ -516,10 +518,21 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False)
+
+
+def json_pieces(plain: Mapping) -> Iterator[str]:
+    """The text of ``report.json`` of a validated report (:func:`validate_report`): sorted keys,
+    indent 2, no NaN, in the encoder's pieces. Written piece by piece, the text of a report
+    with every trial's accuracy (megabytes, and several times that as the list of pieces
+    ``json.dumps`` joins) never sits in memory whole."""
+    yield from _ENCODER.iterencode(plain)
+    yield "\n"
+
+
 def to_json(report: Mapping) -> str:
     """The exact text of ``report.json``: validated, sorted keys, indent 2, no NaN."""
-    plain = validate_report(report)
-    return json.dumps(plain, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+    return "".join(json_pieces(validate_report(report)))
 
 
 def _reject_constant(name: str) -> None:

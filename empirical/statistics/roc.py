@@ -40,19 +40,33 @@ def roc_curve(scores_positive, scores_negative) -> RocCurve:
     negative = as_scores(scores_negative, "scores_negative")
     pos = np.sort(positive)
     neg = np.sort(negative)
-    thresholds = np.unique(np.concatenate([pos, neg]))[::-1]
-    tp = pos.size - np.searchsorted(pos, thresholds, side="left")
-    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    # One sort of the pooled scores serves the thresholds (np.unique's sort and mask, written
+    # straight into thr) and the ranks, and every array is freed or filled in place as soon as
+    # it can be: an audit's 10^5 scores then never need more than five arrays of their size.
+    pooled = np.concatenate([pos, neg])
+    pooled.sort()
+    distinct = np.empty(pooled.size, dtype=bool)
+    distinct[0] = True
+    np.not_equal(pooled[1:], pooled[:-1], out=distinct[1:])
+    # thr starts with +inf (the point (0, 0)), then the distinct scores descending.
+    thr = np.empty(int(np.count_nonzero(distinct)) + 1)
+    thr[0] = np.inf
+    np.compress(distinct, pooled, out=thr[:0:-1])
+    del distinct
     # Mid-ranks of the positives in the pooled sample (ties share their mean rank, as
     # scipy.stats.rankdata gives them): 1 + (below + below-or-equal - 1) / 2, exact in float.
-    pooled = np.sort(np.concatenate([positive, negative]))
     below = np.searchsorted(pooled, positive, side="left")
-    at_most = np.searchsorted(pooled, positive, side="right")
-    ranks = 0.5 * (below + at_most + 1)
-    u_stat = ranks.sum() - pos.size * (pos.size + 1) / 2
-    fpr = np.concatenate([[0.0], fp / neg.size])
-    tpr = np.concatenate([[0.0], tp / pos.size])
-    thr = np.concatenate([[np.inf], thresholds])
+    below += np.searchsorted(pooled, positive, side="right")
+    below += 1
+    u_stat = (0.5 * below).sum() - pos.size * (pos.size + 1) / 2
+    del below, pooled
+    fpr, tpr = np.empty(thr.size), np.empty(thr.size)
+    for rate, sample in ((tpr, pos), (fpr, neg)):
+        rate[0] = 0.0
+        above = np.searchsorted(sample, thr[1:], side="left")
+        np.subtract(sample.size, above, out=above)
+        np.divide(above, sample.size, out=rate[1:])
+        del above
     for arr in (fpr, tpr, thr):
         arr.setflags(write=False)
     return RocCurve(
