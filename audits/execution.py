@@ -158,17 +158,27 @@ def _plan(phase: str, n_trials: int, chunk_size: int, seed: int) -> list[_Plan]:
     ]
 
 
-def _compute_chunk(mechanism: TrialMechanism, plan: _Plan) -> tuple[dict[str, np.ndarray], float]:
-    """Run one chunk; returns its flat arrays and the seconds it took."""
+def _compute_chunk(mechanism: TrialMechanism, plan: _Plan,
+                   keep: _Keep | None = None) -> tuple[dict[str, np.ndarray], float]:
+    """Run one chunk; returns its arrays as stored (:func:`_light`) and the seconds it took.
+
+    With ``keep``, the trials run in parts of at most :data:`_PART_TRIALS`, each reduced
+    before the next one runs."""
     start = time.perf_counter()
-    batch = mechanism.run_trials(seed=plan.seed, first_trial=plan.first_trial,
-                                 n_trials=plan.n_trials)
-    if not isinstance(batch, TrialBatch):
-        raise TypeError(f"run_trials must return a TrialBatch, got {type(batch).__name__}")
-    if batch.n_trials != plan.n_trials:
-        raise ValueError(f"run_trials returned {batch.n_trials} trials, {plan.n_trials} asked")
-    arrays = batch.to_arrays()
-    arrays["trial_index"] = np.arange(plan.first_trial, plan.first_trial + plan.n_trials)
+    step = plan.n_trials if keep is None else min(plan.n_trials, _PART_TRIALS)
+    stop = plan.first_trial + plan.n_trials
+    parts = []
+    for first in range(plan.first_trial, stop, step):
+        size = min(step, stop - first)
+        batch = mechanism.run_trials(seed=plan.seed, first_trial=first, n_trials=size)
+        if not isinstance(batch, TrialBatch):
+            raise TypeError(f"run_trials must return a TrialBatch, got {type(batch).__name__}")
+        if batch.n_trials != size:
+            raise ValueError(f"run_trials returned {batch.n_trials} trials, {size} asked")
+        parts.append(_light(batch.to_arrays(), keep))
+        del batch
+    arrays = _joined(parts)
+    arrays["trial_index"] = np.arange(plan.first_trial, stop)
     return arrays, time.perf_counter() - start
 
 
@@ -208,6 +218,13 @@ class _StoreSink:
         return dict(self.store.get(phase, chunk).arrays)
 
 
+# Most trials a chunk whose statistics are stored reduced asks of one run_trials call: the parts
+# are reduced one by one, so that a chunk never holds every trial's statistics (a parameter
+# vector per trial and side) at once. Trial i's outputs depend only on (seed, i), never on how
+# trials are grouped into calls (the TrialMechanism contract), so the parts give the numbers one
+# call gives.
+_PART_TRIALS = 500
+
 _PROJECTION = "projection"  # side.projection.STAT: a statistic's projected scores, per trial
 _SUMS = "column_sums"  # side.column_sums.STAT: its exact column sums over the chunk (hex text)
 
@@ -230,12 +247,13 @@ class _Keep:
     statistics: bool
 
 
-def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, np.ndarray]:
-    """A chunk's arrays as stored (see :class:`_Keep`)."""
+def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, Any]:
+    """Consecutive trials' arrays reduced to what the store keeps (see :class:`_Keep`); exact
+    column sums as lists of integers (:func:`_joined` adds those of a chunk's parts)."""
     if keep is None:
         return arrays
     has_scores = any(".scores." in key for key in arrays)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, Any] = {}
     for key, array in arrays.items():
         side, _, rest = key.partition(".")
         kind, _, name = rest.partition(".")
@@ -243,7 +261,7 @@ def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, np.nd
             out[key] = array
             continue
         if keep.units is None:
-            out[f"{side}.{_SUMS}.{name}"] = _encode_sums(exact_column_sums(array))
+            out[f"{side}.{_SUMS}.{name}"] = exact_column_sums(array)
         else:
             out[f"{side}.{_PROJECTION}.{name}"] = project_rows(array, keep.units[name])
         if keep.statistics or not has_scores:
@@ -251,9 +269,22 @@ def _light(arrays: dict[str, np.ndarray], keep: _Keep | None) -> dict[str, np.nd
     return out
 
 
-def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str,
-                  keep: _Keep | None = None) -> None:
-    arrays = _light(arrays, keep)
+def _joined(parts: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """The reduced parts of a chunk (:func:`_light`, consecutive trials) as the chunk's arrays:
+    per-trial arrays concatenated, exact column sums added and encoded. Row-by-row projections
+    and exact sums do not depend on where a chunk is cut, so the arrays are those of the whole
+    chunk reduced at once."""
+    out: dict[str, np.ndarray] = {}
+    for key, first in parts[0].items():
+        if f".{_SUMS}." in key:
+            out[key] = _encode_sums([sum(column) for column in
+                                     zip(*(part[key] for part in parts), strict=True)])
+        else:
+            out[key] = first if len(parts) == 1 else np.concatenate([p[key] for p in parts])
+    return out
+
+
+def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str) -> None:
     sink.put(phase=plan.phase, chunk=plan.chunk, first_trial=plan.first_trial,
              n_trials=plan.n_trials, seed=plan.seed, arrays=arrays, seconds=seconds,
              worker=worker, per_chunk=[k for k in arrays if f".{_SUMS}." in k])
@@ -288,18 +319,18 @@ def release_freed_memory() -> None:
 def _run_local(mechanism, plans: list[_Plan], sink, progress: _Progress,
                keep: _Keep | None) -> None:
     for plan in plans:
-        arrays, seconds = _compute_chunk(mechanism, plan)
-        _store_result(sink, plan, arrays, seconds, f"local pid {os.getpid()}", keep)
+        arrays, seconds = _compute_chunk(mechanism, plan, keep)
+        _store_result(sink, plan, arrays, seconds, f"local pid {os.getpid()}")
         del arrays
         release_freed_memory()
         progress.update(f"{plan.phase} {plan.chunk}")
 
 
-def _ray_chunk(mechanism, plan: _Plan):
+def _ray_chunk(mechanism, plan: _Plan, keep: _Keep | None = None):
     """Body of a Ray task (module-level so that workers import it by name)."""
     import socket
 
-    arrays, seconds = _compute_chunk(mechanism, plan)
+    arrays, seconds = _compute_chunk(mechanism, plan, keep)
     return arrays, seconds, f"ray {socket.gethostname()} pid {os.getpid()}"
 
 
@@ -335,12 +366,12 @@ def _run_ray(mechanism, plans: list[_Plan], sink, progress: _Progress, *,
         while queue or pending:
             while queue and len(pending) < in_flight_limit:
                 plan = queue.pop(0)
-                pending[task.remote(shared, plan)] = plan
+                pending[task.remote(shared, plan, keep)] = plan
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 plan = pending.pop(ref)
                 arrays, seconds, worker = ray.get(ref)
-                _store_result(sink, plan, arrays, seconds, worker, keep)
+                _store_result(sink, plan, arrays, seconds, worker)
                 progress.update(f"{plan.phase} {plan.chunk}")
         gpus = f", {int(resources.get('GPU', 0))} GPU" if resources.get("GPU") else ""
         return f"ray cluster ({int(resources.get('CPU', 0))} CPU{gpus})"
@@ -568,6 +599,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     finally:
         if store is not None:
             store.close()
+    release_freed_memory()  # what reading the chunks back freed goes back before the analysis
     norms = {name: norm for name, (_, norm) in _directions(pilot).items()}
     projections = {name: (u, r, norms[name]) for name, (u, r) in main.projected.items()}
     return ChunkResults(main.batch, pilot.batch, projections, len(plans), resumed, pilot_seed,

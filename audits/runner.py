@@ -114,11 +114,11 @@ def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report.schema import validate_report
     from audits.report.write import write_report
 
+    # the analysis' freed heap goes back before the report is copied, drawn and written
+    release_freed_memory()
     plain = validate_report(report)
     if out_dir is None:
         return AuditResult(plain, None)
-    # the trials' and the analysis' freed heap goes back before the figures are drawn
-    release_freed_memory()
     return AuditResult(plain, write_report(plain, out_dir))
 
 
