@@ -551,40 +551,46 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
 
 def _estimates(attacks: list[AttackScores], *, estimators: Sequence[str], delta: float,
                seed: int, notes: list[str], privacy_direction: str) -> list[dict]:
-    from empirical import divergence as dv
-    from empirical import statistics as st
-
     out = []
     for attack in attacks:
-        u, r = attack.unlearned, attack.retrained
         for name in estimators:
             try:
-                if name == "plugin-epsilon":
-                    est = st.epsilon_estimate(u, r, delta=delta, direction=privacy_direction)
-                    value, interval, method = est.epsilon, None, est.method
-                    label = f"plug-in epsilon at delta {delta:.3g}"
-                elif name == "auc":
-                    roc = st.roc_curve(u, r)
-                    value, interval, method, label = roc.auc, None, roc.method, "AUC"
-                elif name == "tpr-at-fpr":
-                    tpr = st.tpr_at_fpr(u, r, fpr=0.01)
-                    value, interval, method = tpr.tpr, None, tpr.method
-                    label = "TPR at FPR 0.01"
-                elif name == "gaussian-kl":
-                    kl = dv.gaussian_kl_divergence(u, r, n_bootstrap=200,
-                                                   seed=derived_seed(seed, "bootstrap"))
-                    value, method = kl.value, kl.method
-                    interval = None if kl.interval is None else [finite(kl.interval[0]),
-                                                                 finite(kl.interval[1])]
-                    label = "KL(unlearned || retrained) of the attack score, Gaussian fit"
-                else:
-                    raise ValueError(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
+                label, value, interval, method = _estimate(
+                    name, attack.unlearned, attack.retrained, delta=delta, seed=seed,
+                    privacy_direction=privacy_direction)
             except ValueError as error:
                 notes.append(f"estimator {name} skipped for attack {attack.name}: {error}")
                 continue
             out.append({"name": label, "attack": attack.name, "value": finite(float(value)),
                         "kind": KIND_ESTIMATE, "interval": interval, "method": method})
     return out
+
+
+def _estimate(name: str, u: np.ndarray, r: np.ndarray, *, delta: float, seed: int,
+              privacy_direction: str) -> tuple[str, float, list | None, str]:
+    """(label, value, interval, method) of one estimator on one attack's scores; what it
+    computed on the way (an ROC curve holds three arrays of the trials' size) is freed on
+    return, before the next estimator runs."""
+    from empirical import divergence as dv
+    from empirical import statistics as st
+
+    if name == "plugin-epsilon":
+        est = st.epsilon_estimate(u, r, delta=delta, direction=privacy_direction)
+        return f"plug-in epsilon at delta {delta:.3g}", est.epsilon, None, est.method
+    if name == "auc":
+        roc = st.roc_curve(u, r)
+        return "AUC", roc.auc, None, roc.method
+    if name == "tpr-at-fpr":
+        tpr = st.tpr_at_fpr(u, r, fpr=0.01)
+        return "TPR at FPR 0.01", tpr.tpr, None, tpr.method
+    if name == "gaussian-kl":
+        kl = dv.gaussian_kl_divergence(u, r, n_bootstrap=200,
+                                       seed=derived_seed(seed, "bootstrap"))
+        interval = None if kl.interval is None else [finite(kl.interval[0]),
+                                                     finite(kl.interval[1])]
+        return ("KL(unlearned || retrained) of the attack score, Gaussian fit", kl.value,
+                interval, kl.method)
+    raise ValueError(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
 
 
 def _thin_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[list[float], list[float]]:
@@ -614,6 +620,7 @@ def _plots(attacks: list[AttackScores], *, delta: float, notes: list[str],
         curve = st.roc_curve(attack.unlearned, attack.retrained)
         fpr, tpr = _thin_roc(curve.fpr, curve.tpr)
         roc[attack.name] = {"fpr": fpr, "tpr": tpr, "auc": curve.auc}
+        del curve  # three arrays of the trials' size: freed before the next attack's curve
         if attack.per_example is not None and per_example is None:
             u, r = attack.per_example
             values = []
@@ -640,7 +647,17 @@ def _utility(batch: TrialBatch) -> dict | None:
         return {"mean": float(x.mean()), "std": float(x.std())}
 
     return {"unlearned_accuracy": summary(u), "retrained_accuracy": summary(r),
-            "accuracies": {"unlearned": u.tolist(), "retrained": r.tolist()}}
+            "accuracies": {"unlearned": _shared_floats(u), "retrained": _shared_floats(r)}}
+
+
+def _shared_floats(values: np.ndarray) -> list[float]:
+    """``values.tolist()`` with one float object per distinct bit pattern: a test accuracy
+    takes a few hundred values over tens of thousands of trials, so the report's list holds
+    references to those few instead of a new float per trial (a third of the memory)."""
+    bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
+    distinct, which = np.unique(bits, return_inverse=True)
+    objects = distinct.view(np.float64).tolist()
+    return [objects[i] for i in which.tolist()]
 
 
 @dataclass(frozen=True)

@@ -100,3 +100,120 @@ def test_demo_audit_process_loads_no_plotting_library_nor_scipy_optimize(tmp_pat
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"status": 0, "modules": ["torch"]}
     assert (tmp_path / "demo" / "report.html").stat().st_size > 20_000
+
+
+def _roc_with_np_unique(positive, negative):
+    """The ROC curve written the plain way (np.unique thresholds, concatenations, copies)."""
+    pos, neg = np.sort(positive), np.sort(negative)
+    thresholds = np.unique(np.concatenate([pos, neg]))[::-1]
+    tp = pos.size - np.searchsorted(pos, thresholds, side="left")
+    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    pooled = np.sort(np.concatenate([positive, negative]))
+    ranks = 0.5 * (np.searchsorted(pooled, positive, side="left")
+                   + np.searchsorted(pooled, positive, side="right") + 1)
+    u_stat = ranks.sum() - pos.size * (pos.size + 1) / 2
+    return (np.concatenate([[0.0], fp / neg.size]), np.concatenate([[0.0], tp / pos.size]),
+            np.concatenate([[np.inf], thresholds]), float(u_stat / (pos.size * neg.size)))
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (2, 3), (997, 1000), (20000, 30000)])
+def test_roc_curve_in_place_equals_the_plain_formulation_bit_for_bit(sizes):
+    rng = np.random.default_rng(sum(sizes))
+    samples = [
+        (rng.normal(0.2, 1, sizes[0]), rng.normal(0, 1, sizes[1])),
+        (rng.integers(-4, 5, sizes[0]) / 3.0, rng.integers(-4, 5, sizes[1]) / 3.0),  # ties
+        (rng.choice([0.0, -0.0, 1.0], sizes[0]), rng.choice([-0.0, 0.0, 2.0], sizes[1])),
+    ]
+    for positive, negative in samples:
+        curve = roc_curve(positive, negative)
+        fpr, tpr, thresholds, auc = _roc_with_np_unique(positive, negative)
+        for got, want in ((curve.fpr, fpr), (curve.tpr, tpr), (curve.thresholds, thresholds)):
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+        assert curve.auc == auc
+
+
+def test_a_padded_elementwise_result_holds_only_its_own_elements():
+    import torch
+
+    from empirical.elementwise import elementwise_per_trial
+
+    values = torch.linspace(-3, 3, 270 * 5, dtype=torch.float64).reshape(270, 5)
+    result = elementwise_per_trial(torch.sigmoid, values)
+    assert result.untyped_storage().nbytes() == result.numel() * result.element_size()
+    for row in (0, 137, 269):  # each row's bits are those of the row computed alone
+        assert torch.equal(result[row], elementwise_per_trial(torch.sigmoid, values[row:row + 1])[0])
+
+
+def test_run_trials_refuses_an_output_whose_shape_per_trial_changes_between_chunks():
+    import torch
+
+    from empirical.trials import run_trials
+
+    def pipeline(random):
+        return {"x": torch.zeros((random.size, 2 if random.trial_indices[0] == 0 else 3))}
+
+    with pytest.raises(ValueError, match="'x' is"):
+        run_trials(pipeline, n_trials=4, seed=0, chunk_size=2)
+    outputs = run_trials(lambda random: {"i": torch.tensor(random.trial_indices)}, n_trials=5,
+                         seed=0, chunk_size=2, first_trial=3)
+    assert outputs["i"].tolist() == [3, 4, 5, 6, 7]
+
+
+def test_report_json_written_in_pieces_is_the_text_json_dumps_gives():
+    from audits.report.schema import json_pieces
+
+    report = {"b": [0.1, 1e-300, -0.0, 3], "a": {"ü": "é", "list": [], "none": None,
+                                                 "nested": [{"z": 1.5, "y": True}]}}
+    text = json.dumps(report, sort_keys=True, indent=2, allow_nan=False, ensure_ascii=False)
+    assert "".join(json_pieces(report)) == text + "\n"
+
+
+def test_report_accuracies_are_the_values_with_one_float_object_per_distinct_value():
+    from audits.analysis import _shared_floats
+
+    values = np.random.default_rng(3).integers(0, 100, 20000) / 99.0
+    values[:3] = [0.0, -0.0, 1.0]
+    shared = _shared_floats(values)
+    assert repr(shared) == repr(values.tolist())
+    assert len({id(v) for v in shared}) == len(np.unique(values.view(np.int64)))
+
+
+class _CountedMechanism:
+    """Scores and a 3-column statistic that depend only on (seed, trial); records call sizes."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def run_trials(self, *, seed, first_trial, n_trials):
+        from audits.protocols import ModelOutputs, TrialBatch
+
+        self.calls.append(n_trials)
+        trials = np.arange(first_trial, first_trial + n_trials)
+
+        def side(offset):
+            rows = np.stack([np.sin(trials * (k + 1) + offset + seed) / 3 for k in range(3)], 1)
+            return ModelOutputs(scores={"loss": rows[:, 0]}, statistics={"params": rows},
+                                accuracy=(trials % 7) / 7)
+
+        return TrialBatch(side(0.0), side(0.5))
+
+
+def test_a_chunk_computed_in_parts_stores_what_one_call_would_store():
+    from audits import execution as ex
+
+    mechanism = _CountedMechanism()
+    plan = ex._Plan(ex.MAIN, 3, 7000, 2 * ex._PART_TRIALS + 17, 5)
+    whole = mechanism.run_trials(seed=5, first_trial=7000, n_trials=plan.n_trials).to_arrays()
+    unit = np.array([0.6, -0.8, 0.0])
+    for keep in (ex._Keep(None, False), ex._Keep({"params": unit}, False),
+                 ex._Keep({"params": unit}, True)):
+        mechanism.calls.clear()
+        arrays, _ = ex._compute_chunk(mechanism, plan, keep)
+        assert mechanism.calls == [ex._PART_TRIALS, ex._PART_TRIALS, 17]
+        expected = ex._joined([ex._light(dict(whole), keep)])
+        assert sorted(arrays) == sorted([*expected, "trial_index"])
+        for key, array in expected.items():
+            assert array.dtype == arrays[key].dtype and array.tobytes() == arrays[key].tobytes()
+    mechanism.calls.clear()
+    ex._compute_chunk(mechanism, plan)  # nothing reduced: one call, as stored
+    assert mechanism.calls == [plan.n_trials]
