@@ -217,3 +217,17 @@ def test_a_chunk_computed_in_parts_stores_what_one_call_would_store():
     mechanism.calls.clear()
     ex._compute_chunk(mechanism, plan)  # nothing reduced: one call, as stored
     assert mechanism.calls == [plan.n_trials]
+
+
+def test_report_copy_keeps_plain_floats_converts_numpy_ones_and_names_a_bad_element():
+    from audits.report.schema import _to_plain
+
+    values = [0.5, np.float64(0.25), 3, True, None, "x", [np.int64(2), {"k": np.float32(1.5)}]]
+    plain = _to_plain({"a": values, "b": np.array([1.0, 2.0])}, "")
+    assert plain == {"a": [0.5, 0.25, 3, True, None, "x", [2, {"k": 1.5}]], "b": [1.0, 2.0]}
+    assert plain["a"][0] is values[0] and plain["a"] is not values
+    assert [type(v) for v in plain["a"][:2]] == [float, float] and type(plain["a"][6][0]) is int
+    with pytest.raises(ValueError, match=r"a\[2\]"):
+        _to_plain({"a": [0.5, 1.0, float("nan")]}, "")
+    with pytest.raises(ValueError, match=r"a\[1\]"):
+        _to_plain({"a": (0.5, np.float64("inf"))}, "")

@@ -84,7 +84,13 @@ def _to_plain(value: Any, path: str) -> Any:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, list | tuple):
-        return [_to_plain(item, f"{path}[{i}]") for i, item in enumerate(value)]
+        out = list(value)
+        for i, item in enumerate(out):
+            # a finite float is kept as it is (the per-trial lists of a report are 10^5 of
+            # them); anything else is converted or refused, its path named
+            if type(item) is not float or not math.isfinite(item):
+                out[i] = _to_plain(item, f"{path}[{i}]")
+        return out
     if isinstance(value, np.bool_):
         return bool(value)
     if isinstance(value, np.integer):
