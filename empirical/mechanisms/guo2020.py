@@ -77,7 +77,7 @@ from empirical.models import (
     weighted_rows_sum,
 )
 from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom, chunk_size_for
+from empirical.trials import DEFAULT_CPU_MEMORY_BUDGET, TrialRandom, chunk_size_for
 
 __all__ = [
     "LOGISTIC_GAMMA",
@@ -271,6 +271,23 @@ def _solve_spd(H: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     return torch.cholesky_solve(rhs[..., None], factor)[..., 0]
 
 
+# Bytes of Hessians the exact solves form at once: trials take that path in groups, so a chunk
+# whose every trial needs it stays within this, and chunks are sized by the products alone.
+_HESSIAN_BYTES = 8 * 2**20
+
+
+def _exact_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.Tensor, *,
+                 outer: OuterProducts | None, **kw: object) -> torch.Tensor:
+    """H^{-1} rhs per trial by Cholesky of the formed Hessians, a group of trials at a time (the
+    packed product or the per-trial [d, n] copies, the Hessians and their factors within
+    ``_HESSIAN_BYTES``)."""
+    n, d = X.shape
+    group = max(1, _HESSIAN_BYTES // (rhs.element_size() * (n * d + 4 * d * d)))
+    parts = [_solve_spd(hessian(w[start:start + group], X, y, outer=outer, **kw),
+                        rhs[start:start + group]) for start in range(0, rhs.shape[0], group)]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
+
+
 # Backward-error target of the iterative Hessian solve: ||H v - rhs|| <= _SOLVE_SLACK * u *
 # (||H|| ||v|| + ||rhs||), u the unit roundoff; Cholesky's own backward error is of the order
 # d * u * ||H||, so with _SOLVE_SLACK = 4 d the answer is as exact as a direct solve.
@@ -283,7 +300,7 @@ def hessian_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.
                   X_norm: float | None = None, second: torch.Tensor | None = None) -> torch.Tensor:
     """H^{-1} rhs per trial, H = X^T diag(weights l''(w)) X + lambda n I exactly (eq. 6's solve).
 
-    Without ``preconditioner``: batched Cholesky of the formed Hessians. With a shared
+    Without ``preconditioner``: Cholesky of the formed Hessians (groups of trials). With a shared
     ``preconditioner`` P (the inverse Hessian at a nearby point): iterative refinement
     v <- v + P (rhs - H v), with H v as two matrix products (no [d, d] per trial), run until the
     residual is at rounding level, ||H v - rhs|| <= 4 d u (||H|| ||v|| + ||rhs||) with ||H|| bounded
@@ -294,7 +311,7 @@ def hessian_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.
     weights = _ones(X) if weights is None else weights
     kw = {"lam": lam, "loss": loss, "weights": weights}
     if preconditioner is None:
-        return _solve_spd(hessian(w, X, y, outer=outer, **kw), rhs)
+        return _exact_solve(w, X, y, rhs, outer=outer, **kw)
     if second is None:
         _, second = _derivatives(_scores(w, X), y, loss)
     curvature = second * weights
@@ -332,7 +349,7 @@ def hessian_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.
     rest = torch.nonzero(~done).squeeze(1)
     if rest.numel():
         v = v.clone()
-        v[rest] = _solve_spd(hessian(w[rest], X, y, outer=outer, **kw), rhs[rest])
+        v[rest] = _exact_solve(w[rest], X, y, rhs[rest], outer=outer, **kw)
     return v
 
 
@@ -407,7 +424,7 @@ def _damped_newton_step(w: torch.Tensor, g: torch.Tensor, g_norm: torch.Tensor, 
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One Newton step per trial with vectorised backtracking: (w, gradient, its norm)."""
     kw = {"lam": lam, "loss": loss, "weights": weights}
-    step = _solve_spd(hessian(w, X, y, outer=outer, **kw), g)
+    step = _exact_solve(w, X, y, g, outer=outer, **kw)
     value = objective(w, X, y, b=b, **kw)
     slope = (g * step).sum(1)
     t = torch.ones_like(g_norm)
@@ -670,12 +687,15 @@ def run_guo(
         return outputs
 
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
-    packed = d * d if outer is None else outer.packed.shape[1]
-    bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
+    # A step's temporaries are about a dozen [n] margins and coefficients per trial and a few
+    # dozen [d] vectors; the exact Hessian solves form their [d, d] matrices in groups within
+    # _HESSIAN_BYTES (_exact_solve), outside this per-trial count.
+    bytes_per_trial = itemsize * (16 * dataset.n + 32 * d + 8 * len(versions))
     chunk_size = None
     if options.mode == "batched" and setup.device.type == "cpu":
         chunk_size = chunk_size_for(n_trials=options.n_trials, bytes_per_trial=bytes_per_trial,
-                                    device=setup.device)
+                                    device=setup.device,
+                                    memory_budget=DEFAULT_CPU_MEMORY_BUDGET - _HESSIAN_BYTES)
         if TRIAL_BLOCK < chunk_size < options.n_trials:
             chunk_size -= chunk_size % TRIAL_BLOCK  # whole blocks of rows in the blocked products
     # One CPU thread, as every mechanism: no BLAS call or reduction is split between threads.
