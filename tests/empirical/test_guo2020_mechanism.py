@@ -226,6 +226,36 @@ def test_a_trials_outputs_are_bit_identical_alone_in_a_batch_or_at_another_posit
             assert np.array_equal(values, batch[name][first:first + len(values)]), (label, name)
 
 
+def test_exact_hessian_solves_give_the_same_bits_one_trial_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact solves (damped Newton, the Cholesky fallback) form their Hessians a group of
+    trials at a time to bound memory; groups of one trial change no bit."""
+    dataset, requests = digits_removals(2)
+    config = g.GuoConfig(lam=0.001, sigma=20.0, budget=30.0)  # far from the preconditioner
+
+    def run() -> tuple[dict[str, np.ndarray], int]:
+        solves = []
+        original = g._solve_spd
+
+        def counted(H: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+            solves.append(H.shape[0])
+            return original(H, rhs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(g, "_solve_spd", counted)
+            result = g.run_guo(dataset, requests, config=config,
+                               options=TrialOptions(n_trials=8, seed=5, retain_scores=4))
+        return per_trial_outputs(result), max(solves)
+
+    grouped, largest = run()
+    assert largest > 1  # several trials' Hessians at once by default
+    monkeypatch.setattr(g, "_HESSIAN_BYTES", 1)
+    alone, largest = run()
+    assert largest == 1
+    for name, values in grouped.items():
+        assert np.array_equal(values, alone[name]), name
+
+
 def test_run_guo_refuses_replacements() -> None:
     from empirical.data import load_dataset
     from empirical.requests import replacement_request
