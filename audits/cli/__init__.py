@@ -383,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
                    "one (default: the default algorithm)")
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
