@@ -198,6 +198,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         get_empirical_reproduction,
         table_summary,
     )
+    from empirical.trials import resolve_device as torch_device
 
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
@@ -218,9 +219,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                            else "none (it has one setting)")
                 raise CommandError(f"--setting {args.setting!r}: {args.id} offers {offered}")
             chosen = {"setting": args.setting}
+        # checked once here: a device that cannot run is the user's error, not a figure's point
+        device = str(torch_device(args.device or "cpu"))
         result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
-                               device=args.device or "cpu", out_dir=args.out, reduced=args.reduced,
-                               **chosen)
+                               device=device, out_dir=args.out, reduced=args.reduced, **chosen)
         emit(result, args.json, empirical.summary(result))
         if not empirical.passed(result):
             raise SystemExit(1)
