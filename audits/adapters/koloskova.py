@@ -224,7 +224,7 @@ def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Cert
         try:
             value = bounds.get(bound_id).evaluate(precision="interval", epsilon=eps, delta=delta,
                                                    C0=params.C0)
-        except Exception as error:  # a violated precondition (eq. 1 needs epsilon < 1)
+        except bounds.BoundError as error:  # a violated precondition (eq. 1 needs epsilon < 1)
             raise SpecError(f"spec.certificate: {bound_id} refused the inputs: {error}") from None
         sigma = float(value.certified_upper)
         calibration = {"parameter": "sigma", "value": sigma}
