@@ -24,7 +24,7 @@ and every step is one batched torch call, never a Python loop over trials:
 Shared per-dataset work (w_0, H_0^{-1}, exact ||X||_2 per data version) is done once per call,
 outside the trials. A trial's numbers are bit for bit the same however many trials share the
 call (see :func:`run_guo`). On digits 3-vs-8 (n = 256, d = 64, one torch thread) this runs
-train + one removal + retrain at about 30 times the per-trial rate of the same code run one
+train + one removal + retrain at about 35 times the per-trial rate of the same code run one
 trial at a time (``unlearn bench trials --algorithm guo2020-newton``).
 
 Conventions (docs/errata-guo2020.md, G1, G4, G5, G7):
@@ -165,6 +165,7 @@ def _replace_rows(values: torch.Tensor, rows: torch.Tensor, new: torch.Tensor) -
 
 
 def _sigmoid_margins(margins: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """sigmoid(y s) per trial and point, with each trial's bits independent of its neighbours."""
     return elementwise_per_trial(torch.sigmoid, y * margins)
 
 
@@ -179,10 +180,10 @@ def _first_derivative(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> tor
 
 def _derivatives(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> tuple[torch.Tensor, torch.Tensor]:
     """(l', l'') with respect to the score s = w.x, per trial and point ([trials, n])."""
-    if loss == "logistic":
+    if loss == "logistic":  # l = log(1 + exp(-y s)), y in {-1, +1}
         p = _sigmoid_margins(margins, y)
         return (p - 1) * y, p * (1 - p)
-    if loss == "least_squares":
+    if loss == "least_squares":  # l = (s - y)^2
         return 2 * (margins - y), torch.full_like(margins, 2.0)
     raise ValueError(f"unknown loss {loss!r}")
 
@@ -282,6 +283,7 @@ def _exact_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.T
     packed product or the per-trial [d, n] copies, the Hessians and their factors within
     ``_HESSIAN_BYTES``)."""
     n, d = X.shape
+    outer = outer_products(X) if outer is None else outer  # once for every group
     group = max(1, _HESSIAN_BYTES // (rhs.element_size() * (n * d + 4 * d * d)))
     parts = [_solve_spd(hessian(w[start:start + group], X, y, outer=outer, **kw),
                         rhs[start:start + group]) for start in range(0, rhs.shape[0], group)]
