@@ -331,8 +331,8 @@ class GuoAdapter(AdapterBase):
                        "Hessian solves are set for double precision")
 
 
-    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
-                         ) -> dict[str, Any]:
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
+                         path: str | None = None) -> dict[str, Any]:
         """Batched against per-trial Guo trials on the demo spec (one torch thread on CPU)."""
         import torch
 
@@ -341,8 +341,8 @@ class GuoAdapter(AdapterBase):
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         spec = self.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
-        if dataset != "digits":
-            spec = spec.replace(dataset=DatasetSpec(name=dataset))
+        if dataset != "digits" or path is not None:
+            spec = spec.replace(dataset=DatasetSpec(name=dataset, path=path))
         mechanism = prepare_audit(spec).mechanism
         # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
         timing = time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,

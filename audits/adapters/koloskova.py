@@ -330,10 +330,11 @@ class _KoloskovaAdapter(AdapterBase):
                                      name=spec.algorithm.name)]
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
-                         model: str = "mlp", loop_trials: int | None = None) -> dict[str, Any]:
-        """Models per second, batched (vmap over stacked parameters) vs one model per call."""
-        return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, model=model,
-                         loop_trials=loop_trials)
+                         path: str | None = None, model: str = "mlp",
+                         loop_trials: int | None = None) -> dict[str, Any]:
+        """Models per second, batched (stacked parameter sets) vs one model per call."""
+        return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, path=path,
+                         model=model, loop_trials=loop_trials)
 
     def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
         """Output perturbation without fine-tuning: the clipped deterministic A(D), A(D_r) plus

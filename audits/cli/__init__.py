@@ -273,8 +273,8 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
         # network benchmark runs for minutes.
         with reporting("bench trials"):
             res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n,
-                                   device=args.device, dataset=args.dataset, model=args.model,
-                                   progress=progress)
+                                   device=args.device, dataset=args.dataset, path=args.path,
+                                   model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
     if args.algorithm == ALL_ALGORITHMS:
@@ -387,6 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
+    p.add_argument("--path", help="the file or folder of --dataset mnist, cifar10 or npz")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
     from audits.cli.bench import add_power_command, add_tightness_command
