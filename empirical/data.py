@@ -431,9 +431,40 @@ def load_mnist(
                                source=source)
 
 
+# The only globals a CIFAR-10 python batch refers to: a dict of lists, bytes and numpy arrays.
+# numpy 1.x wrote its array constructor under numpy.core, numpy 2 under numpy._core; Python 3
+# writes bytes at protocol 2 as _codecs.encode(text, "latin1") (a codec lookup, no code of the
+# file's choosing).
+_CIFAR_PICKLE_GLOBALS = {
+    ("_codecs", "encode"): ("_codecs", "encode"),
+    ("numpy.core.multiarray", "_reconstruct"): ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy._core.multiarray", "_reconstruct"): ("numpy._core.multiarray", "_reconstruct"),
+    ("numpy", "ndarray"): ("numpy", "ndarray"),
+    ("numpy", "dtype"): ("numpy", "dtype"),
+}
+
+
+class _CifarBatchUnpickler(pickle.Unpickler):
+    """Unpickles a CIFAR-10 batch and nothing else: any other global (the way a pickle runs
+    code) is refused before it is looked up, so an untrusted file cannot execute anything."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        allowed = _CIFAR_PICKLE_GLOBALS.get((module, name))
+        if allowed is None:
+            raise pickle.UnpicklingError(
+                f"refers to {module}.{name}; a CIFAR-10 batch holds only dicts, lists, bytes and "
+                "numpy arrays, so the file is refused (nothing in it was run)")
+        return super().find_class(*allowed)
+
+
 def _read_cifar_pickle(path: Path) -> tuple[np.ndarray, np.ndarray]:
     with open(path, "rb") as handle:
-        batch = pickle.load(handle, encoding="bytes")
+        try:
+            batch = _CifarBatchUnpickler(handle, encoding="bytes").load()
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError) as error:
+            raise ValueError(f"{path} is not a CIFAR-10 python batch: {error}") from None
+    if not isinstance(batch, dict):
+        raise ValueError(f"{path} is not a CIFAR-10 python batch (not a dict)")
     data = batch.get(b"data", batch.get("data"))
     labels = batch.get(b"labels", batch.get("labels"))
     if data is None or labels is None:
@@ -448,9 +479,9 @@ def load_cifar10(
 
     ``path`` is either a ``.npz`` with x_train, y_train, x_test, y_test (raw pixels or any
     precomputed features, e.g. the ResNet-18 embeddings seed 000 uses), or the extracted
-    ``cifar-10-batches-py`` directory (data_batch_1..5, test_batch; read with pickle, so
-    only open files you trust). Raw pixels are used as given; seed 000's ResNet-18 features
-    are not computed here.
+    ``cifar-10-batches-py`` directory (data_batch_1..5, test_batch; unpickled with only numpy's
+    array constructor allowed, so a file that would run code is refused). Raw pixels are used
+    as given; seed 000's ResNet-18 features are not computed here.
     """
     path = Path(path)
     if path.is_dir():

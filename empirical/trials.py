@@ -52,7 +52,11 @@ def resolve_device(device: str | torch.device | None = None) -> torch.device:
     """``None`` or ``"auto"``: CUDA when present, else CPU. Asking for absent CUDA is an error."""
     if device is None or device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    resolved = torch.device(device)
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError):  # torch's message lists device types we do not run on
+        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or 'auto', got {device!r}") \
+            from None
     if resolved.type == "cuda" and not torch.cuda.is_available():
         raise ValueError("device 'cuda' was requested but torch reports no CUDA device")
     if resolved.type not in ("cpu", "cuda"):

@@ -151,6 +151,37 @@ def test_bench_trials_all_prints_one_row_per_algorithm(capsys: pytest.CaptureFix
     assert "bench trials: noisy-gd" in captured.err
 
 
+def _mnist_npz(folder) -> str:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    path = folder / "mnist.npz"
+    np.savez(path, x_train=rng.integers(0, 256, size=(120, 6, 6)),
+             y_train=rng.choice([3, 8], size=120), x_test=rng.integers(0, 256, size=(20, 6, 6)),
+             y_test=rng.choice([3, 8], size=20))
+    return str(path)
+
+
+@pytest.mark.parametrize("algorithm", ["noisy-gd", "guo2020-newton"])
+def test_bench_trials_runs_on_a_dataset_read_from_the_users_files(
+        tmp_path, capsys: pytest.CaptureFixture[str], algorithm: str) -> None:
+    out = run_json(capsys, "bench", "trials", "--algorithm", algorithm, "--dataset", "mnist",
+                   "--path", _mnist_npz(tmp_path), "--n", "4")
+    assert out["dataset"] == "mnist" and out["loop_matches_batched"] is True
+
+
+@pytest.mark.parametrize("argv, fragment", [
+    (["--path", "x.npz"], "give --dataset too"),
+    (["--algorithm", "all", "--dataset", "mnist", "--path", "x.npz"], "leave --dataset, --path"),
+    (["--algorithm", "d2d", "--dataset", "mnist", "--path", "x.npz"], "runs on its demo data"),
+])
+def test_bench_trials_path_needs_a_dataset_and_an_algorithm_that_takes_one(
+        capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str) -> None:
+    assert main(["bench", "trials", *argv, "--n", "2"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error:") and "\n" not in err and fragment in err
+
+
 def test_bench_trials_all_refuses_a_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "trials", "--algorithm", "all", "--n", "2", "--model", "cnn"]) == 1
     assert capsys.readouterr().err.strip().startswith("error:")

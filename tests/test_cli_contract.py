@@ -156,6 +156,8 @@ def test_version() -> None:
     # An abbreviation must not stand for a destructive option (--rep for --replace).
     (["audit", "run", "--rep", "missing.toml"], 2, "unrecognized arguments: --rep", "usage"),
     (["calibrate", "chien2024:cor3.7", "--solve", "K", "--eps", "1"], 2, "--epsilon", "usage"),
+    (["bench", "trials", "--device", "cuda:x", "--n", "2"], 1, "'cuda:N' or 'auto', got",
+     "input"),
     (["bounds", "eval", "x" * 10_000], 1, "'" + "x" * 20, "input"),
     (["bounds", "show", "y" * 10_000 + "\n"], 1, "'" + "y" * 20, "input"),
 ])

@@ -102,7 +102,8 @@ class AdapterBase:
         return []
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
-                         model: str | None = None) -> dict[str, Any] | None:
+                         path: str | None = None, model: str | None = None
+                         ) -> dict[str, Any] | None:
         """``unlearn bench trials``: None here, for the generic batched-vs-loop benchmark of the
         demo spec's mechanism."""
         return None

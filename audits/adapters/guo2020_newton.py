@@ -331,8 +331,8 @@ class GuoAdapter(AdapterBase):
                        "Hessian solves are set for double precision")
 
 
-    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
-                         ) -> dict[str, Any]:
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
+                         path: str | None = None) -> dict[str, Any]:
         """Batched against per-trial Guo trials on the demo spec (one torch thread on CPU)."""
         import torch
 
@@ -341,21 +341,29 @@ class GuoAdapter(AdapterBase):
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         spec = self.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
-        if dataset != "digits":
-            spec = spec.replace(dataset=DatasetSpec(name=dataset))
+        if dataset != "digits" or path is not None:
+            spec = spec.replace(dataset=DatasetSpec(name=dataset, path=path))
         mechanism = prepare_audit(spec).mechanism
         # warm-up of two trials; one torch thread on CPU (see GuoMechanism.run)
         timing = time_batched_and_loop(mechanism.run, n_trials=n_trials, loop_trials=32,
                                                warmup_trials=2)
         loop_trials = timing.loop_trials
-        difference = float(np.abs(timing.batched.unlearned.params[:loop_trials]
-                                  - timing.looped.unlearned.params).max())
+        batched, looped = timing.batched, timing.looped
+        params = [(getattr(batched, side).params[:loop_trials], getattr(looped, side).params)
+                  for side in ("unlearned", "retrained")]
+        histories = [(getattr(batched, name)[:loop_trials], getattr(looped, name))
+                     for name in ("beta_history", "corollary2_history", "residual_history",
+                                  "retrained_at", "train_residual")]
         return {"device": device, "dataset": spec.dataset.name,
                 "torch_threads": 1 if device == "cpu" else torch.get_num_threads(),
-                **timing.rates(), "max_abs_param_difference": difference,
+                **timing.rates(),
+                "loop_matches_batched": all(np.array_equal(a, b) for a, b in params + histories),
+                "max_abs_param_difference": max(float(np.abs(a - b).max()) for a, b in params),
                 "note": "train (Algorithm 1) + one Newton removal + retrain per trial; both paths "
                         "run empirical.mechanisms.guo2020.run_guo (loop: one trial per call) "
-                        "after the same shared per-dataset precomputation"}
+                        "after the same shared per-dataset precomputation; loop_matches_batched: "
+                        "the parameters, beta, Corollary 2 and residual histories of the looped "
+                        "trials equal the batched ones bit for bit"}
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate (Theorem 3 (ii) through Algorithm 2's budget) and mechanism of a validated spec."""

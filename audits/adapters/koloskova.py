@@ -224,7 +224,7 @@ def output_perturbation_certificate(spec: AuditSpec, delta: float) -> tuple[Cert
         try:
             value = bounds.get(bound_id).evaluate(precision="interval", epsilon=eps, delta=delta,
                                                    C0=params.C0)
-        except Exception as error:  # a violated precondition (eq. 1 needs epsilon < 1)
+        except bounds.BoundError as error:  # a violated precondition (eq. 1 needs epsilon < 1)
             raise SpecError(f"spec.certificate: {bound_id} refused the inputs: {error}") from None
         sigma = float(value.certified_upper)
         calibration = {"parameter": "sigma", "value": sigma}
@@ -330,10 +330,11 @@ class _KoloskovaAdapter(AdapterBase):
                                      name=spec.algorithm.name)]
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
-                         model: str = "mlp", loop_trials: int | None = None) -> dict[str, Any]:
-        """Models per second, batched (vmap over stacked parameters) vs one model per call."""
-        return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, model=model,
-                         loop_trials=loop_trials)
+                         path: str | None = None, model: str = "mlp",
+                         loop_trials: int | None = None) -> dict[str, Any]:
+        """Models per second, batched (stacked parameter sets) vs one model per call."""
+        return benchmark(self, n_trials=n_trials, device=device, dataset=dataset, path=path,
+                         model=model, loop_trials=loop_trials)
 
     def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
         """Output perturbation without fine-tuning: the clipped deterministic A(D), A(D_r) plus

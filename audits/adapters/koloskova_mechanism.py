@@ -161,17 +161,18 @@ class KoloskovaMechanism(SpecMechanism):
 
 
 def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: str,
-              loop_trials: int | None) -> dict[str, Any]:
+              loop_trials: int | None, path: str | None = None) -> dict[str, Any]:
     """Models per second of ``adapter``'s demo mechanism, batched (stacked parameter sets)
-    against one model per call, on ``dataset`` and ``model``."""
+    against one model per call, on ``dataset`` (read from ``path`` for a file dataset) and
+    ``model``."""
     import torch
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     spec = adapter.demo_spec(trials=max(4, n_trials), device=device)
     spec = spec.replace(model=ModelSpec(name=model))
-    if dataset != "digits":
-        spec = spec.replace(dataset=DatasetSpec(name=dataset))
+    if dataset != "digits" or path is not None:
+        spec = spec.replace(dataset=DatasetSpec(name=dataset, path=path))
     mechanism = adapter.prepare(spec, device=device).mechanism
     looped_n = min(n_trials, loop_trials or 16)
     with torch_threads(device):

@@ -333,7 +333,7 @@ class NoisyGDAdapter(AdapterBase):
 
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
-                         loop_trials: int = 64) -> dict[str, Any]:
+                         path: str | None = None, loop_trials: int = 64) -> dict[str, Any]:
         """``unlearn bench trials --algorithm noisy-gd``: the demo mechanism batched over
         ``n_trials`` against the same trials one at a time (the first ``loop_trials`` of them,
         whose numbers must be identical), timed side by side."""
@@ -345,7 +345,7 @@ class NoisyGDAdapter(AdapterBase):
         if n_trials < 1:
             raise ValueError(f"n_trials must be >= 1, got {n_trials}")
         spec = self.demo_spec(trials=max(4, n_trials), device=device)  # a spec holds >= 4 trials
-        spec = spec.replace(dataset=DatasetSpec(name=dataset))
+        spec = spec.replace(dataset=DatasetSpec(name=dataset, path=path))
         mechanism = self.prepare(spec, device=device).mechanism
         with torch_threads(device, CPU_BENCH_THREADS):  # as the PNSGD benchmark
             timing = time_batched_and_loop(mechanism.run_trials, n_trials=n_trials,

@@ -278,12 +278,12 @@ class PNSGDAdapter(AdapterBase):
                        "a sequence of requests; give unlearn_epochs and calibrate sigma")
 
 
-    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits"
-                         ) -> dict[str, Any]:
+    def benchmark_trials(self, *, n_trials: int, device: str, dataset: str = "digits",
+                         path: str | None = None) -> dict[str, Any]:
         """``unlearn bench trials``: batched against looped PNSGD (empirical.benchmarks.trials)."""
         from empirical.benchmarks.trials import trials_benchmark
 
-        return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset)
+        return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset, path=path)
 
     def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
         """Certificate (Theorem 3.2, or 3.2 + 3.11 for a sequence) and mechanism of a validated spec."""

@@ -115,8 +115,10 @@ class AlgorithmAdapter(Protocol):
         ...
 
     def benchmark_trials(self, *, n_trials: int, device: str, dataset: str | None = None,
-                         model: str | None = None) -> dict[str, Any] | None:
-        """Batched against per-trial timing of the mechanism, or None for the generic one."""
+                         path: str | None = None, model: str | None = None
+                         ) -> dict[str, Any] | None:
+        """Batched against per-trial timing of the mechanism, or None for the generic one
+        (``path``: the file or folder of a ``dataset`` read from the user's files)."""
         ...
 
     def with_noise_reduced(self, spec: AuditSpec, *, factor: float) -> AuditSpec:

@@ -198,6 +198,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         get_empirical_reproduction,
         table_summary,
     )
+    from empirical.trials import resolve_device as torch_device
 
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]
@@ -218,9 +219,10 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
                            else "none (it has one setting)")
                 raise CommandError(f"--setting {args.setting!r}: {args.id} offers {offered}")
             chosen = {"setting": args.setting}
+        # checked once here: a device that cannot run is the user's error, not a figure's point
+        device = str(torch_device(args.device or "cpu"))
         result = empirical.run(dataset=_dataset_choice(args), trials=args.trials or 100,
-                               device=args.device or "cpu", out_dir=args.out, reduced=args.reduced,
-                               **chosen)
+                               device=device, out_dir=args.out, reduced=args.reduced, **chosen)
         emit(result, args.json, empirical.summary(result))
         if not empirical.passed(result):
             raise SystemExit(1)
@@ -271,8 +273,8 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
         # network benchmark runs for minutes.
         with reporting("bench trials"):
             res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n,
-                                   device=args.device, dataset=args.dataset, model=args.model,
-                                   progress=progress)
+                                   device=args.device, dataset=args.dataset, path=args.path,
+                                   model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
         raise CommandError(f"the trial benchmark needs the torch extra: {exc}") from None
     if args.algorithm == ALL_ALGORITHMS:
@@ -383,8 +385,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
                    "one (default: the default algorithm)")
     p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
-    p.add_argument("--device", default="cpu")
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
+    p.add_argument("--path", help="the file or folder of --dataset mnist, cifar10 or npz")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
     from audits.cli.bench import add_power_command, add_tightness_command

@@ -129,7 +129,8 @@ ALL_ALGORITHMS = "all"
 
 
 def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, device: str = "cpu",
-                     dataset: str | None = None, model: str | None = None,
+                     dataset: str | None = None, path: str | None = None,
+                     model: str | None = None,
                      progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Batched against per-trial trials of an algorithm (its adapter's ``benchmark_trials``).
 
@@ -137,10 +138,13 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     :func:`_generic_trials_benchmark`). ``algorithm`` ``"all"`` runs every registered
     algorithm in turn (``progress`` is told each name as it starts) and returns their rows.
     """
+    if path is not None and dataset is None:
+        raise ValueError("--path names the files of a --dataset (mnist, cifar10 or npz); give "
+                         "--dataset too")
     if algorithm == ALL_ALGORITHMS:
         if dataset is not None or model is not None:
             raise ValueError("--algorithm all runs each algorithm on its own benchmark data and "
-                             "model; leave --dataset and --model out")
+                             "model; leave --dataset, --path and --model out")
         rows = []
         for name in adapter_names():
             if progress is not None:
@@ -150,6 +154,8 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
     adapter = default_adapter() if algorithm is None else get_adapter(algorithm,
                                                                       path="--algorithm")
     options = {} if dataset is None else {"dataset": dataset}
+    if path is not None:
+        options["path"] = path
     if model is not None:  # adapters with several models take model= (e.g. mlp, cnn)
         if "model" not in inspect.signature(adapter.benchmark_trials).parameters:
             raise ValueError(f"the {adapter.name} benchmark has one model; leave --model out")
@@ -159,7 +165,7 @@ def trials_benchmark(*, algorithm: str | None = None, n_trials: int = 1000, devi
         return {"algorithm": adapter.name, **own}
     if options:
         raise ValueError(f"the {adapter.name} benchmark runs on its demo data and model; leave "
-                         "--dataset and --model out")
+                         "--dataset, --path and --model out")
     return {"algorithm": adapter.name, **_generic_trials_benchmark(adapter, n_trials, device)}
 
 

@@ -8,8 +8,11 @@ row keeps its place with weight 0, as :func:`empirical.mechanisms.common.data_ve
 them) and has its own perturbation b ~ N(0, sigma^2 I_d). Parameters are a [trials, d] tensor
 and every step is one batched torch call, never a Python loop over trials:
 
-* Hessians X^T diag(w_i l''_i) X of all trials are ONE matrix product [N, n] @ [n, d(d+1)/2]
-  with the packed outer products x_i x_i^T (computed once per dataset), then unpacked;
+* every product of the trials' rows with a table they share (the data X, the packed outer
+  products x_i x_i^T, the preconditioner) is a blocked product of a fixed number of trials
+  (:func:`empirical.models.blocked_product`): Hessians X^T diag(w_i l''_i) X are one such
+  product [N, n] @ [n, d(d+1)/2] with the packed outer products (computed once per dataset),
+  then unpacked;
 * training starts from a shared warm start (the unperturbed minimiser w_0 minus
   H_0^{-1} b, exact to first order in b) and takes fixed-matrix Newton steps with the shared
   H_0^{-1}, two matrix products per step; trials where that stops contracting switch to exact
@@ -19,9 +22,10 @@ and every step is one batched torch call, never a Python loop over trials:
   (the backward error of a direct solve), with batched Cholesky as the fallback.
 
 Shared per-dataset work (w_0, H_0^{-1}, exact ||X||_2 per data version) is done once per call,
-outside the trials. On digits 3-vs-8 (n = 256, d = 64, one torch thread) this runs train + one
-removal + retrain at about 30 times the per-trial rate of the same code run one trial at a
-time (``unlearn bench trials --algorithm guo2020-newton``).
+outside the trials. A trial's numbers are bit for bit the same however many trials share the
+call (see :func:`run_guo`). On digits 3-vs-8 (n = 256, d = 64, one torch thread) this runs
+train + one removal + retrain at about 35 times the per-trial rate of the same code run one
+trial at a time (``unlearn bench trials --algorithm guo2020-newton``).
 
 Conventions (docs/errata-guo2020.md, G1, G4, G5, G7):
 
@@ -52,6 +56,7 @@ import numpy as np
 import torch
 
 from empirical.data import Dataset
+from empirical.elementwise import elementwise_per_trial
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -63,8 +68,16 @@ from empirical.mechanisms.common import (
     prepare_mechanism,
     result_fields,
 )
+from empirical.models import (
+    TRIAL_BLOCK,
+    blocked_product,
+    broadcast_rows,
+    padded_table,
+    pairwise_dot,
+    weighted_rows_sum,
+)
 from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom
+from empirical.trials import DEFAULT_CPU_MEMORY_BUDGET, TrialRandom, chunk_size_for
 
 __all__ = [
     "LOGISTIC_GAMMA",
@@ -120,10 +133,55 @@ def _ones(X: torch.Tensor) -> torch.Tensor:
     return torch.ones(X.shape[0], dtype=X.dtype, device=X.device)
 
 
+# Products of the trials' rows with a table every trial shares (the data, the preconditioner)
+# go through the blocked products of empirical.models: one BLAS product over all trials would
+# round by shape, so a trial's bits would depend on how many trials share the call.
+
+def _scores(w: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
+    """w @ X^T per trial, [trials, d] x [n, d] -> [trials, n]."""
+    return pairwise_dot(w, X)
+
+
+def _combine(coefficients: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+    """coefficients @ table, the rows of ``table`` summed with each trial's coefficients:
+    [trials, n] x [n, k] -> [trials, k]."""
+    return weighted_rows_sum(coefficients, broadcast_rows(table, coefficients.shape[0]))
+
+
+def _rows(values: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """values[rows] for sorted distinct ``rows`` (from torch.nonzero); no copy when they are
+    all the rows."""
+    return values if rows.numel() == values.shape[0] else values[rows]
+
+
+def _replace_rows(values: torch.Tensor, rows: torch.Tensor, new: torch.Tensor) -> torch.Tensor:
+    """A copy of ``values`` with ``values[rows] = new`` (``new`` itself when ``rows``, sorted and
+    distinct, are all the rows)."""
+    if rows.numel() == values.shape[0]:
+        return new
+    values = values.clone()
+    values[rows] = new
+    return values
+
+
+def _sigmoid_margins(margins: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """sigmoid(y s) per trial and point, with each trial's bits independent of its neighbours."""
+    return elementwise_per_trial(torch.sigmoid, y * margins)
+
+
+def _first_derivative(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
+    """l' with respect to the score s = w.x, per trial and point ([trials, n])."""
+    if loss == "logistic":  # l = log(1 + exp(-y s)), y in {-1, +1}
+        return (_sigmoid_margins(margins, y) - 1) * y
+    if loss == "least_squares":  # l = (s - y)^2
+        return 2 * (margins - y)
+    raise ValueError(f"unknown loss {loss!r}")
+
+
 def _derivatives(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> tuple[torch.Tensor, torch.Tensor]:
     """(l', l'') with respect to the score s = w.x, per trial and point ([trials, n])."""
     if loss == "logistic":  # l = log(1 + exp(-y s)), y in {-1, +1}
-        p = torch.sigmoid(y * margins)
+        p = _sigmoid_margins(margins, y)
         return (p - 1) * y, p * (1 - p)
     if loss == "least_squares":  # l = (s - y)^2
         return 2 * (margins - y), torch.full_like(margins, 2.0)
@@ -132,7 +190,7 @@ def _derivatives(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> tuple[to
 
 def _loss_values(margins: torch.Tensor, y: torch.Tensor, loss: Loss) -> torch.Tensor:
     if loss == "logistic":
-        return torch.nn.functional.softplus(-y * margins)
+        return elementwise_per_trial(torch.nn.functional.softplus, -y * margins)
     return (margins - y) ** 2
 
 
@@ -141,7 +199,7 @@ def objective(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, 
     """L_b(w; D) per trial ([trials]); rows of weight 0 are absent (n = sum of weights)."""
     weights = _ones(X) if weights is None else weights
     n = weights.sum()
-    values = _loss_values(w @ X.T, y, loss) @ weights
+    values = (_loss_values(_scores(w, X), y, loss) * weights).sum(1)
     return values + 0.5 * lam * n * (w * w).sum(1) + (b * w).sum(1)
 
 
@@ -149,14 +207,15 @@ def gradient(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, b
              loss: Loss, weights: torch.Tensor | None = None) -> torch.Tensor:
     """grad L_b(w; D) = sum l'(w.x_i) x_i + lambda n w + b, per trial ([trials, d])."""
     weights = _ones(X) if weights is None else weights
-    first, _ = _derivatives(w @ X.T, y, loss)
-    return (first * weights) @ X + lam * weights.sum() * w + b
+    first = _first_derivative(_scores(w, X), y, loss)
+    return _combine(first * weights, X) + lam * weights.sum() * w + b
 
 
 @dataclass(frozen=True)
 class OuterProducts:
-    """Packed upper triangles of x_i x_i^T, [n, d(d+1)/2], and where each of the d^2 entries of
-    a symmetric matrix sits in the packed vector."""
+    """Packed upper triangles of x_i x_i^T, [n, d(d+1)/2] as a zero-padded table for
+    :func:`~empirical.models.blocked_product` (:func:`~empirical.models.padded_table`), and
+    where each of the d^2 entries of a symmetric matrix sits in the packed vector."""
 
     packed: torch.Tensor
     positions: torch.Tensor  # [d * d] index into the packed axis
@@ -178,7 +237,7 @@ def outer_products(X: torch.Tensor) -> OuterProducts | None:
     position = torch.empty(d, d, dtype=torch.long, device=X.device)
     position[rows, cols] = torch.arange(rows.numel(), device=X.device)
     position[cols, rows] = position[rows, cols]
-    return OuterProducts(X[:, rows] * X[:, cols], position.reshape(-1), d)
+    return OuterProducts(padded_table(X[:, rows] * X[:, cols]), position.reshape(-1), d)
 
 
 def _unpack(packed: torch.Tensor, outer: OuterProducts) -> torch.Tensor:
@@ -191,17 +250,18 @@ def hessian(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, lo
             weights: torch.Tensor | None = None, outer: OuterProducts | None = None) -> torch.Tensor:
     """Hessian X^T diag(weights l'') X + lambda n I of the objective, per trial ([trials, d, d]).
 
-    One matrix product [trials, n] @ [n, d(d+1)/2] over the packed outer products: the data are
-    shared by every trial, so the trial axis becomes the long side of a single GEMM.
+    The product [trials, n] @ [n, d(d+1)/2] with the packed outer products, shared by every
+    trial, in blocks of a fixed number of trials (:func:`~empirical.models.blocked_product`),
+    so a trial's Hessian does not depend on the trials beside it.
     """
     weights = _ones(X) if weights is None else weights
     outer = outer_products(X) if outer is None else outer
-    _, second = _derivatives(w @ X.T, y, loss)
+    _, second = _derivatives(_scores(w, X), y, loss)
     scale = second * weights
     if outer is None:  # too large to pack: one [d, n] @ [n, d] product per trial
         H = torch.stack([(X.T * row) @ X for row in scale])
     else:
-        H = _unpack(scale @ outer.packed, outer)
+        H = _unpack(blocked_product(scale, outer.packed), outer)
     eye = torch.eye(X.shape[1], dtype=X.dtype, device=X.device)
     return H + lam * weights.sum() * eye
 
@@ -210,6 +270,24 @@ def _solve_spd(H: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     """H^{-1} rhs per trial for symmetric positive definite H (lambda > 0), by Cholesky."""
     factor = torch.linalg.cholesky(H)
     return torch.cholesky_solve(rhs[..., None], factor)[..., 0]
+
+
+# Bytes of Hessians the exact solves form at once: trials take that path in groups, so a chunk
+# whose every trial needs it stays within this, and chunks are sized by the products alone.
+_HESSIAN_BYTES = 8 * 2**20
+
+
+def _exact_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.Tensor, *,
+                 outer: OuterProducts | None, **kw: object) -> torch.Tensor:
+    """H^{-1} rhs per trial by Cholesky of the formed Hessians, a group of trials at a time (the
+    packed product or the per-trial [d, n] copies, the Hessians and their factors within
+    ``_HESSIAN_BYTES``)."""
+    n, d = X.shape
+    outer = outer_products(X) if outer is None else outer  # once for every group
+    group = max(1, _HESSIAN_BYTES // (rhs.element_size() * (n * d + 4 * d * d)))
+    parts = [_solve_spd(hessian(w[start:start + group], X, y, outer=outer, **kw),
+                        rhs[start:start + group]) for start in range(0, rhs.shape[0], group)]
+    return parts[0] if len(parts) == 1 else torch.cat(parts)
 
 
 # Backward-error target of the iterative Hessian solve: ||H v - rhs|| <= _SOLVE_SLACK * u *
@@ -221,33 +299,35 @@ _SOLVE_ROUNDS = 40
 def hessian_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.Tensor, *,
                   lam: float, loss: Loss, weights: torch.Tensor | None = None,
                   outer: OuterProducts | None = None, preconditioner: torch.Tensor | None = None,
-                  X_norm: float | None = None) -> torch.Tensor:
+                  X_norm: float | None = None, second: torch.Tensor | None = None) -> torch.Tensor:
     """H^{-1} rhs per trial, H = X^T diag(weights l''(w)) X + lambda n I exactly (eq. 6's solve).
 
-    Without ``preconditioner``: batched Cholesky of the formed Hessians. With a shared
+    Without ``preconditioner``: Cholesky of the formed Hessians (groups of trials). With a shared
     ``preconditioner`` P (the inverse Hessian at a nearby point): iterative refinement
     v <- v + P (rhs - H v), with H v as two matrix products (no [d, d] per trial), run until the
     residual is at rounding level, ||H v - rhs|| <= 4 d u (||H|| ||v|| + ||rhs||) with ||H|| bounded
     above by max(l'') ||X||_2^2 + lambda n, the backward error of a direct solve; the residual
     is computed, not assumed. Trials where that does not contract fall back to Cholesky.
+    ``second`` may pass l''(w.x_i) per trial and row when the caller has it.
     """
     weights = _ones(X) if weights is None else weights
     kw = {"lam": lam, "loss": loss, "weights": weights}
     if preconditioner is None:
-        return _solve_spd(hessian(w, X, y, outer=outer, **kw), rhs)
-    _, second = _derivatives(w @ X.T, y, loss)
+        return _exact_solve(w, X, y, rhs, outer=outer, **kw)
+    if second is None:
+        _, second = _derivatives(_scores(w, X), y, loss)
     curvature = second * weights
     ridge = lam * weights.sum()
 
     def apply(v: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        return ((v @ X.T) * curvature[rows]) @ X + ridge * v
+        return _combine(_scores(v, X) * _rows(curvature, rows), X) + ridge * v
 
     if X_norm is None:
         X_norm = spectral_norm_upper(X[weights > 0])
     h_norm = curvature.max(dim=1).values * X_norm**2 + ridge
     slack = 4 * X.shape[1] * torch.finfo(X.dtype).eps
     everyone = torch.arange(rhs.shape[0], device=rhs.device)
-    v = rhs @ preconditioner
+    v = _combine(rhs, preconditioner)
     residual = rhs - apply(v, everyone)
     r_norm = residual.norm(dim=1)
     done = r_norm <= slack * (h_norm * v.norm(dim=1) + rhs.norm(dim=1))
@@ -256,19 +336,22 @@ def hessian_solve(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, rhs: torch.
         rows = torch.nonzero(~done & ~failed).squeeze(1)
         if rows.numel() == 0:
             break
-        new_v = v[rows] + residual[rows] @ preconditioner
-        new_residual = rhs[rows] - apply(new_v, rows)
+        new_v = _rows(v, rows) + _combine(_rows(residual, rows), preconditioner)
+        part_rhs = _rows(rhs, rows)
+        new_residual = part_rhs - apply(new_v, rows)
         new_norm = new_residual.norm(dim=1)
-        converged = new_norm <= slack * (h_norm[rows] * new_v.norm(dim=1) + rhs[rows].norm(dim=1))
+        converged = new_norm <= slack * (_rows(h_norm, rows) * new_v.norm(dim=1)
+                                         + part_rhs.norm(dim=1))
         # No halving of the residual: P is too far from this trial's Hessian (Cholesky below).
-        failed[rows] = ~converged & (new_norm > 0.5 * r_norm[rows])
-        v, residual, r_norm = v.clone(), residual.clone(), r_norm.clone()
-        v[rows], residual[rows], r_norm[rows] = new_v, new_residual, new_norm
+        failed[rows] = ~converged & (new_norm > 0.5 * _rows(r_norm, rows))
+        v = _replace_rows(v, rows, new_v)
+        residual = _replace_rows(residual, rows, new_residual)
+        r_norm = _replace_rows(r_norm, rows, new_norm)
         done[rows] = converged
     rest = torch.nonzero(~done).squeeze(1)
     if rest.numel():
         v = v.clone()
-        v[rest] = _solve_spd(hessian(w[rest], X, y, outer=outer, **kw), rhs[rest])
+        v[rest] = _exact_solve(w[rest], X, y, rhs[rest], outer=outer, **kw)
     return v
 
 
@@ -314,20 +397,23 @@ def train(X: torch.Tensor, y: torch.Tensor, *, lam: float, b: torch.Tensor, loss
         pending = g_norm > target
         if not bool(pending.any()):
             return Trained(w, b, g_norm, iteration - 1)
-        w, g, g_norm = w.clone(), g.clone(), g_norm.clone()
         chord = torch.nonzero(pending & ~exact).squeeze(1)
         newton = torch.nonzero(pending & exact).squeeze(1)
         if chord.numel():
-            candidate = w[chord] - g[chord] @ preconditioner
-            cand_g = gradient(candidate, X, y, b=b[chord], **kw)
+            candidate = _rows(w, chord) - _combine(_rows(g, chord), preconditioner)
+            cand_g = gradient(candidate, X, y, b=_rows(b, chord), **kw)
             cand_norm = cand_g.norm(dim=1)
-            good = cand_norm <= 0.5 * g_norm[chord]
-            kept = chord[good]
-            w[kept], g[kept], g_norm[kept] = candidate[good], cand_g[good], cand_norm[good]
+            good = cand_norm <= 0.5 * _rows(g_norm, chord)
+            kept = torch.nonzero(good).squeeze(1)
+            w = _replace_rows(w, chord[kept], _rows(candidate, kept))
+            g = _replace_rows(g, chord[kept], _rows(cand_g, kept))
+            g_norm = _replace_rows(g_norm, chord[kept], _rows(cand_norm, kept))
             exact[chord[~good]] = True  # too far from P's point: exact Newton from now on
         if newton.numel():
-            w[newton], g[newton], g_norm[newton] = _damped_newton_step(
-                w[newton], g[newton], g_norm[newton], X, y, b=b[newton], outer=outer, **kw)
+            stepped = _damped_newton_step(_rows(w, newton), _rows(g, newton), _rows(g_norm, newton),
+                                          X, y, b=_rows(b, newton), outer=outer, **kw)
+            w, g, g_norm = (_replace_rows(t, newton, new)
+                            for t, new in zip((w, g, g_norm), stepped, strict=True))
     if not bool((g_norm <= target).all()):
         raise RuntimeError(f"Algorithm 1: Newton did not reach tol={tol} in {max_iter} iterations "
                            f"(worst residual {float(g_norm.max()):.3g})")
@@ -340,7 +426,7 @@ def _damped_newton_step(w: torch.Tensor, g: torch.Tensor, g_norm: torch.Tensor, 
                         ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One Newton step per trial with vectorised backtracking: (w, gradient, its norm)."""
     kw = {"lam": lam, "loss": loss, "weights": weights}
-    step = _solve_spd(hessian(w, X, y, outer=outer, **kw), g)
+    step = _exact_solve(w, X, y, g, outer=outer, **kw)
     value = objective(w, X, y, b=b, **kw)
     slope = (g * step).sum(1)
     t = torch.ones_like(g_norm)
@@ -391,15 +477,17 @@ def newton_removal(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, removed: t
         raise ValueError("newton_removal: a removed row is not present")
     after = before - gone
     m = gone.sum()
-    first, _ = _derivatives(w @ X.T, y, loss)
-    delta = m * lam * w + (first * gone) @ X
+    first, second = _derivatives(_scores(w, X), y, loss)
+    # Only the removed rows' gradients enter Delta: a product over those rows alone.
+    rows = torch.nonzero(gone).squeeze(1)
+    delta = m * lam * w + _combine(first[:, rows] * gone[rows], X[rows])
     if X_norm is None:  # largest singular value of the remaining rows, from above
         X_norm = spectral_norm_upper(X[after > 0])
     v = hessian_solve(w, X, y, delta, lam=lam, loss=loss, weights=after, outer=outer,
-                      preconditioner=preconditioner, X_norm=X_norm)
+                      preconditioner=preconditioner, X_norm=X_norm, second=second)
     w_new = w + v
     update_norm = v.norm(dim=1)
-    X_update_norm = ((v @ X.T) * after).norm(dim=1)  # weights are 0/1
+    X_update_norm = (_scores(v, X) * after).norm(dim=1)  # weights are 0/1
     residual = gradient(w_new, X, y, lam=lam, b=b, loss=loss, weights=after).norm(dim=1)
     return RemovalStep(w_new, update_norm, X_update_norm, X_norm,
                        gamma * X_norm * update_norm * X_update_norm, residual)
@@ -506,7 +594,7 @@ def _prepare_version(data: DataVersion, outer: OuterProducts | None, config: Guo
 def _warm_train(version: _Version, b: torch.Tensor, config: GuoConfig) -> Trained:
     """Algorithm 1 from w_0 - H_0^{-1} b (first-order exact warm start), to ``config.tol``,
     with H_0^{-1} as the fixed-matrix Newton preconditioner (exact Newton where it is too far)."""
-    start = version.w0 - b @ version.h0_inverse
+    start = version.w0 - _combine(b, version.h0_inverse)
     data = version.data
     return train(data.features, data.labels, lam=config.lam, b=b, loss=config.loss,
                  tol=config.tol, max_iter=config.max_iter, weights=data.weights, start=start,
@@ -528,9 +616,13 @@ def run_guo(
     and if beta > budget a retrain on the remaining data with a fresh b (stream
     ``noise/alg2/<step>``) and beta reset to that retrain's optimiser residual; finally the
     retrained model: a fresh b (stream ``noise/retrain``) trained on the final data. Losses of
-    the forget records use their original rows. Trial i depends only on (seed, i) (to
-    floating-point rounding of the shared matrix products). ``evaluate_learned`` also scores
-    the models before removal (off by default: the audit compares unlearned and retrained).
+    the forget records use their original rows. Trial i depends only on (seed, i), bit for bit
+    on CPU: its products with the shared data are blocked products of a fixed number of trials,
+    its exp/log go through :func:`~empirical.elementwise.elementwise_per_trial`, its solves and
+    norms are its own, and a trial stops moving once it meets its tolerance, so neither the
+    number of trials in the call, its place among them, the chunk size nor the mode changes a
+    bit. ``evaluate_learned`` also scores the models before removal (off by default: the audit
+    compares unlearned and retrained).
     """
     requests = as_requests(request)
     if not requests:
@@ -597,11 +689,19 @@ def run_guo(
         return outputs
 
     itemsize = torch.empty((), dtype=setup.dtype).element_size()
-    packed = d * d if outer is None else outer.packed.shape[1]
-    bytes_per_trial = itemsize * (4 * dataset.n + 6 * d * d + packed + 8 * len(versions))
-    # The Newton solves go through BLAS/LAPACK, whose rounding may depend on the thread count:
-    # they keep the caller's threads, so the numbers stay those of earlier runs.
-    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, one_thread=False)
+    # A step's temporaries are about a dozen [n] margins and coefficients per trial and a few
+    # dozen [d] vectors; the exact Hessian solves form their [d, d] matrices in groups within
+    # _HESSIAN_BYTES (_exact_solve), outside this per-trial count.
+    bytes_per_trial = itemsize * (16 * dataset.n + 32 * d + 8 * len(versions))
+    chunk_size = None
+    if options.mode == "batched" and setup.device.type == "cpu":
+        chunk_size = chunk_size_for(n_trials=options.n_trials, bytes_per_trial=bytes_per_trial,
+                                    device=setup.device,
+                                    memory_budget=DEFAULT_CPU_MEMORY_BUDGET - _HESSIAN_BYTES)
+        if TRIAL_BLOCK < chunk_size < options.n_trials:
+            chunk_size -= chunk_size % TRIAL_BLOCK  # whole blocks of rows in the blocked products
+    # One CPU thread, as every mechanism: no BLAS call or reduction is split between threads.
+    outputs = setup.run(pipeline, bytes_per_trial=bytes_per_trial, chunk_size=chunk_size)
     return GuoResult(
         config=config,
         learned=model_samples(outputs, "learned") if evaluate_learned else None,

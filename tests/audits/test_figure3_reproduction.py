@@ -288,6 +288,28 @@ def test_cli_setting_is_checked_before_anything_runs(capsys):
     assert offered["chien2024:fig3b"] == ["literal", "matched"]
 
 
+def test_a_device_that_cannot_run_is_one_error_before_any_point(tmp_path, capsys):
+    code = main(["reproduce", "chien2024:fig3a", "--device", "cuda:x", "--reduced", "--out",
+                 str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and "'cuda:N' or 'auto', got 'cuda:x'" in err
+    assert not (tmp_path / "out").exists()  # no figure of "not certifiable" points is written
+
+
+def test_a_failure_that_is_not_the_theorems_is_not_called_not_certifiable(tmp_path, monkeypatch):
+    import audits.runner
+    from audits.reproductions.registry import get_empirical_reproduction
+
+    def broken(spec, **_):
+        raise TypeError("a programming error, not a refusal of the theorem")
+
+    monkeypatch.setattr(audits.runner, "prepare_audit", broken)
+    with pytest.raises(TypeError, match="programming error"):
+        get_empirical_reproduction("chien2024:fig3a").run(
+            dataset=("digits", None), trials=4, device="cpu", out_dir=str(tmp_path),
+            reduced=True)
+
+
 # ----------------------------------------------------------------------------------------------
 # Plots (rendered, then inspected through matplotlib's own geometry).
 

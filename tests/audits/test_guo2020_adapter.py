@@ -210,3 +210,12 @@ def test_demo_report_draws_the_corrected_worst_case_only_while_it_is_finite(tmp_
     if len(corrected["y"]) < len(printed["y"]):
         assert f"After {len(corrected['y'])} removals" in fig2["caption"]
     assert (tmp_path / "report.json").exists()
+
+
+def test_bench_trials_reports_the_looped_trials_bit_identical_to_the_batched_ones() -> None:
+    from audits.cli.bench import trials_benchmark
+
+    row = trials_benchmark(algorithm="guo2020-newton", n_trials=12)
+    assert row["loop_trials_timed"] == 12
+    assert row["loop_matches_batched"] is True and row["max_abs_param_difference"] == 0.0
+    assert row["batched_trials_per_s"] > 0 and row["loop_trials_per_s"] > 0

@@ -183,6 +183,44 @@ def test_read_idx_rejects_bad_files(tmp_path):
         load_mnist(tmp_path)
 
 
+class _RunsCodeWhenUnpickled:
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))  # unpickling would create the marker file
+
+
+@pytest.mark.parametrize("payload", ["in_the_batch", "as_the_batch"])
+def test_a_cifar_batch_that_would_run_code_is_refused_without_running_it(tmp_path, payload):
+    marker = tmp_path / "ran"
+    evil = _RunsCodeWhenUnpickled(marker)
+    batch = ({b"data": np.zeros((2, 48), np.uint8), b"labels": [3, 8], b"extra": evil}
+             if payload == "in_the_batch" else evil)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in ("data_batch_1", "test_batch"):
+        with open(folder / name, "wb") as handle:
+            pickle.dump(batch, handle, protocol=2)
+    with pytest.raises(ValueError, match=r"io\.open; .* refused \(nothing in it was run\)"):
+        load_cifar10(folder)
+    assert not marker.exists()
+
+
+def test_a_cifar_batch_written_by_numpy_1_under_python_2_is_read(tmp_path):
+    # Python 2's cPickle (protocol 2) names numpy 1's array constructor numpy.core.multiarray.
+    data = np.arange(96, dtype=np.uint8).reshape(2, 48)
+    raw = pickle.dumps({b"data": data, b"labels": [3, 8]}, protocol=2)
+    old = raw.replace(b"numpy._core.multiarray", b"numpy.core.multiarray")
+    assert old != raw
+    folder = tmp_path / "batches"
+    folder.mkdir()
+    for name in ("data_batch_1", "test_batch"):
+        (folder / name).write_bytes(old)
+    loaded = load_cifar10(folder)
+    assert loaded.n + loaded.n_test == 4 and loaded.dim == 48
+
+
 def test_load_cifar10_from_pickle_batches_and_npz(tmp_path):
     rng = np.random.default_rng(2)
     batches = []

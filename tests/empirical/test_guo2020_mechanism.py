@@ -175,10 +175,8 @@ def test_run_guo_batched_equals_loop_and_respects_the_budget() -> None:
                         options=TrialOptions(n_trials=6, seed=3, retain_scores=4))
     looped = g.run_guo(dataset, requests, config=config,
                        options=TrialOptions(n_trials=3, seed=3, mode="loop", first_trial=3, retain_scores=4))
-    np.testing.assert_allclose(batched.unlearned.params[3:], looped.unlearned.params,
-                               rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(batched.retrained.params[3:], looped.retrained.params,
-                               rtol=1e-10, atol=1e-12)
+    assert np.array_equal(batched.unlearned.params[3:], looped.unlearned.params)
+    assert np.array_equal(batched.retrained.params[3:], looped.retrained.params)
     # beta only exceeds the budget at a step that retrains, and then the model is a fresh one.
     over = batched.beta_history > config.budget
     assert np.array_equal(over, batched.retrained_at.astype(bool))
@@ -188,6 +186,74 @@ def test_run_guo_batched_equals_loop_and_respects_the_budget() -> None:
     assert np.all(batched.residual_history <= accumulated + 1e-12)
     assert batched.X_norms[1] == pytest.approx(
         np.linalg.svd(dataset.features[1:], compute_uv=False)[0], rel=1e-12)
+
+
+def per_trial_outputs(result: g.GuoResult) -> dict[str, np.ndarray]:
+    """Every per-trial array of a run_guo result, by name."""
+    outputs = {f"{side}.{name}": getattr(getattr(result, side), name)
+               for side in ("unlearned", "retrained")
+               for name in ("params", "forget_losses", "retain_losses", "test_accuracy")}
+    outputs.update(beta=result.beta_history, residual=result.residual_history,
+                   corollary2=result.corollary2_history, retrained_at=result.retrained_at,
+                   train_residual=result.train_residual)
+    return outputs
+
+
+@pytest.mark.parametrize(("sigma", "lam", "budget"), [(0.5, 0.01, 0.012), (20.0, 0.001, 30.0)],
+                         ids=["refinement-and-retrains", "exact-newton-and-cholesky-fallbacks"])
+def test_a_trials_outputs_are_bit_identical_alone_in_a_batch_or_at_another_position(
+        sigma: float, lam: float, budget: float) -> None:
+    """Trial i's bits depend on (seed, i) only: not on how many trials share the call, the
+    trial's place among them, the chunk size or the loop mode. The second setting sends trials
+    out of the shared preconditioner's reach (exact Newton, Cholesky), the budget makes some
+    trials retrain at some steps (rows of a chunk taking a separate path)."""
+    dataset, requests = digits_removals(3)
+    config = g.GuoConfig(lam=lam, sigma=sigma, budget=budget)
+
+    def run(first: int, n_trials: int, **options: object) -> dict[str, np.ndarray]:
+        return per_trial_outputs(g.run_guo(dataset, requests, config=config, options=TrialOptions(
+            n_trials=n_trials, seed=3, first_trial=first, retain_scores=4, **options)))
+
+    batch = run(0, 12)
+    retrained = batch["retrained_at"].astype(bool)
+    assert retrained.any() and not retrained.all()
+    others = {"trial 5 alone": (5, run(5, 1)),
+              "trial 5 third of five": (3, run(3, 5)),
+              "trials 4-6 one at a time": (4, run(4, 3, mode="loop")),
+              "chunks of 5": (0, run(0, 12, chunk_size=5))}
+    for label, (first, outputs) in others.items():
+        for name, values in outputs.items():
+            assert np.array_equal(values, batch[name][first:first + len(values)]), (label, name)
+
+
+def test_exact_hessian_solves_give_the_same_bits_one_trial_at_a_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The exact solves (damped Newton, the Cholesky fallback) form their Hessians a group of
+    trials at a time to bound memory; groups of one trial change no bit."""
+    dataset, requests = digits_removals(2)
+    config = g.GuoConfig(lam=0.001, sigma=20.0, budget=30.0)  # far from the preconditioner
+
+    def run() -> tuple[dict[str, np.ndarray], int]:
+        solves = []
+        original = g._solve_spd
+
+        def counted(H: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+            solves.append(H.shape[0])
+            return original(H, rhs)
+
+        with monkeypatch.context() as patch:
+            patch.setattr(g, "_solve_spd", counted)
+            result = g.run_guo(dataset, requests, config=config,
+                               options=TrialOptions(n_trials=8, seed=5, retain_scores=4))
+        return per_trial_outputs(result), max(solves)
+
+    grouped, largest = run()
+    assert largest > 1  # several trials' Hessians at once by default
+    monkeypatch.setattr(g, "_HESSIAN_BYTES", 1)
+    alone, largest = run()
+    assert largest == 1
+    for name, values in grouped.items():
+        assert np.array_equal(values, alone[name]), name
 
 
 def test_run_guo_refuses_replacements() -> None:

@@ -115,6 +115,12 @@ def test_chunk_sizes_follow_the_memory_budget():
     np.testing.assert_array_equal(auto["x"], run_trials(_toy_pipeline, n_trials=7, seed=1)["x"])
 
 
+@pytest.mark.parametrize("text", ["bogus", "cuda:x", "", "cpu:"])
+def test_malformed_device_text_is_refused_with_the_accepted_forms(text):
+    with pytest.raises(ValueError, match=r"'cpu', 'cuda', 'cuda:N' or 'auto', got"):
+        resolve_device(text)
+
+
 def test_resolve_device():
     assert resolve_device("cpu") == CPU
     assert resolve_device(None).type == ("cuda" if torch.cuda.is_available() else "cpu")

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from audits.fields import SpecError
 from audits.reproductions.chien2024.setting import (
     HEADLINE_CLAIMS,
     Fig3Setting,
@@ -20,6 +21,7 @@ from audits.reproductions.chien2024.setting import (
     n_and_dim,
 )
 from audits.spec import CertificateSpec, RequestSpec
+from bounds.errors import BoundError
 
 # ----------------------------------------------------------------------------------------------
 # One point: a spec through the method's adapter, its audit, its counted cost.
@@ -113,7 +115,7 @@ def _point(setting: Fig3Setting, method: str, spec: Any, n: int, **labels: Any) 
     row: dict[str, Any] = {"method": method, **labels}
     try:
         prepared = prepare_audit(spec)
-    except Exception as error:  # a refusal of the bound engine is part of the figure
+    except (SpecError, BoundError) as error:  # a refusal of the theorem is part of the figure
         row.update(status="not certifiable", reason=str(error))
         return row
     planned_unlearn, planned_total = _planned(method, prepared, n)
@@ -257,7 +259,7 @@ def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: 
                              sigma=Fraction(sigma), eta=float_down(max_step), m=m, L=L,
                              M=Fraction(setting.clip), n=n, b=n if batch == "full" else int(batch),
                              T=T, K=1, R=Fraction(setting.radius), Z=0).epsilon
-    except Exception:  # the note is an explanation only; the refusal stands without it
+    except BoundError:  # the note is an explanation only; the refusal stands without it
         return ""
     if floor <= target:
         return ""
@@ -277,7 +279,7 @@ def panel_b(setting: Fig3Setting) -> list[dict[str, Any]]:
         try:
             spec, n, epochs = _pnsgd_sequence(setting, batch, epsilon=1.0, sigma=sigma,
                                               removals=removals)
-        except Exception as error:  # e.g. the burn-in term alone exceeds the target
+        except (SpecError, BoundError) as error:  # e.g. the burn-in term alone exceeds the target
             rows.append({"method": "pnsgd", "batch": batch, "status": "not certifiable",
                          "label": label,
                          "reason": str(error) + _burn_in_floor_note(setting, batch, sigma, 1.0)})
@@ -350,7 +352,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
                 b=n if batch == "full" else int(batch), R=Fraction(setting.radius),
                 method=method, **({"T": T} if finite else {}),
                 **_ACCOUNTING_OPTIONS.get(method, {}))
-        except Exception as error:  # no K certifies (the burn-in floor): part of the answer
+        except BoundError as error:  # no K certifies (the burn-in floor): part of the answer
             entry.update(status="not certifiable", reason=str(error))
         else:
             entry.update(status="certified", epochs=schedule.total_epochs,
@@ -436,7 +438,7 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
             try:
                 spec, n, epochs = _pnsgd_sequence(setting, batch, epsilon=0.01, sigma=sigma,
                                                   removals=setting.removals)
-            except Exception as error:
+            except (SpecError, BoundError) as error:
                 rows.append({"method": "pnsgd", "batch": batch, "sigma": sigma,
                              "status": "not certifiable",
                              "reason": str(error) + _burn_in_floor_note(setting, batch, sigma, 0.01)})
