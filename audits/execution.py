@@ -10,6 +10,8 @@ chunks run first and store the exact column sums of each statistic
 then stores each statistic's projection on that direction (one number per trial and side).
 The statistics themselves (a parameter vector per trial) are stored only with
 ``keep_statistics``, or when the mechanism returns no score (they are then all a side has).
+The reduction happens where the chunk runs, in parts of at most :data:`_PART_TRIALS` trials,
+so that a chunk never holds every trial's statistics at once.
 """
 
 from __future__ import annotations
