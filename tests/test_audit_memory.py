@@ -231,3 +231,18 @@ def test_report_copy_keeps_plain_floats_converts_numpy_ones_and_names_a_bad_elem
         _to_plain({"a": [0.5, 1.0, float("nan")]}, "")
     with pytest.raises(ValueError, match=r"a\[1\]"):
         _to_plain({"a": (0.5, np.float64("inf"))}, "")
+
+
+def test_report_number_lists_keep_their_floats_and_still_name_an_out_of_range_element():
+    from audits.report.schema import _numbers
+
+    values = [0.25, 1, 0.0, 1.0, 0.5]
+    checked = _numbers(values, "utility.accuracies.unlearned", low=0, high=1)
+    assert checked == [0.25, 1.0, 0.0, 1.0, 0.5] and type(checked[1]) is float
+    assert checked[0] is values[0] and checked is not values
+    with pytest.raises(ValueError, match=r"unlearned\[2\]"):
+        _numbers([0.5, 0.75, 1.5], "utility.accuracies.unlearned", low=0, high=1)
+    with pytest.raises(ValueError, match=r"s\[1\]"):
+        _numbers([0.5, "0.7"], "s")
+    with pytest.raises(ValueError, match=r"s\[0\]"):
+        _numbers([True], "s")

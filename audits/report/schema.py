@@ -178,7 +178,13 @@ def _numbers(value: Any, path: str, *, low=None, high=None, min_length: int = 0)
     items = _list(value, path)
     if len(items) < min_length:
         raise _invalid(path, f"must hold at least {min_length} numbers, got {len(items)}")
-    return [_number(x, f"{path}[{i}]", low=low, high=high) for i, x in enumerate(items)]
+    numbers = list(items)
+    for i, x in enumerate(numbers):
+        # a float within the bounds is its own number; anything else goes through _number,
+        # which converts it or names it (no path string per element of a per-trial list)
+        if not (type(x) is float and (low is None or x >= low) and (high is None or x <= high)):
+            numbers[i] = _number(x, f"{path}[{i}]", low=low, high=high)
+    return numbers
 
 
 def _same(a: float, b: float) -> bool:
