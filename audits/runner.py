@@ -112,14 +112,14 @@ def comparable(report: Mapping[str, Any]) -> dict[str, Any]:
 
 def _finish(report: dict, out_dir: str | Path | None) -> AuditResult:
     from audits.report.schema import validate_report
-    from audits.report.write import write_validated_report
+    from audits.report.write import write_report
 
     # the analysis' freed heap goes back before the report is copied, drawn and written
     release_freed_memory()
     plain = validate_report(report)
     if out_dir is None:
         return AuditResult(plain, None)
-    return AuditResult(plain, write_validated_report(plain, out_dir))
+    return AuditResult(plain, write_report(plain, out_dir))
 
 
 @contextlib.contextmanager

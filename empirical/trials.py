@@ -219,9 +219,7 @@ def run_trials(
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
 
-    # Each chunk's outputs are copied into arrays of all the trials as they come (no list of
-    # parts and no concatenated copy beside it).
-    collected: dict[str, np.ndarray] = {}
+    collected: dict[str, list[np.ndarray]] = {}
     stop = first_trial + n_trials
     for start in range(first_trial, stop, chunk_size):
         indices = range(start, min(start + chunk_size, stop))
@@ -240,13 +238,5 @@ def run_trials(
                     f"output {name!r} has leading size {tuple(value.shape[:1])}, "
                     f"expected ({len(indices)},)"
                 )
-            part = value.detach().cpu().numpy()
-            if name not in collected:
-                collected[name] = np.empty((n_trials, *part.shape[1:]), dtype=part.dtype)
-            whole = collected[name]
-            if part.shape[1:] != whole.shape[1:] or part.dtype != whole.dtype:
-                raise ValueError(f"output {name!r} is {part.dtype} {part.shape[1:]} per trial in "
-                                 f"one chunk and {whole.dtype} {whole.shape[1:]} in another")
-            whole[start - first_trial:start - first_trial + len(indices)] = part
-        del outputs, random
-    return collected
+            collected.setdefault(name, []).append(value.detach().cpu().numpy())
+    return {name: np.concatenate(parts, axis=0) for name, parts in collected.items()}

@@ -144,21 +144,6 @@ def test_a_padded_elementwise_result_holds_only_its_own_elements():
         assert torch.equal(result[row], elementwise_per_trial(torch.sigmoid, values[row:row + 1])[0])
 
 
-def test_run_trials_refuses_an_output_whose_shape_per_trial_changes_between_chunks():
-    import torch
-
-    from empirical.trials import run_trials
-
-    def pipeline(random):
-        return {"x": torch.zeros((random.size, 2 if random.trial_indices[0] == 0 else 3))}
-
-    with pytest.raises(ValueError, match="'x' is"):
-        run_trials(pipeline, n_trials=4, seed=0, chunk_size=2)
-    outputs = run_trials(lambda random: {"i": torch.tensor(random.trial_indices)}, n_trials=5,
-                         seed=0, chunk_size=2, first_trial=3)
-    assert outputs["i"].tolist() == [3, 4, 5, 6, 7]
-
-
 def test_report_json_written_in_pieces_is_the_text_json_dumps_gives():
     from audits.report.schema import json_pieces
 
