@@ -16,13 +16,14 @@ so that a chunk never holds every trial's statistics at once.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -307,6 +308,33 @@ def _malloc_trim() -> Callable[[int], int] | None:
         return None
     trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
     return trim
+
+
+# glibc's M_TRIM_THRESHOLD option and its documented default (128 KiB).
+_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD = -1, 128 * 1024
+
+
+@contextlib.contextmanager
+def _heap_top_kept() -> Iterator[None]:
+    """While chunks compute, ``free`` never shrinks the heap: the freed top is handed back by
+    :func:`release_freed_memory` after each chunk instead of at every step of every trial.
+    Without it, depending on where a run's temporaries landed, glibc returned and re-faulted
+    the heap top at each step: on the PNSGD demo 0.5 to 2.8 million minor page faults and up
+    to 5 s of system time per run, against 0.12 to 0.2 million and 0.5 s with it (the peak is
+    unchanged). Afterwards the trim threshold is glibc's default; without glibc this does
+    nothing."""
+    if _malloc_trim() is None:
+        yield
+        return
+    import ctypes
+
+    mallopt = ctypes.CDLL(None).mallopt
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    mallopt(_M_TRIM_THRESHOLD, 2**30)
+    try:
+        yield
+    finally:
+        mallopt(_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD)
 
 
 def release_freed_memory() -> None:
@@ -594,8 +622,10 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
         return _Keep({name: unit for name, (unit, _) in directions.items()}, keep_statistics)
 
     try:
-        resumed, cluster = _execute(mechanism, plans, sink, backend=backend, progress=progress,
-                                    label=label, ray_address=ray_address, keep=keep)
+        with _heap_top_kept():
+            resumed, cluster = _execute(mechanism, plans, sink, backend=backend,
+                                        progress=progress, label=label,
+                                        ray_address=ray_address, keep=keep)
         pilot = _collect(sink, plans, PILOT) if pilot_trials else _Phase(None, {}, {})
         main = _collect(sink, plans, MAIN)
     finally:
