@@ -319,7 +319,7 @@ def _heap_top_kept() -> Iterator[None]:
     """While chunks compute, ``free`` never shrinks the heap: the freed top is handed back by
     :func:`release_freed_memory` after each chunk instead of at every step of every trial.
     Without it, depending on where a run's temporaries landed, glibc returned and re-faulted
-    the heap top at each step: on the PNSGD demo 0.5 to 2.8 million minor page faults and up
+    the heap top at each step: on the default demo 0.5 to 2.8 million minor page faults and up
     to 5 s of system time per run, against 0.12 to 0.2 million and 0.5 s with it (the peak is
     unchanged). Afterwards the trim threshold is glibc's default; without glibc this does
     nothing."""
