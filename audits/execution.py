@@ -294,8 +294,8 @@ def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str) -> Non
 
 
 @functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim`` (None elsewhere)."""
+def _glibc(name: str) -> Any:
+    """A function of the glibc already loaded, with its C signature (None elsewhere)."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -303,11 +303,12 @@ def _malloc_trim() -> Callable[[int], int] | None:
     try:
         # the libc already loaded: ctypes.util.find_library would fork ldconfig, a child that
         # shows this whole process's resident set until it execs
-        trim = ctypes.CDLL(None).malloc_trim
+        function = getattr(ctypes.CDLL(None), name)
     except (OSError, AttributeError):  # not glibc
         return None
-    trim.argtypes, trim.restype = [ctypes.c_size_t], ctypes.c_int
-    return trim
+    arguments = {"malloc_trim": [ctypes.c_size_t], "mallopt": [ctypes.c_int, ctypes.c_int]}
+    function.argtypes, function.restype = arguments[name], ctypes.c_int
+    return function
 
 
 # glibc's M_TRIM_THRESHOLD option and its documented default (128 KiB).
@@ -323,13 +324,10 @@ def _heap_top_kept() -> Iterator[None]:
     to 5 s of system time per run, against 0.12 to 0.2 million and 0.5 s with it (the peak is
     unchanged). Afterwards the trim threshold is glibc's default; without glibc this does
     nothing."""
-    if _malloc_trim() is None:
+    mallopt = _glibc("mallopt")
+    if mallopt is None:
         yield
         return
-    import ctypes
-
-    mallopt = ctypes.CDLL(None).mallopt
-    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     mallopt(_M_TRIM_THRESHOLD, 2**30)
     try:
         yield
@@ -341,7 +339,7 @@ def release_freed_memory() -> None:
     """Hand the heap pages freed by a finished chunk back to the system (glibc keeps them
     otherwise, and the torch temporaries of every chunk then pile up in the resident set until
     the report is drawn). Numbers are unaffected; without glibc this does nothing."""
-    trim = _malloc_trim()
+    trim = _glibc("malloc_trim")
     if trim is not None:
         trim(0)
 
