@@ -12,12 +12,12 @@ from audits.adapters.base import demo_audit_spec
 from audits.adapters.certificates import broken_note, mark_broken
 from audits.adapters.data import spec_data
 from audits.adapters.mechanism import time_batched_and_loop
-from empirical.benchmarks.timing import MAX_RUNS
 from audits.adapters.params import AlgorithmParams, counts
 from audits.fields import SpecError
 from audits.protocols import Certificate
 from audits.registry import adapters
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
+from empirical.benchmarks.timing import MAX_RUNS
 
 
 @dataclass(frozen=True)
