@@ -9,7 +9,14 @@ audit key, phase, chunk, trial range and seed (so a blob copied from another chu
 audit fails too), and every chunk with the list of its arrays and a SHA-256 of that binding (so
 a deleted array row or a changed trial range is caught); both are checked on every read
 (:class:`CorruptChunkError` names the chunk; :meth:`ChunkStore.verify` lists them and
-:meth:`ChunkStore.drop` removes them so that they are recomputed, never used). Rows are keyed by
+:meth:`ChunkStore.drop` removes them so that they are recomputed, never used). Checksums only
+detect damage: a crafted file can carry recomputed ones, so every read is bounded too. A chunk
+may hold at most :func:`chunk_byte_limit` bytes decompressed (from the trial count the audit's
+plan gives it, checked against its record), each blob's npy header is read first (numpy's
+parser, no pickle, no object dtype) and its data inflated a piece at a time, never past what the
+header declares and what is left of the limit, and the bytes must be exactly what the header
+declares, and a compressed blob may inflate to at most :data:`_MAX_RATIO` times its stored bytes;
+:meth:`ChunkStore.put` refuses what a read would refuse. Rows are keyed by
 the audit key (a hash of the canonical spec and the code version,
 :meth:`audits.spec.AuditSpec.digest`), so results of a different spec or different code in the
 same file are never mixed in.
@@ -240,6 +247,13 @@ _SUM_BYTES = 532
 # _TRIAL_BYTES can hold (131,072 columns, 70 MB; Koloskova's largest pilot chunk stores 2 x 5,000
 # columns, 5.3 MB) and the npy headers (128 bytes each as np.save writes the store's arrays).
 _CHUNK_BYTES = (_TRIAL_BYTES // 8) * _SUM_BYTES
+# Most a compressed blob may inflate to, as a multiple of its stored bytes. The per-chunk limit
+# alone would let a chunk of 2,500 trials inflate to 2.7 GB; with this, a crafted blob inflates
+# to at most 64 times the bytes it takes in the file. zlib reaches about 1000:1 on constant
+# data, while the store's arrays compress 1 to 20 times (parameter vectors and scores hardly,
+# trial indices about 5, accuracies about 8, padded column sums about 20); an array that would
+# compress more (all accuracies equal) is stored as plain npy bytes instead (:func:`_pack`).
+_MAX_RATIO = 64
 # Longest npy header text read (np.save writes 118 characters for the store's arrays; numpy's
 # own reader refuses above 10,000), and what is inflated to find it.
 _HEADER_TEXT = 4096
@@ -285,7 +299,8 @@ def _header(prefix: bytes) -> tuple[int, int]:
 def _npy_pieces(data: bytes, *, limit: int) -> Iterator[bytes]:
     """The npy bytes of a stored blob (plain, or one zlib stream), in pieces of at most
     :data:`_PIECE` bytes after the header; raises :class:`_BlobError` before inflating more
-    than ``limit`` bytes, or when the bytes are not exactly what the header declares."""
+    than ``limit`` bytes or :data:`_MAX_RATIO` times the blob, or when the bytes are not exactly
+    what the header declares."""
     if data.startswith(_NPY_MAGIC):
         length, body = _header(data[:_HEADER_PREFIX])
         if length + body > limit:
@@ -306,6 +321,9 @@ def _npy_pieces(data: bytes, *, limit: int) -> Iterator[bytes]:
         if size > limit:
             raise _BlobError(f"its header declares {size:,} bytes, more than the {limit:,} left "
                              "for its chunk")
+        if size > _MAX_RATIO * len(data):
+            raise _BlobError(f"its header declares {size:,} bytes, more than {_MAX_RATIO} times "
+                             f"its {len(data):,} compressed bytes (the most the store compresses)")
         if len(prefix) > size:
             raise _BlobError(f"it inflates past the {size:,} bytes its header declares")
         yield prefix
@@ -336,11 +354,11 @@ def _checked_size(data: bytes, *, limit: int) -> int:
 
 def _pack(array: np.ndarray) -> tuple[bytes, int]:
     """A blob as stored and its ``np.save`` size: the ``np.save`` bytes, zlib-compressed when that
-    is smaller (lossless: accuracies, trial indices and scores shrink, the values read back are
-    the same bits)."""
+    is smaller but at most :data:`_MAX_RATIO` times so (lossless: accuracies, trial indices and
+    scores shrink, the values read back are the same bits)."""
     raw = array_to_bytes(array)
     packed = zlib.compress(raw, 6)
-    return (packed if len(packed) < len(raw) else raw), len(raw)
+    return (packed if len(packed) < len(raw) <= _MAX_RATIO * len(packed) else raw), len(raw)
 
 
 @dataclass(frozen=True)
@@ -597,8 +615,10 @@ def _verify(conn: sqlite3.Connection, audit_key: str,
             "SELECT name, data, sha256 FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ? "
             "ORDER BY name", (audit_key, row[0], row[1]))
         plan = None if planned is None else planned.get((row[0], int(row[1])))
+        # a chunk outside the plan is never read, so its blobs are not inflated either
+        contents = planned is None or plan is not None
         bad += [(row[0], int(row[1]), problem)
-                for problem in _problems(audit_key, row, blobs, planned=plan)]
+                for problem in _problems(audit_key, row, blobs, planned=plan, contents=contents)]
     return bad
 
 

@@ -139,6 +139,36 @@ def test_a_zlib_bomb_with_valid_checksums_is_refused_without_inflating_it(tmp_pa
         assert len(bad) == 1 and bad[0][:2] == ("audit", 0) and why in bad[0][2]
 
 
+def test_a_bomb_within_a_large_chunks_limit_is_refused_by_its_compression_ratio(tmp_path):
+    # a chunk of 2,000 trials may hold 2.2 GB, so 200 MiB shaped as 2,000 rows passes that limit;
+    # no blob the store writes inflates to more than 64 times its stored bytes
+    n = 2000
+    assert chunk_byte_limit(n) > _BOMB_BYTES
+    with _store(tmp_path) as store:
+        store.put(phase="audit", chunk=0, first_trial=0, n_trials=n, seed=1, arrays=_chunk(n))
+    _forge(tmp_path / STORE_NAME, name="scores",
+           data=_deflated(_header((n, _BOMB_BYTES // 8 // n)), _BOMB_BYTES))
+    with _store(tmp_path) as store:
+        message, peak = _refusal_and_peak(lambda: store.get("audit", 0, planned=(0, n, 1)))
+    assert f"its header declares {n * (_BOMB_BYTES // 8 // n) * 8 + 128:,} bytes, more than 64 " \
+        "times its" in message
+    assert peak < _SMALL_PEAK
+
+
+def test_arrays_that_compress_past_the_ratio_are_stored_plain_and_read_back(tmp_path):
+    arrays = {"accuracy": np.ones(2000), "trial_index": np.arange(2000)}  # 250:1 and 5:1
+    with _store(tmp_path) as store:
+        store.put(phase="audit", chunk=0, first_trial=0, n_trials=2000, seed=1, arrays=arrays)
+        back = store.get("audit", 0, planned=(0, 2000, 1)).arrays
+    conn = sqlite3.connect(tmp_path / STORE_NAME)
+    blobs = dict(conn.execute("SELECT name, data FROM arrays").fetchall())
+    conn.close()
+    assert blobs["accuracy"] == array_to_bytes(arrays["accuracy"])  # plain np.save bytes
+    assert len(blobs["trial_index"]) < len(array_to_bytes(arrays["trial_index"])) / 2
+    for name, array in arrays.items():
+        assert back[name].dtype == array.dtype and back[name].tobytes() == array.tobytes()
+
+
 @pytest.mark.parametrize("compress", [False, True])
 def test_a_header_declaring_a_huge_shape_is_refused_before_allocation(tmp_path, compress):
     # 10^12 float64 (8 TB) declared, a few bytes given: np.load would try to allocate the shape
