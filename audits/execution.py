@@ -16,14 +16,13 @@ so that a chunk never holds every trial's statistics at once.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.metadata
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,9 +48,9 @@ from audits.store import (
     delete_store,
     inspect_store,
 )
+from empirical.memory import heap_top_kept, release_freed_memory
 
-__all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "release_freed_memory", "resolve_device",
-           "run_chunks",
+__all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "run_chunks",
            "toolkit_version"]
 
 PILOT, MAIN = "pilot", "audit"
@@ -298,57 +297,6 @@ def _store_result(sink, plan: _Plan, arrays, seconds: float, worker: str) -> Non
     sink.put(phase=plan.phase, chunk=plan.chunk, first_trial=plan.first_trial,
              n_trials=plan.n_trials, seed=plan.seed, arrays=arrays, seconds=seconds,
              worker=worker, per_chunk=[k for k in arrays if f".{_SUMS}." in k])
-
-
-@functools.cache
-def _glibc(name: str) -> Any:
-    """A function of the glibc already loaded, with its C signature (None elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        # the libc already loaded: ctypes.util.find_library would fork ldconfig, a child that
-        # shows this whole process's resident set until it execs
-        function = getattr(ctypes.CDLL(None), name)
-    except (OSError, AttributeError):  # not glibc
-        return None
-    arguments = {"malloc_trim": [ctypes.c_size_t], "mallopt": [ctypes.c_int, ctypes.c_int]}
-    function.argtypes, function.restype = arguments[name], ctypes.c_int
-    return function
-
-
-# glibc's M_TRIM_THRESHOLD option and its documented default (128 KiB).
-_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD = -1, 128 * 1024
-
-
-@contextlib.contextmanager
-def _heap_top_kept() -> Iterator[None]:
-    """While chunks compute, ``free`` never shrinks the heap: the freed top is handed back by
-    :func:`release_freed_memory` after each chunk instead of at every step of every trial.
-    Without it, depending on where a run's temporaries landed, glibc returned and re-faulted
-    the heap top at each step: on the default demo 0.5 to 2.8 million minor page faults and up
-    to 5 s of system time per run, against 0.12 to 0.2 million and 0.5 s with it (the peak is
-    unchanged). Afterwards the trim threshold is glibc's default; without glibc this does
-    nothing."""
-    mallopt = _glibc("mallopt")
-    if mallopt is None:
-        yield
-        return
-    mallopt(_M_TRIM_THRESHOLD, 2**30)
-    try:
-        yield
-    finally:
-        mallopt(_M_TRIM_THRESHOLD, _DEFAULT_TRIM_THRESHOLD)
-
-
-def release_freed_memory() -> None:
-    """Hand the heap pages freed by a finished chunk back to the system (glibc keeps them
-    otherwise, and the torch temporaries of every chunk then pile up in the resident set until
-    the report is drawn). Numbers are unaffected; without glibc this does nothing."""
-    trim = _glibc("malloc_trim")
-    if trim is not None:
-        trim(0)
 
 
 def _run_local(mechanism, plans: list[_Plan], sink, progress: _Progress,
@@ -629,7 +577,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
         return _Keep({name: unit for name, (unit, _) in directions.items()}, keep_statistics)
 
     try:
-        with _heap_top_kept():
+        with heap_top_kept():
             resumed, cluster = _execute(mechanism, plans, sink, backend=backend,
                                         progress=progress, label=label,
                                         ray_address=ray_address, keep=keep)

@@ -35,7 +35,6 @@ from audits.execution import (
     ChunkResults,
     code_version,
     printable,
-    release_freed_memory,
     resolve_device,
     run_chunks,
 )
@@ -47,6 +46,7 @@ from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
 from audits.store import STORE_NAME, FolderLock, check_folder
+from empirical.memory import release_freed_memory
 
 __all__ = [
     "SCHEMA_ID",

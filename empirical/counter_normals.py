@@ -151,8 +151,10 @@ def counter_normals(keys: torch.Tensor, offsets: Sequence[int] | np.ndarray,
     log_u1 = elementwise_per_trial(torch.log, uniform[:, 0].add_(1.0).mul_(2.0**-_UNIFORM_BITS))
     radius = log_u1.mul_(-2.0).sqrt_()
     angle = uniform[:, 1].mul_(2.0 * math.pi * 2.0**-_UNIFORM_BITS)
-    pair = torch.stack((elementwise_per_trial(torch.cos, angle),
-                        elementwise_per_trial(torch.sin, angle)), dim=2).mul_(radius[:, :, None])
+    # each product written straight into its place in the pairs (no stacked copy first)
+    pair = torch.empty((rows, width, 2), dtype=torch.float64, device=device)
+    torch.mul(elementwise_per_trial(torch.cos, angle), radius, out=pair[:, :, 0])
+    torch.mul(elementwise_per_trial(torch.sin, angle), radius, out=pair[:, :, 1])
     out = pair[:, :pairs].reshape(rows, lines, 2 * half)
     if 2 * half != last:
         out = out[:, :, :last]

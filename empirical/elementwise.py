@@ -28,20 +28,23 @@ def elementwise_per_trial(
     On CPU, PyTorch computes the elements that do not fill a whole vector block (at the end of
     a tensor, or of a thread's share of it) with scalar code, whose exp/log can differ from the
     vectorised code in the last bit. Padding the last axis to whole blocks and handing over at
-    most ``_SERIAL_ELEMENTS`` elements per call (so one thread runs each call) keeps every
-    row on the vectorised path. CUDA computes every element alike, so it is called directly.
+    most ``_SERIAL_ELEMENTS`` elements per call (so one thread runs each call; with one
+    intra-op thread every call is serial) keeps every row on the vectorised path. CUDA
+    computes every element alike, so it is called directly.
     """
     if values.device.type != "cpu" or values.ndim == 0 or values.numel() == 0:
         return function(values)
     width = values.shape[-1]
-    if (width % SIMD_BLOCK == 0 and values.numel() <= _SERIAL_ELEMENTS and values.stride(-1) == 1
-            and (values.ndim == 2 or values.is_contiguous())):
+    # One intra-op thread runs a whole call serially, so no thread's share ends mid-block.
+    serial = torch.get_num_threads() == 1
+    if (width % SIMD_BLOCK == 0 and (serial or values.numel() <= _SERIAL_ELEMENTS)
+            and values.stride(-1) == 1 and (values.ndim == 2 or values.is_contiguous())):
         return function(values)  # already whole blocks in one serial piece
     padded_width = max(SIMD_BLOCK, -(-width // SIMD_BLOCK) * SIMD_BLOCK)
     rows = values.reshape(-1, width)
     if padded_width != width:
         rows = nn.functional.pad(rows, (0, padded_width - width))
-    step = max(1, _SERIAL_ELEMENTS // padded_width)
+    step = rows.shape[0] if serial else max(1, _SERIAL_ELEMENTS // padded_width)
     pieces = [function(rows[start:start + step]) for start in range(0, rows.shape[0], step)]
     joined = torch.cat(pieces) if len(pieces) > 1 else pieces[0]
     if padded_width != width:

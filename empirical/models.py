@@ -133,7 +133,12 @@ def clip_scale(norms: torch.Tensor, clip: float | None) -> torch.Tensor:
     """Factor min(1, clip / ||g||) that projects a gradient onto the ball of radius ``clip``."""
     if clip is None:
         return torch.ones_like(norms)
-    return torch.clamp(clip / torch.clamp(norms, min=torch.finfo(norms.dtype).tiny), max=1.0)
+    return clip_scale_(norms.clone(), clip)
+
+
+def clip_scale_(norms: torch.Tensor, clip: float) -> torch.Tensor:
+    """:func:`clip_scale` in place on ``norms`` (the same operations, so the same bits)."""
+    return norms.clamp_(min=torch.finfo(norms.dtype).tiny).reciprocal_().mul_(clip).clamp_(max=1.0)
 
 
 # Bytes to which the rows handed to BLAS products are aligned (see rows_dot).
@@ -164,6 +169,12 @@ def broadcast_rows(table: torch.Tensor, trials: int) -> torch.Tensor:
 
 def _shared(features: torch.Tensor) -> bool:
     return features.stride(0) == 0
+
+
+def _record_rows(values: torch.Tensor) -> torch.Tensor:
+    """[N, B] per-record values: their one row as [1, B] when the trials share it (a stride-0
+    view), so that arithmetic on them is done once per record rather than once per trial."""
+    return values[:1] if values.ndim == 2 and values.stride(0) == 0 else values
 
 
 def padded_table(table: torch.Tensor) -> torch.Tensor:
@@ -345,14 +356,18 @@ class LogisticRegression(LinearModel):
     ) -> torch.Tensor:
         """Sum_i weights_i * Pi_{C_clip}(grad logistic loss_i): [N, B, d] -> [N, d]."""
         check_batched(params, features, self.dim)
-        # In place on the [N, B] margins: each pass over them is a pass through memory.
-        coefficient = elementwise_per_trial(torch.sigmoid, rows_dot(features, params)
-                                            .mul_(labels).neg_()).mul_(labels).neg_()
+        # In place on the [N, B] margins: each pass over them is a pass through memory. With
+        # y in {-1, +1} the coefficient -y s w, s = sigmoid(-y w.x), has |.| = s w, and a sign
+        # commutes with rounding, so multiplying s by the clip factor and then by -y w (formed
+        # once per record when the records are shared) gives the bits of -y s, times the
+        # factor, times w.
+        labels, weights = _record_rows(labels), _record_rows(weights)
+        scores = elementwise_per_trial(torch.sigmoid, rows_dot(features, params).mul_(labels.neg()))
         if clip is not None:
             if feature_norms is None:
                 feature_norms = features.square().sum(-1).sqrt()
-            coefficient.mul_(clip_scale(coefficient.abs().mul_(feature_norms), clip))
-        return weighted_rows_sum(coefficient.mul_(weights), features)
+            scores.mul_(clip_scale_(scores * _record_rows(feature_norms), clip))
+        return weighted_rows_sum(scores.mul_(labels.mul(weights).neg_()), features)
 
     def _curvature(self, params: torch.Tensor, features: torch.Tensor,
                    labels: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

@@ -24,6 +24,7 @@ from audits.adapters.mechanism import SpecMechanism, model_outputs, torch_thread
 from audits.loader import spec_from_dict
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
+from empirical.memory import heap_top_kept
 
 __all__ = ["PARAMS_STATISTICS_LIMIT", "WORST_CASE_RULE", "KoloskovaMechanism", "benchmark",
            "worst_case_record"]
@@ -175,7 +176,8 @@ def benchmark(adapter: Any, *, n_trials: int, device: str, dataset: str, model: 
         spec = spec.replace(dataset=DatasetSpec(name=dataset, path=path))
     mechanism = adapter.prepare(spec, device=device).mechanism
     looped_n = min(n_trials, loop_trials or 16)
-    with torch_threads(device):
+    # the heap regime of an audit's chunks, as every benchmark times its trials
+    with torch_threads(device), heap_top_kept():
         progress.announce(f"{model} on {spec.dataset.name}: training A(D) and A(D_r) once, "
                           "then one warm-up trial")
         start = time.perf_counter()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -132,7 +132,8 @@ def torch_threads(device: str, threads: int = 1) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class BatchLoopTiming:
-    """The same trials run batched and one at a time (the first ``loop_trials`` of them)."""
+    """The same trials run batched and one at a time (the first ``loop_trials`` of them), each
+    path timed by its fastest run (:func:`empirical.benchmarks.timing.fastest_run`)."""
 
     batched: Any
     looped: Any
@@ -140,7 +141,8 @@ class BatchLoopTiming:
     loop_seconds: float
     n_trials: int
     loop_trials: int
-    peak_rss_growth_kib: int  # ru_maxrss growth during the batched call
+    peak_rss_growth_kib: int  # ru_maxrss growth during the batched runs
+    runs: tuple[int, int]  # timed runs of the batched and the looped path
 
     @property
     def batched_rate(self) -> float:
@@ -157,26 +159,28 @@ class BatchLoopTiming:
         return {"n_trials": self.n_trials, "batched_seconds": self.batched_seconds,
                 "batched_trials_per_s": self.batched_rate, "loop_trials_timed": self.loop_trials,
                 "loop_seconds": self.loop_seconds, "loop_trials_per_s": self.loop_rate,
-                "speedup": self.batched_rate / self.loop_rate}
+                "speedup": self.batched_rate / self.loop_rate,
+                "timed_runs": {"batched": self.runs[0], "loop": self.runs[1]}}
 
 
 def time_batched_and_loop(run: Callable[..., Any], *, n_trials: int, loop_trials: int,
                           warmup_trials: int = 1) -> BatchLoopTiming:
     """Time ``run(seed=0, first_trial=0, n_trials=N, mode=...)`` batched over ``n_trials`` and
-    in ``mode="loop"`` over the first ``loop_trials`` (after a warm-up that fills caches)."""
+    in ``mode="loop"`` over the first ``loop_trials`` (after a warm-up that fills caches), each
+    by its fastest run."""
     import resource
+
+    from empirical.benchmarks.timing import fastest_run
 
     if n_trials < 1:
         raise ValueError(f"n_trials must be >= 1, got {n_trials}")
     run(seed=0, first_trial=0, n_trials=warmup_trials)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    start = time.perf_counter()
-    batched = run(seed=0, first_trial=0, n_trials=n_trials)
-    batched_seconds = time.perf_counter() - start
+    batched = fastest_run(functools.partial(run, seed=0, first_trial=0, n_trials=n_trials))
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     looped_n = min(n_trials, loop_trials)
-    start = time.perf_counter()
-    looped = run(seed=0, first_trial=0, n_trials=looped_n, mode="loop")
-    loop_seconds = time.perf_counter() - start
-    return BatchLoopTiming(batched, looped, batched_seconds, loop_seconds, n_trials, looped_n,
-                           max(0, peak - before))
+    looped = fastest_run(functools.partial(run, seed=0, first_trial=0, n_trials=looped_n,
+                                           mode="loop"))
+    return BatchLoopTiming(batched.result, looped.result, batched.seconds, looped.seconds,
+                           n_trials, looped_n, max(0, peak - before),
+                           (len(batched.runs), len(looped.runs)))

@@ -15,6 +15,7 @@ import numpy as np
 
 import bounds
 from audits import progress
+from audits.adapters.mechanism import time_batched_and_loop
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
@@ -203,31 +204,26 @@ def _generic_trials_benchmark(adapter: Any, n_trials: int, device: str) -> dict[
     mechanism = prepare_audit(spec).mechanism
     progress.phase(f"timing {n_trials} batched trials, then up to 32 one at a time")
     has_loop = "mode" in inspect.signature(mechanism.run_trials).parameters
-    mechanism.run_trials(seed=0, first_trial=0, n_trials=1)  # warm-up
-    start = time.perf_counter()
-    batched = mechanism.run_trials(seed=0, first_trial=0, n_trials=n_trials).to_arrays()
-    batched_seconds = time.perf_counter() - start
-    loop_trials = min(n_trials, 32)
-    start = time.perf_counter()
-    if has_loop:
-        whole = mechanism.run_trials(seed=0, first_trial=0, n_trials=loop_trials,
-                                     mode="loop").to_arrays()
-        looped = [{key: value[i:i + 1] for key, value in whole.items()}
-                  for i in range(loop_trials)]
-    else:
-        looped = [mechanism.run_trials(seed=0, first_trial=i, n_trials=1).to_arrays()
-                  for i in range(loop_trials)]
-    loop_seconds = time.perf_counter() - start
-    matches = all(np.array_equal(batched[key][i], row[key][0])
-                  for i, row in enumerate(looped) for key in row)
-    batched_rate, loop_rate = n_trials / batched_seconds, loop_trials / loop_seconds
+
+    def run(*, seed: int, first_trial: int, n_trials: int, mode: str = "batched") -> Any:
+        if mode == "batched":
+            return mechanism.run_trials(seed=seed, first_trial=first_trial,
+                                        n_trials=n_trials).to_arrays()
+        if has_loop:
+            whole = mechanism.run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
+                                         mode="loop").to_arrays()
+            return [{key: value[i:i + 1] for key, value in whole.items()} for i in range(n_trials)]
+        return [mechanism.run_trials(seed=seed, first_trial=first_trial + i, n_trials=1).to_arrays()
+                for i in range(n_trials)]
+
+    timing = time_batched_and_loop(run, n_trials=n_trials, loop_trials=32)
+    matches = all(np.array_equal(timing.batched[key][i], row[key][0])
+                  for i, row in enumerate(timing.looped) for key in row)
     how = ("run_trials(mode='loop')" if has_loop
            else "one run_trials call per trial, its preparation included")
-    return {"n_trials": n_trials, "device": device, "batched_seconds": batched_seconds,
-            "batched_trials_per_s": batched_rate, "loop_trials_timed": loop_trials,
-            "loop_seconds": loop_seconds, "loop_trials_per_s": loop_rate,
-            "speedup": batched_rate / loop_rate, "loop_matches_batched": matches,
-            "note": f"generic benchmark on the adapter's demo spec; loop: {how}"}
+    return {"device": device, **timing.rates(), "loop_matches_batched": matches,
+            "note": f"generic benchmark on the adapter's demo spec; loop: {how}; each path's "
+                    "fastest run"}
 
 
 # ----------------------------------------------------------------------------------------------
