@@ -153,6 +153,11 @@ class _Plan:
     seed: int
 
 
+def _planned(plan: _Plan) -> tuple[int, int, int]:
+    """(first_trial, n_trials, seed) of a planned chunk, as the store checks a stored one."""
+    return plan.first_trial, plan.n_trials, plan.seed
+
+
 def _plan(phase: str, n_trials: int, chunk_size: int, seed: int) -> list[_Plan]:
     return [
         _Plan(phase, index, start, min(chunk_size, n_trials - start), seed)
@@ -198,8 +203,8 @@ class _MemorySink:
     def put(self, *, phase, chunk, arrays, **_: Any) -> None:
         self._chunks[(phase, chunk)] = dict(arrays)  # the same arrays the store would keep
 
-    def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
-        return self._chunks[(phase, chunk)]
+    def arrays(self, plan: _Plan) -> dict[str, np.ndarray]:
+        return self._chunks[(plan.phase, plan.chunk)]
 
 
 class _StoreSink:
@@ -216,8 +221,10 @@ class _StoreSink:
                        seed=seed, arrays=arrays, seconds=seconds, worker=worker,
                        per_chunk=per_chunk)
 
-    def arrays(self, phase: str, chunk: int) -> dict[str, np.ndarray]:
-        return dict(self.store.get(phase, chunk).arrays)
+    def arrays(self, plan: _Plan) -> dict[str, np.ndarray]:
+        # the plan's trial count, not the stored one, bounds what the chunk's blobs may inflate to
+        record = self.store.get(plan.phase, plan.chunk, planned=_planned(plan))
+        return dict(record.arrays)
 
 
 # Most trials a chunk whose statistics are stored reduced asks of one run_trials call: the parts
@@ -408,7 +415,7 @@ def _collect(sink, plans: list[_Plan], phase: str) -> _Phase:
     for plan in plans:
         if plan.phase != phase:
             continue
-        arrays = sink.arrays(plan.phase, plan.chunk)
+        arrays = sink.arrays(plan)
         expected = np.arange(plan.first_trial, plan.first_trial + plan.n_trials)
         if not np.array_equal(arrays.get("trial_index"), expected):
             raise ValueError(f"stored chunk {phase}/{plan.chunk} holds other trials than planned")
@@ -473,11 +480,13 @@ def resolve_device(device: str, backend: str) -> str:
 
 
 def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
-                 resume: bool) -> set[tuple[str, int]]:
+                 resume: bool, plans: list[_Plan]) -> set[tuple[str, int]]:
     """Before anything is written: refuse a folder of another spec (unless ``replace``) and
-    damaged chunks (unless ``resume``). Returns the damaged chunks to drop and recompute."""
+    damaged chunks, or chunks other than ``plans`` say (unless ``resume``). Returns the damaged
+    chunks to drop and recompute."""
     try:
-        state = inspect_store(path, audit_key=audit_key, spec_json=spec_json)
+        state = inspect_store(path, audit_key=audit_key, spec_json=spec_json,
+                              planned={(p.phase, p.chunk): _planned(p) for p in plans})
     except SchemaError:
         if not replace:
             raise
@@ -537,7 +546,7 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
     if out_dir is not None:
         path = Path(out_dir) / STORE_NAME
         bad = _check_store(path, audit_key=audit_key, spec_json=spec_json, replace=replace,
-                           resume=resume)
+                           resume=resume, plans=plans)
         store = ChunkStore(path, audit_key=audit_key, spec_json=spec_json,
                            code_version=code_version())
         try:
@@ -546,8 +555,8 @@ def run_chunks(mechanism: TrialMechanism, *, trials: int, pilot_trials: int, chu
             if bad:
                 store.drop(bad)
                 named = ", ".join(f"{phase}/{chunk}" for phase, chunk in sorted(bad))
-                message = (f"chunks {named} failed their SHA-256 checksum in {store.path} and "
-                           "were recomputed (--resume)")
+                message = (f"chunks {named} failed their SHA-256 checksum or the store's checks "
+                           f"of their contents in {store.path} and were recomputed (--resume)")
                 print(f"warning: {message}", file=sys.stderr)
                 notes.append(message)
         except BaseException:

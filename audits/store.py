@@ -9,7 +9,14 @@ audit key, phase, chunk, trial range and seed (so a blob copied from another chu
 audit fails too), and every chunk with the list of its arrays and a SHA-256 of that binding (so
 a deleted array row or a changed trial range is caught); both are checked on every read
 (:class:`CorruptChunkError` names the chunk; :meth:`ChunkStore.verify` lists them and
-:meth:`ChunkStore.drop` removes them so that they are recomputed, never used). Rows are keyed by
+:meth:`ChunkStore.drop` removes them so that they are recomputed, never used). Checksums only
+detect damage: a crafted file can carry recomputed ones, so every read is bounded too. A chunk
+may hold at most :func:`chunk_byte_limit` bytes decompressed (from the trial count the audit's
+plan gives it, checked against its record), each blob's npy header is read first (numpy's
+parser, no pickle, no object dtype) and its data inflated a piece at a time, never past what the
+header declares and what is left of the limit, and the bytes must be exactly what the header
+declares, and a compressed blob may inflate to at most :data:`_MAX_RATIO` times its stored bytes;
+:meth:`ChunkStore.put` refuses what a read would refuse. Rows are keyed by
 the audit key (a hash of the canonical spec and the code version,
 :meth:`audits.spec.AuditSpec.digest`), so results of a different spec or different code in the
 same file are never mixed in.
@@ -28,6 +35,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -39,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.lib.format as npformat
 
 __all__ = [
     "STORE_NAME",
@@ -52,6 +61,7 @@ __all__ = [
     "array_from_bytes",
     "array_to_bytes",
     "check_folder",
+    "chunk_byte_limit",
     "count_stored_chunks",
     "delete_store",
     "inspect_store",
@@ -116,20 +126,28 @@ class SchemaError(StoreError):
 
 
 class CorruptChunkError(StoreError):
-    """A stored chunk no longer matches the checksums written with it.
+    """A stored chunk no longer matches the checksums written with it, or is not what an audit
+    writes (its checksums may have been recomputed by whoever crafted the file).
 
     ``bad`` lists ``(phase, chunk, problem)``: ``"array 'NAME'"`` (its bytes, or the chunk they
     are bound to, changed), ``"array 'NAME' missing"``, ``"array 'NAME' not listed"`` or
-    ``"chunk record"`` (its trial range, seed or list of arrays changed).
+    ``"chunk record"`` (its trial range, seed or list of arrays changed): checksum failures;
+    ``"array 'NAME': WHY"`` (a blob whose npy header or zlib stream the store refuses, or that
+    declares more than :func:`chunk_byte_limit` allows) or ``"chunk record: WHY"`` (trials or seed
+    other than the audit's plan): refused before anything is inflated.
     """
 
     def __init__(self, path: Path, bad: list[tuple[str, int, str]]) -> None:
         self.bad = bad
         names = ", ".join(f"{phase}/{chunk} ({problem})" for phase, chunk, problem in bad[:5])
         more = f" and {len(bad) - 5} more" if len(bad) > 5 else ""
-        super().__init__(f"{path}: stored chunk {names}{more} fails its SHA-256 checksum (the file "
-                         "was changed after it was written); rerun with --resume to recompute "
-                         "the bad chunks, or --replace to start the folder afresh")
+        if all(": " not in problem for _, _, problem in bad):
+            what = "fails its SHA-256 checksum (the file was changed after it was written)"
+        else:
+            what = ("is refused unread (a damaged or crafted file: its checksums may match, but "
+                    "no audit writes such a chunk)")
+        super().__init__(f"{path}: stored chunk {names}{more} {what}; rerun with --resume to "
+                         "recompute the bad chunks, or --replace to start the folder afresh")
 
 
 def _binding(audit_key: str, phase: str, chunk: int, first_trial: int, n_trials: int,
@@ -147,14 +165,19 @@ def _chunk_digest(binding: bytes, names_json: str) -> str:
     return hashlib.sha256(binding + names_json.encode()).hexdigest()
 
 
-def _problems(audit_key: str, row: tuple, blobs: Iterable[tuple[str, bytes, str]]
-              ) -> list[str]:
+def _problems(audit_key: str, row: tuple, blobs: Iterable[tuple[str, bytes, str]], *,
+              planned: tuple[int, int, int] | None = None, contents: bool = True) -> list[str]:
     """What is wrong with one stored chunk (empty when it is intact).
 
     ``row``: (phase, chunk, first_trial, n_trials, seed, arrays json, sha256) of ``chunks``;
-    ``blobs``: (name, data, sha256) rows of ``arrays``.
+    ``blobs``: (name, data, sha256) rows of ``arrays``; ``planned``: the (first_trial, n_trials,
+    seed) the audit's plan gives the chunk, when known. Checksums first, then the record against
+    the plan (so that a crafted trial count cannot raise the chunk's byte limit), then, with
+    ``contents``, every blob's npy header and decompressed size within the chunk's limit,
+    inflated a piece at a time and never held whole.
     """
     phase, chunk, first, n, seed, names_json, digest = row
+    blobs = list(blobs)
     binding = _binding(audit_key, phase, chunk, first, n, seed)
     problems = []
     try:
@@ -172,6 +195,19 @@ def _problems(audit_key: str, row: tuple, blobs: Iterable[tuple[str, bytes, str]
         elif _blob_digest(binding, name, data) != blob_digest:
             problems.append(f"array {name!r}")
     problems += [f"array {name!r} missing" for name in listed if name not in found]
+    if problems:
+        return problems
+    if planned is not None and (first, n, seed) != tuple(planned):
+        p_first, p_n, p_seed = planned
+        return [f"chunk record: trials {first}..{first + n - 1} with seed {seed}, where the audit "
+                f"plans trials {p_first}..{p_first + p_n - 1} with seed {p_seed}"]
+    if contents:
+        left = chunk_byte_limit(n)
+        for name, data, _ in blobs:
+            try:
+                left -= _checked_size(data, limit=left)
+            except _BlobError as error:
+                return [f"array {name!r}: {error}"]
     return problems
 
 
@@ -183,23 +219,146 @@ def array_to_bytes(array: np.ndarray) -> bytes:
 
 
 def array_from_bytes(data: bytes) -> np.ndarray:
-    """An array stored by the chunk store, read back from its bytes."""
-    return np.load(io.BytesIO(data), allow_pickle=False)
+    """An array stored by the chunk store, read back from its ``np.save`` bytes (header checked
+    first: no object dtype, and exactly as many bytes as the header declares)."""
+    try:
+        return _array(b"".join(_npy_pieces(data, limit=len(data))))
+    except _BlobError as error:
+        raise ValueError(f"not an array as the chunk store writes it: {error}") from None
 
 
 _NPY_MAGIC = b"\x93NUMPY"
 
+# Ceilings on what one stored chunk may hold once decompressed (all its arrays together, npy
+# headers included), checked against each blob's npy header before its data is inflated: the
+# SHA-256 checksums only detect damage, and a crafted file with recomputed checksums passes them.
+# What one trial may add: the most a built-in adapter stores per trial is two parameter vectors
+# of 5,000 float64 (Koloskova's statistics, kept up to PARAMS_STATISTICS_LIMIT; the linear
+# models stop at CIFAR-10's 3,072 features and a bias), 80,000 bytes, plus a few scores, two
+# accuracies and the trial index, 8 bytes each: about 80,100 bytes. 1 MiB is 13 times that, and
+# leaves room for 65,536 float64 per trial and side from a mechanism of one's own.
+_TRIAL_BYTES = 1 << 20
+# One exact column sum, stored per chunk as hex text (audits.execution, arrays named
+# ``side.column_sums.stat``): an integer in units of 2^-1074 of a sum of at most 10^7 float64
+# (the spec's trial limit), below 10^7 * 2^1024 * 2^1074 < 2^2122, hence at most 531 hex digits
+# and a sign.
+_SUM_BYTES = 532
+# What a chunk may hold besides its trials' rows: the column sums of every float64 a trial's
+# _TRIAL_BYTES can hold (131,072 columns, 70 MB; Koloskova's largest pilot chunk stores 2 x 5,000
+# columns, 5.3 MB) and the npy headers (128 bytes each as np.save writes the store's arrays).
+_CHUNK_BYTES = (_TRIAL_BYTES // 8) * _SUM_BYTES
+# Most a compressed blob may inflate to, as a multiple of its stored bytes. The per-chunk limit
+# alone would let a chunk of 2,500 trials inflate to 2.7 GB; with this, a crafted blob inflates
+# to at most 64 times the bytes it takes in the file. zlib reaches about 1000:1 on constant
+# data, while the store's arrays compress 1 to 20 times (parameter vectors and scores hardly,
+# trial indices about 5, accuracies about 8, padded column sums about 20); an array that would
+# compress more (all accuracies equal) is stored as plain npy bytes instead (:func:`_pack`).
+_MAX_RATIO = 64
+# Longest npy header text read (np.save writes 118 characters for the store's arrays; numpy's
+# own reader refuses above 10,000), and what is inflated to find it.
+_HEADER_TEXT = 4096
+_HEADER_PREFIX = _HEADER_TEXT + 16
+# Pieces in which a blob is inflated, so that checking one never holds it whole.
+_PIECE = 1 << 20
 
-def _pack(array: np.ndarray) -> bytes:
-    """A blob as stored: the ``np.save`` bytes, zlib-compressed when that is smaller (lossless:
-    accuracies, trial indices and scores shrink, the values read back are the same bits)."""
+
+def chunk_byte_limit(n_trials: int) -> int:
+    """The most bytes a chunk of ``n_trials`` trials may hold, decompressed (see
+    :data:`_TRIAL_BYTES` and :data:`_CHUNK_BYTES`): what :meth:`ChunkStore.put` refuses to write
+    and every read refuses to inflate."""
+    return max(int(n_trials), 0) * _TRIAL_BYTES + _CHUNK_BYTES
+
+
+class _BlobError(ValueError):
+    """A blob that is not an array as the store writes it, or declares more than it may hold."""
+
+
+def _header(prefix: bytes) -> tuple[int, int]:
+    """(header length, declared data bytes) of the npy bytes starting with ``prefix``, read with
+    numpy's own header parser (a literal, never pickle); object dtypes are refused."""
+    fp = io.BytesIO(prefix)
+    try:
+        version = npformat.read_magic(fp)
+        if version == (1, 0):
+            shape, _, dtype = npformat.read_array_header_1_0(fp, max_header_size=_HEADER_TEXT)
+        elif version == (2, 0):
+            shape, _, dtype = npformat.read_array_header_2_0(fp, max_header_size=_HEADER_TEXT)
+        else:
+            raise _BlobError(f"npy format version {version[0]}.{version[1]}, not 1.0 or 2.0")
+    except _BlobError:
+        raise
+    except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError, OverflowError):
+        raise _BlobError("no readable npy header") from None
+    if dtype.hasobject:
+        raise _BlobError(f"dtype {dtype} holds Python objects")
+    if any(x < 0 for x in shape) or (dtype.itemsize == 0 and math.prod(shape) > 0):
+        raise _BlobError(f"shape {shape} of dtype {dtype} is not an array np.save writes")
+    return fp.tell(), math.prod(shape) * dtype.itemsize
+
+
+def _npy_pieces(data: bytes, *, limit: int) -> Iterator[bytes]:
+    """The npy bytes of a stored blob (plain, or one zlib stream), in pieces of at most
+    :data:`_PIECE` bytes after the header; raises :class:`_BlobError` before inflating more
+    than ``limit`` bytes or :data:`_MAX_RATIO` times the blob, or when the bytes are not exactly
+    what the header declares."""
+    if data.startswith(_NPY_MAGIC):
+        length, body = _header(data[:_HEADER_PREFIX])
+        if length + body > limit:
+            raise _BlobError(f"its header declares {length + body:,} bytes, more than the "
+                             f"{limit:,} left for its chunk")
+        if len(data) != length + body:
+            raise _BlobError(f"its header declares {length + body:,} bytes, it holds "
+                             f"{len(data):,}")
+        yield data
+        return
+    inflate = zlib.decompressobj()
+    try:
+        prefix = inflate.decompress(data, _HEADER_PREFIX)
+        if not prefix.startswith(_NPY_MAGIC):
+            raise _BlobError("neither npy bytes nor a zlib stream of them")
+        length, body = _header(prefix)
+        size = length + body
+        if size > limit:
+            raise _BlobError(f"its header declares {size:,} bytes, more than the {limit:,} left "
+                             "for its chunk")
+        if size > _MAX_RATIO * len(data):
+            raise _BlobError(f"its header declares {size:,} bytes, more than {_MAX_RATIO} times "
+                             f"its {len(data):,} compressed bytes (the most the store compresses)")
+        if len(prefix) > size:
+            raise _BlobError(f"it inflates past the {size:,} bytes its header declares")
+        yield prefix
+        done = len(prefix)
+        while done < size:
+            piece = inflate.decompress(inflate.unconsumed_tail, min(_PIECE, size - done))
+            if not piece:
+                raise _BlobError(f"its zlib stream ends after {done:,} of the {size:,} bytes its "
+                                 "header declares")
+            done += len(piece)
+            yield piece
+        if inflate.decompress(inflate.unconsumed_tail, 1):
+            raise _BlobError(f"it inflates past the {size:,} bytes its header declares")
+        if not inflate.eof or inflate.unused_data:
+            raise _BlobError("its zlib stream is truncated or followed by other bytes")
+    except zlib.error as error:
+        raise _BlobError(f"its zlib stream is damaged ({error})") from None
+
+
+def _array(npy: bytes) -> np.ndarray:
+    return np.load(io.BytesIO(npy), allow_pickle=False)
+
+
+def _checked_size(data: bytes, *, limit: int) -> int:
+    """Decompressed size of a blob, checked as a read checks it but holding one piece at a time."""
+    return sum(len(piece) for piece in _npy_pieces(data, limit=limit))
+
+
+def _pack(array: np.ndarray) -> tuple[bytes, int]:
+    """A blob as stored and its ``np.save`` size: the ``np.save`` bytes, zlib-compressed when that
+    is smaller but at most :data:`_MAX_RATIO` times so (lossless: accuracies, trial indices and
+    scores shrink, the values read back are the same bits)."""
     raw = array_to_bytes(array)
     packed = zlib.compress(raw, 6)
-    return packed if len(packed) < len(raw) else raw
-
-
-def _unpack(data: bytes) -> np.ndarray:
-    return array_from_bytes(data if data.startswith(_NPY_MAGIC) else zlib.decompress(data))
+    return (packed if len(packed) < len(raw) <= _MAX_RATIO * len(packed) else raw), len(raw)
 
 
 @dataclass(frozen=True)
@@ -307,7 +466,15 @@ class ChunkStore:
         now = time.time()
         worker = worker or f"pid {os.getpid()}"
         binding = _binding(self.audit_key, phase, chunk, first_trial, n_trials, seed)
-        blobs = [(name, _pack(array)) for name, array in sorted(arrays.items())]
+        packed = [(name, *_pack(array)) for name, array in sorted(arrays.items())]
+        size = sum(raw for _, _, raw in packed)
+        if size > chunk_byte_limit(n_trials):
+            raise StoreError(
+                f"chunk {phase}/{chunk} holds {size:,} bytes, more than the "
+                f"{chunk_byte_limit(n_trials):,} the chunk store keeps for {n_trials} trials "
+                f"({_TRIAL_BYTES:,} per trial and {_CHUNK_BYTES:,} per chunk): store fewer or "
+                "smaller statistics per trial")
+        blobs = [(name, data) for name, data, _ in packed]
         names_json = json.dumps([name for name, _ in blobs], separators=(",", ":"))
         with self._transaction():
             if self._has(phase, chunk):
@@ -349,8 +516,12 @@ class ChunkStore:
             args += (phase,)
         return {(p, int(c)) for p, c in self._conn.execute(query, args)}
 
-    def get(self, phase: str, chunk: int) -> ChunkRecord:
-        """The stored chunk (checksums verified first); KeyError when it is not stored."""
+    def get(self, phase: str, chunk: int, *,
+            planned: tuple[int, int, int] | None = None) -> ChunkRecord:
+        """The stored chunk (checksums verified first, then its record against ``planned``, the
+        (first_trial, n_trials, seed) the audit's plan gives it, when given; every blob is
+        checked against its npy header and :func:`chunk_byte_limit` while it is inflated);
+        KeyError when it is not stored, :class:`CorruptChunkError` when it fails a check."""
         row = self._conn.execute(
             "SELECT phase, chunk, first_trial, n_trials, seed, arrays, sha256 FROM chunks "
             "WHERE audit_key = ? AND phase = ? AND chunk = ?",
@@ -364,10 +535,19 @@ class ChunkStore:
             (self.audit_key, phase, chunk),
         ).fetchall()
         # Checked before any byte is parsed: a changed, moved or missing blob is never used.
-        problems = _problems(self.audit_key, row, rows)
+        problems = _problems(self.audit_key, row, rows, planned=planned, contents=False)
         if problems:
             raise CorruptChunkError(self.path, [(phase, chunk, p) for p in problems])
-        arrays = {name: _unpack(data) for name, data, _ in rows}
+        arrays, left = {}, chunk_byte_limit(row[3])
+        for name, data, _ in rows:
+            try:
+                npy = b"".join(_npy_pieces(data, limit=left))
+            except _BlobError as error:
+                raise CorruptChunkError(self.path, [(phase, chunk, f"array {name!r}: {error}")]
+                                        ) from None
+            left -= len(npy)
+            arrays[name] = _array(npy)
+            del npy
         return ChunkRecord(phase, chunk, int(row[2]), int(row[3]), int(row[4]), arrays)
 
     def records(self, phase: str) -> Iterator[ChunkRecord]:
@@ -376,10 +556,12 @@ class ChunkStore:
         for chunk in chunks:
             yield self.get(phase, chunk)
 
-    def verify(self) -> list[tuple[str, int, str]]:
+    def verify(self, planned: Mapping[tuple[str, int], tuple[int, int, int]] | None = None
+               ) -> list[tuple[str, int, str]]:
         """(phase, chunk, problem) of every stored chunk of this audit that fails its checksums
-        (see :class:`CorruptChunkError`)."""
-        return _verify(self._conn, self.audit_key)
+        or the checks of its contents, and, with ``planned`` ((phase, chunk) -> (first_trial,
+        n_trials, seed)), whose record differs from the plan (see :class:`CorruptChunkError`)."""
+        return _verify(self._conn, self.audit_key, planned)
 
     def drop(self, chunks: set[tuple[str, int]]) -> None:
         """Remove chunks (e.g. those failing :meth:`verify`) so that they are computed again."""
@@ -421,7 +603,9 @@ class ChunkStore:
         return [k for (k,) in self._conn.execute("SELECT audit_key FROM audits ORDER BY created")]
 
 
-def _verify(conn: sqlite3.Connection, audit_key: str) -> list[tuple[str, int, str]]:
+def _verify(conn: sqlite3.Connection, audit_key: str,
+            planned: Mapping[tuple[str, int], tuple[int, int, int]] | None = None
+            ) -> list[tuple[str, int, str]]:
     rows = conn.execute(
         "SELECT phase, chunk, first_trial, n_trials, seed, arrays, sha256 FROM chunks "
         "WHERE audit_key = ? ORDER BY phase, chunk", (audit_key,)).fetchall()
@@ -430,7 +614,11 @@ def _verify(conn: sqlite3.Connection, audit_key: str) -> list[tuple[str, int, st
         blobs = conn.execute(
             "SELECT name, data, sha256 FROM arrays WHERE audit_key = ? AND phase = ? AND chunk = ? "
             "ORDER BY name", (audit_key, row[0], row[1]))
-        bad += [(row[0], int(row[1]), problem) for problem in _problems(audit_key, row, blobs)]
+        plan = None if planned is None else planned.get((row[0], int(row[1])))
+        # a chunk outside the plan is never read, so its blobs are not inflated either
+        contents = planned is None or plan is not None
+        bad += [(row[0], int(row[1]), problem)
+                for problem in _problems(audit_key, row, blobs, planned=plan, contents=contents)]
     return bad
 
 
@@ -443,8 +631,13 @@ class StoreState:
     bad: tuple[tuple[str, int, str], ...]
 
 
-def inspect_store(path: str | Path, *, audit_key: str, spec_json: str) -> StoreState | None:
+def inspect_store(path: str | Path, *, audit_key: str, spec_json: str,
+                  planned: Mapping[tuple[str, int], tuple[int, int, int]] | None = None
+                  ) -> StoreState | None:
     """Look at an existing chunk store without writing anything; None when there is none.
+
+    Every chunk of ``audit_key`` is checked as :meth:`ChunkStore.verify` checks it (against
+    ``planned`` when given).
 
     A file closed cleanly (no ``-wal`` beside it) is opened immutable, so SQLite creates no
     ``-wal``/``-shm`` file; one left by a killed run is read as it is. Raises
@@ -477,7 +670,7 @@ def inspect_store(path: str | Path, *, audit_key: str, spec_json: str) -> StoreS
             "SELECT audit_key FROM audits WHERE audit_key != ? AND spec_json != ? "
             "AND audit_key IN (SELECT audit_key FROM compute_log) ORDER BY created",
             (audit_key, spec_json)).fetchall()
-        return StoreState(tuple(k for (k,) in other), tuple(_verify(conn, audit_key)))
+        return StoreState(tuple(k for (k,) in other), tuple(_verify(conn, audit_key, planned)))
     except sqlite3.Error as error:
         raise StoreError(f"cannot read the chunk store {path}: {error} (a corrupted file, or not "
                          "a chunk store; use another --out folder or --replace)") from None

@@ -8,7 +8,7 @@ Registered by :func:`audits.cli.build_parser` through :func:`add_audit_commands`
 * ``unlearn audit algorithms``: the registered algorithms, one-line descriptions, parameters.
 * ``unlearn audit run SPEC [--out DIR] [--device D] [--backend local|ray]``: a TOML spec.
   Rerunning with the same ``--out`` resumes from the chunk store. A folder holding another
-  spec's audit is refused unless ``--replace``; stored chunks failing their checksum are
+  spec's audit is refused unless ``--replace``; stored chunks failing their checksum or checks are
   refused unless ``--resume``, which recomputes them.
 
 Default folders: ``audit-out/demo-<algorithm>`` for a demo, ``audit-out/<spec file stem>`` for a
@@ -181,8 +181,9 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
                        help="the --out folder holds another spec's audit: delete it and start "
                             "afresh (without this flag such a folder is refused)")
         p.add_argument("--resume", action="store_true",
-                       help="recompute stored chunks that fail their checksum (without this flag "
-                            "they are named and the run stops)")
+                       help="recompute stored chunks that fail their checksum or the store's "
+                            "checks of their contents (without this flag they are named and the "
+                            "run stops)")
         p.add_argument("--keep-statistics", action="store_true",
                        help="store every trial's statistics (e.g. parameter vectors) too; by "
                             "default the store keeps what the report needs (their projections)")
