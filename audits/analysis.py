@@ -615,12 +615,14 @@ def _plots(attacks: list[AttackScores], *, delta: float, notes: list[str],
                      "random sample: trials are independent); bounds and estimates use all "
                      f"{attacks[0].unlearned.size}")
     for attack in attacks:
-        scores[attack.name] = {"unlearned": attack.unlearned[:_PLOT_SCORES].tolist(),
-                               "retrained": attack.retrained[:_PLOT_SCORES].tolist()}
+        # the curve (three arrays of the trials' size) first, and freed before the score lists
+        # and the next attack's curve are built
         curve = st.roc_curve(attack.unlearned, attack.retrained)
         fpr, tpr = _thin_roc(curve.fpr, curve.tpr)
         roc[attack.name] = {"fpr": fpr, "tpr": tpr, "auc": curve.auc}
-        del curve  # three arrays of the trials' size: freed before the next attack's curve
+        del curve
+        scores[attack.name] = {"unlearned": attack.unlearned[:_PLOT_SCORES].tolist(),
+                               "retrained": attack.retrained[:_PLOT_SCORES].tolist()}
         if attack.per_example is not None and per_example is None:
             u, r = attack.per_example
             values = []

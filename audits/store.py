@@ -72,6 +72,8 @@ STORE_NAME = "audit.sqlite"
 # arrays. Files of older schemas are refused (their audit keys belong to older code anyway).
 _SCHEMA_VERSION = 3
 _SIDE_FILES = ("-wal", "-shm", "-journal")
+# sqlite's page cache of the writing connection, in KiB (see ChunkStore.__init__).
+_PAGE_CACHE_KIB = 256
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (
@@ -398,6 +400,9 @@ class ChunkStore:
         try:
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            # A chunk is written once and read back once, so sqlite's page cache (2 MB by
+            # default) would only hold pages never read again while the trials compute.
+            self._conn.execute(f"PRAGMA cache_size=-{_PAGE_CACHE_KIB}")
             self._initialise(spec_json, code_version)
         except sqlite3.Error as error:
             self._conn.close()

@@ -247,6 +247,7 @@ def pilot_window_epsilon_lower_bound(
 
     order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
     positive, negative = positive[order_pos], negative[order_neg]
+    del order_pos, order_neg  # each as large as its side's scores
     k_pos = max(2, int(round(pilot_fraction * positive.size)))
     k_neg = max(2, int(round(pilot_fraction * negative.size)))
     if k_pos > positive.size - 2 or k_neg > negative.size - 2:
@@ -268,7 +269,10 @@ def pilot_window_epsilon_lower_bound(
                            pooled.size - 1)
         rules = [(float(pooled[i]), r) for i, (_, r) in zip(index, rules, strict=True)]
 
-    pos_sorted, neg_sorted = np.sort(sign * test_pos), np.sort(sign * test_neg)
+    # oriented copies sorted in place (np.sort of a product would copy it once more)
+    pos_sorted, neg_sorted = sign * test_pos, sign * test_neg
+    pos_sorted.sort()
+    neg_sorted.sort()
     thresholds = np.array([t for t, _ in rules])
     reverse = np.array([r for _, r in rules])
     # Rule "oriented score >= t": FP counts tested negatives at or above t, FN positives below.

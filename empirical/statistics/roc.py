@@ -15,6 +15,9 @@ from empirical.statistics.checks import (
 # ----------------------------------------------------------------------------------------------
 # ROC, AUC, TPR at fixed FPR.
 
+# Scores or thresholds roc_curve handles at a time in its copies and counts (64 KiB of each).
+_COUNT_BLOCK = 8192
+
 
 @dataclass(frozen=True)
 class RocCurve:
@@ -51,7 +54,13 @@ def roc_curve(scores_positive, scores_negative) -> RocCurve:
     # thr starts with +inf (the point (0, 0)), then the distinct scores descending.
     thr = np.empty(int(np.count_nonzero(distinct)) + 1)
     thr[0] = np.inf
-    np.compress(distinct, pooled, out=thr[:0:-1])
+    # block by block from the top down (np.compress into the reversed view of thr would take
+    # two temporary copies of the pooled size)
+    end = thr.size
+    for start in range(0, pooled.size, _COUNT_BLOCK):
+        block = pooled[start:start + _COUNT_BLOCK][distinct[start:start + _COUNT_BLOCK]]
+        thr[end - block.size:end] = block[::-1]
+        end -= block.size
     del distinct
     # Mid-ranks of the positives in the pooled sample (ties share their mean rank, as
     # scipy.stats.rankdata gives them): 1 + (below + below-or-equal - 1) / 2, exact in float.
@@ -63,10 +72,12 @@ def roc_curve(scores_positive, scores_negative) -> RocCurve:
     fpr, tpr = np.empty(thr.size), np.empty(thr.size)
     for rate, sample in ((tpr, pos), (fpr, neg)):
         rate[0] = 0.0
-        above = np.searchsorted(sample, thr[1:], side="left")
-        np.subtract(sample.size, above, out=above)
-        np.divide(above, sample.size, out=rate[1:])
-        del above
+        # in blocks of thresholds, so that the counts never take a sixth array of that size
+        for start in range(1, thr.size, _COUNT_BLOCK):
+            stop = min(start + _COUNT_BLOCK, thr.size)
+            above = np.searchsorted(sample, thr[start:stop], side="left")
+            np.subtract(sample.size, above, out=above)
+            np.divide(above, sample.size, out=rate[start:stop])
     for arr in (fpr, tpr, thr):
         arr.setflags(write=False)
     return RocCurve(
