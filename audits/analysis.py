@@ -59,6 +59,7 @@ from audits.protocols import Certificate, TrialBatch, project_rows, projection_u
 from audits.report.schema import KIND_ESTIMATE, KIND_LOWER_BOUND
 from audits.seeds import derived_seed
 from audits.spec import ESTIMATORS, STATISTICS
+from empirical.memory import release_freed_memory
 
 if TYPE_CHECKING:
     from audits.execution import ChunkResults
@@ -563,6 +564,7 @@ def _estimates(attacks: list[AttackScores], *, estimators: Sequence[str], delta:
                 continue
             out.append({"name": label, "attack": attack.name, "value": finite(float(value)),
                         "kind": KIND_ESTIMATE, "interval": interval, "method": method})
+            release_freed_memory()
     return out
 
 
@@ -718,17 +720,24 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
                               rows=trial_rows(seed, main.n_trials), n_eps=n_eps,
                               n_renyi=n_renyi)
     alpha_each, alpha_renyi = chosen.alpha_eps, chosen.alpha_renyi
+    # Each step's temporaries (arrays of the trials' size) are freed when it ends; glibc keeps
+    # the freed pages inside its heap unless told, so they go back after each step instead of
+    # piling up under the report's peak.
+    release_freed_memory()
     lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=delta,
                                         confidence=confidence, seed=seed, direction=direction,
                                         alpha_each=alpha_each, family=family,
                                         privacy_direction=privacy_direction, rule=chosen.rule,
                                         notes=notes)
+    release_freed_memory()
     renyi = _renyi_tests(scored, certificate, alpha_each=alpha_renyi, seed=seed, family=family,
                          confidence=confidence, direction=direction,
                          rule=chosen.rule) if use_renyi else []
+    release_freed_memory()
     estimates = _estimates(scored, estimators=settings.estimators, delta=delta, seed=seed,
                            notes=notes, privacy_direction=privacy_direction)
     plots = _plots(scored, delta=delta, notes=notes, privacy_direction=privacy_direction)
+    release_freed_memory()
     if plan.extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots)
         plots["extra"] = [dict(plot) for plot in plan.extra_plots]
     return Analysis(

@@ -132,6 +132,41 @@ def test_roc_curve_in_place_equals_the_plain_formulation_bit_for_bit(sizes):
         assert curve.auc == auc
 
 
+def _pareto_rules_with_np_unique(positive, negative):
+    """The undominated rules written the plain way (np.unique thresholds, fresh counts)."""
+    pos, neg = np.sort(positive), np.sort(negative)
+    thresholds = np.unique(np.concatenate([pos, neg]))
+    fn = np.searchsorted(pos, thresholds, side="left")
+    fp = neg.size - np.searchsorted(neg, thresholds, side="left")
+    keep = np.ones(thresholds.size, dtype=bool)
+    keep[1:] &= fp[1:] < fp[:-1]
+    keep[:-1] &= fn[1:] > fn[:-1]
+    return thresholds[keep], fp[keep], fn[keep]
+
+
+@pytest.mark.parametrize("sizes", [(1, 1), (2, 3), (997, 1000), (20000, 30000)])
+def test_pareto_rules_in_place_equal_the_plain_formulation_bit_for_bit(sizes):
+    from empirical.statistics.thresholds import _oriented, _pareto_rules
+
+    rng = np.random.default_rng(sum(sizes))
+    samples = [
+        (rng.normal(0.2, 1, sizes[0]), rng.normal(0, 1, sizes[1])),
+        (rng.integers(-4, 5, sizes[0]) / 3.0, rng.integers(-4, 5, sizes[1]) / 3.0),  # ties
+        (rng.choice([0.0, -0.0, 1.0], sizes[0]), rng.choice([-0.0, 0.0, 2.0], sizes[1])),
+    ]
+    for positive, negative in samples:
+        for sign in (1.0, -1.0):
+            oriented = _oriented(positive, sign), _oriented(negative, sign)
+            assert all(o.tobytes() == (sign * x).tobytes()
+                       for o, x in zip(oriented, (positive, negative), strict=True))
+            rules = _pareto_rules(*oriented)
+            want = _pareto_rules_with_np_unique(sign * positive, sign * negative)
+            got = (rules.thresholds, rules.false_positives, rules.false_negatives)
+            for g, w in zip(got, want, strict=True):
+                assert g.dtype == w.dtype and g.tobytes() == w.tobytes()
+            assert (rules.n_positive, rules.n_negative) == (positive.size, negative.size)
+
+
 def test_a_padded_elementwise_result_holds_only_its_own_elements():
     import torch
 

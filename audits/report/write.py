@@ -16,7 +16,7 @@ from audits.report.schema import (
     validate_report,
 )
 
-__all__ = ["write_report"]
+__all__ = ["write_report", "write_validated_report"]
 
 
 
@@ -25,8 +25,13 @@ def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
 
     Nothing is written when validation fails.
     """
+    return write_validated_report(validate_report(report), out_dir)
+
+
+def write_validated_report(plain: dict, out_dir: str | Path) -> ReportPaths:
+    """:func:`write_report` of what :func:`~audits.report.schema.validate_report` returned
+    (validated once, not copied again while the page is drawn)."""
     progress.phase("writing the report (figures, HTML)")
-    plain = validate_report(report)
     page = render_validated_html(plain)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -287,6 +287,17 @@ def test_not_a_mapping():
 # -- report.json -------------------------------------------------------------------------------
 
 
+def test_a_report_validated_once_is_written_as_write_report_writes_it(tmp_path):
+    from audits.report.schema import validate_report
+    from audits.report.write import write_validated_report
+
+    report = make_report()
+    once = write_report(report, tmp_path / "a")
+    validated = write_validated_report(validate_report(report), tmp_path / "b")
+    for a, b in ((once.json_path, validated.json_path), (once.html_path, validated.html_path)):
+        assert a.read_bytes() == b.read_bytes()
+
+
 def test_write_and_load_round_trip(tmp_path):
     report = make_report()
     paths = write_report(report, tmp_path / "audit")
