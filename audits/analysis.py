@@ -660,8 +660,10 @@ def _shared_floats(values: np.ndarray) -> list[float]:
     references to those few instead of a new float per trial (a third of the memory)."""
     bits = np.ascontiguousarray(values, dtype=np.float64).view(np.int64)
     distinct, which = np.unique(bits, return_inverse=True)
-    objects = distinct.view(np.float64).tolist()
-    return [objects[i] for i in which.tolist()]
+    objects = np.empty(distinct.size, dtype=object)
+    objects[:] = distinct.view(np.float64).tolist()
+    # gathered as an object array: a list of the indices would hold an int object per trial
+    return objects[which].tolist()
 
 
 @dataclass(frozen=True)
@@ -740,10 +742,12 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
     release_freed_memory()
     if plan.extra_plots:  # an adapter's own line plots (AlgorithmAdapter.extra_plots)
         plots["extra"] = [dict(plot) for plot in plan.extra_plots]
+    utility = _utility(main)
+    release_freed_memory()
     return Analysis(
         attacks=scored, n_trials=main.n_trials,
         pilot_trials=0 if chunks.pilot is None else chunks.pilot.n_trials,
         renyi_certificate=use_renyi, n_eps_tests=n_eps, family=family, alpha_each=alpha_each,
         alpha_renyi=alpha_renyi, allocation=chosen,
         lower_bounds=lower_bounds, reach=reach, renyi=renyi, estimates=estimates, plots=plots,
-        utility=_utility(main), notes=notes)
+        utility=utility, notes=notes)
