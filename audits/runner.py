@@ -253,8 +253,14 @@ def _release_preparation_memory() -> None:
     """Before the trials: hand back what preparing the audit left behind. Importing torch reads
     whole source files into :mod:`linecache` (its operator registrations record their callers'
     source lines), about 2 MB of text no audit shows; the certificate's computation frees heap
-    that glibc keeps. Both would otherwise stay resident under every later phase's peak."""
-    linecache.clearcache()
+    that glibc keeps. Both would otherwise stay resident under every later phase's peak.
+
+    Only the lines read from files are dropped (linecache reads them again when a traceback
+    needs them); sources registered without a file, such as notebook cells or sympy's lambdified
+    functions, cannot be read again and stay."""
+    for name, entry in list(linecache.cache.items()):
+        if len(entry) == 4 and entry[1] is not None:  # (size, mtime, lines, path) of a file
+            linecache.cache.pop(name, None)
     release_freed_memory()
 
 

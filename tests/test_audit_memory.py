@@ -266,3 +266,22 @@ def test_report_number_lists_keep_their_floats_and_still_name_an_out_of_range_el
         _numbers([0.5, "0.7"], "s")
     with pytest.raises(ValueError, match=r"s\[0\]"):
         _numbers([True], "s")
+
+
+def test_before_the_trials_file_lines_are_dropped_and_sources_without_a_file_kept():
+    import linecache
+
+    from audits.runner import _release_preparation_memory
+
+    linecache.getlines(json.__file__)
+    assert json.__file__ in linecache.cache
+    cell = "<notebook-cell-1>"
+    linecache.cache[cell] = (6, None, ["x = 1\n"], cell)
+    try:
+        _release_preparation_memory()
+        assert json.__file__ not in linecache.cache
+        assert linecache.getline(cell, 1) == "x = 1\n"
+        assert linecache.getline(json.__file__, 1) == Path(json.__file__).read_text().splitlines(
+            keepends=True)[0]
+    finally:
+        linecache.cache.pop(cell, None)
