@@ -235,8 +235,8 @@ _NPY_MAGIC = b"\x93NUMPY"
 # headers included), checked against each blob's npy header before its data is inflated: the
 # SHA-256 checksums only detect damage, and a crafted file with recomputed checksums passes them.
 # What one trial may add: the most a built-in adapter stores per trial is two parameter vectors
-# of 5,000 float64 (Koloskova's statistics, kept up to PARAMS_STATISTICS_LIMIT; the linear
-# models stop at CIFAR-10's 3,072 features and a bias), 80,000 bytes, plus a few scores, two
+# of 5,000 float64 (the network adapters keep their statistics up to 5,000 parameters; the
+# linear models stop at CIFAR-10's 3,072 features and a bias), 80,000 bytes, plus a few scores, two
 # accuracies and the trial index, 8 bytes each: about 80,100 bytes. 1 MiB is 13 times that, and
 # leaves room for 65,536 float64 per trial and side from a mechanism of one's own.
 _TRIAL_BYTES = 1 << 20
@@ -246,8 +246,8 @@ _TRIAL_BYTES = 1 << 20
 # and a sign.
 _SUM_BYTES = 532
 # What a chunk may hold besides its trials' rows: the column sums of every float64 a trial's
-# _TRIAL_BYTES can hold (131,072 columns, 70 MB; Koloskova's largest pilot chunk stores 2 x 5,000
-# columns, 5.3 MB) and the npy headers (128 bytes each as np.save writes the store's arrays).
+# _TRIAL_BYTES can hold (131,072 columns, 70 MB; the largest built-in pilot chunk stores
+# 2 x 5,000 columns, 5.3 MB) and the npy headers (128 bytes each as np.save writes the store's arrays).
 _CHUNK_BYTES = (_TRIAL_BYTES // 8) * _SUM_BYTES
 # Most a compressed blob may inflate to, as a multiple of its stored bytes. The per-chunk limit
 # alone would let a chunk of 2,500 trials inflate to 2.7 GB; with this, a crafted blob inflates
