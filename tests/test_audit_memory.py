@@ -102,6 +102,16 @@ def test_demo_audit_process_loads_no_plotting_library_nor_scipy_optimize(tmp_pat
     assert (tmp_path / "demo" / "report.html").stat().st_size > 20_000
 
 
+def _score_samples(sizes):
+    """Positive and negative scores of the given sizes: continuous, tied, and signed zeros."""
+    rng = np.random.default_rng(sum(sizes))
+    return [
+        (rng.normal(0.2, 1, sizes[0]), rng.normal(0, 1, sizes[1])),
+        (rng.integers(-4, 5, sizes[0]) / 3.0, rng.integers(-4, 5, sizes[1]) / 3.0),  # ties
+        (rng.choice([0.0, -0.0, 1.0], sizes[0]), rng.choice([-0.0, 0.0, 2.0], sizes[1])),
+    ]
+
+
 def _roc_with_np_unique(positive, negative):
     """The ROC curve written the plain way (np.unique thresholds, concatenations, copies)."""
     pos, neg = np.sort(positive), np.sort(negative)
@@ -118,13 +128,7 @@ def _roc_with_np_unique(positive, negative):
 
 @pytest.mark.parametrize("sizes", [(1, 1), (2, 3), (997, 1000), (20000, 30000)])
 def test_roc_curve_in_place_equals_the_plain_formulation_bit_for_bit(sizes):
-    rng = np.random.default_rng(sum(sizes))
-    samples = [
-        (rng.normal(0.2, 1, sizes[0]), rng.normal(0, 1, sizes[1])),
-        (rng.integers(-4, 5, sizes[0]) / 3.0, rng.integers(-4, 5, sizes[1]) / 3.0),  # ties
-        (rng.choice([0.0, -0.0, 1.0], sizes[0]), rng.choice([-0.0, 0.0, 2.0], sizes[1])),
-    ]
-    for positive, negative in samples:
+    for positive, negative in _score_samples(sizes):
         curve = roc_curve(positive, negative)
         fpr, tpr, thresholds, auc = _roc_with_np_unique(positive, negative)
         for got, want in ((curve.fpr, fpr), (curve.tpr, tpr), (curve.thresholds, thresholds)):
@@ -148,13 +152,7 @@ def _pareto_rules_with_np_unique(positive, negative):
 def test_pareto_rules_in_place_equal_the_plain_formulation_bit_for_bit(sizes):
     from empirical.statistics.thresholds import _oriented, _pareto_rules
 
-    rng = np.random.default_rng(sum(sizes))
-    samples = [
-        (rng.normal(0.2, 1, sizes[0]), rng.normal(0, 1, sizes[1])),
-        (rng.integers(-4, 5, sizes[0]) / 3.0, rng.integers(-4, 5, sizes[1]) / 3.0),  # ties
-        (rng.choice([0.0, -0.0, 1.0], sizes[0]), rng.choice([-0.0, 0.0, 2.0], sizes[1])),
-    ]
-    for positive, negative in samples:
+    for positive, negative in _score_samples(sizes):
         for sign in (1.0, -1.0):
             oriented = _oriented(positive, sign), _oriented(negative, sign)
             assert all(o.tobytes() == (sign * x).tobytes()
