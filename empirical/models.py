@@ -194,7 +194,9 @@ def blocked_product(left: torch.Tensor, right: torch.Tensor) -> torch.Tensor:
     multiplies every block by the same ``right``. Every BLAS call then has the same shape and
     aligned operands whatever N, and no edge of the matrices falls inside a vector register,
     so a row's bits depend neither on how many trials share the call nor on the row's place
-    in its block (with unpadded edges, MKL gave odd rows other bits on small shapes). Each
+    in its block (with unpadded edges, MKL gave odd rows other bits on small shapes). That holds
+    on one intra-op thread, as trials compute (:func:`empirical.mechanisms.common.one_cpu_thread`):
+    with several, a BLAS may split one product's reduction between threads by the call's size. Each
     block reuses ``right`` from cache, where a vector product per trial streams all of it once
     per trial.
     """

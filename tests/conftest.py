@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import os
 
-from hypothesis import HealthCheck, settings
+import pytest
+from hypothesis import HealthCheck, is_hypothesis_test, settings
 
 settings.register_profile(
     "ci",
     derandomize=True,
+    # A failing example saved in .hypothesis/ by an earlier local run must not make a CI run
+    # (or its local reproduction) red: CI tests exactly its own derandomized draws.
+    database=None,
     print_blob=True,
     deadline=None,
     max_examples=50,
@@ -52,3 +56,17 @@ def _profile_name() -> str:
 
 
 settings.load_profile(_profile_name())
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--only-hypothesis", action="store_true",
+                     help="run only the hypothesis property tests (for the seed sweep of "
+                          "docs/testing.md)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--only-hypothesis"):
+        return
+    kept = [item for item in items if is_hypothesis_test(getattr(item, "obj", None))]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept

@@ -273,9 +273,23 @@ def test_functional_cnn_runs_batched_on_flat_records():
     assert model.logits(params, features[0]).shape == (3, 4, 2)
 
 
+@pytest.fixture
+def one_intra_op_thread():
+    """Trials compute on one intra-op thread (``one_cpu_thread``); the bit-identity of the
+    blocked products is promised there, not under any thread count (a multi-threaded BLAS may
+    split one product's reduction between threads)."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 @pytest.mark.parametrize("shape", [(256, 64), (33, 17), (17, 33), (1000, 10), (7, 100), (1, 1)])
-def test_blas_row_products_are_exact_sums_with_bits_independent_of_the_trial_count(shape, dtype):
+def test_blas_row_products_are_exact_sums_with_bits_independent_of_the_trial_count(
+        shape, dtype, one_intra_op_thread):
     # Odd shapes are the ones where MKL's products in other layouts (or on unaligned rows) gave
     # a trial's bits that depended on how many trials shared the call.
     # Shared records go through blocks of 8 trials: 20 trials fill two blocks and part of a
