@@ -18,10 +18,11 @@ trials; :mod:`audits.report.assemble` builds the report.
 Allocation. One seeded permutation of the N trial rows (:func:`trial_rows`; drawn from the
 audit seed, never from the scores) is shared by both worlds (row i of both worlds is trial i,
 which may share randomness) and by every attack. Every pilot of the audit is a prefix of it:
-the pilot-window and pilot-threshold statistics hold out its first k = :func:`pilot_size` rows
-(5%), P0, the *allocation pilot*, and the Rényi test its first 20%, a superset of P0; each test
-reads only its pilot and the rows after it. The weights (the level of each test) are a function
-of P0 alone (:func:`pilot_allocation`): a kind of test that the normal fits of P0 predict cannot
+the pilot statistics (:attr:`~audits.statistics.EpsilonStatistic.uses_allocation_pilot`) hold
+out its first k = :func:`~audits.statistics.allocation_pilot_size` rows (5%), P0, the
+*allocation pilot*, and the Rényi test its first 20%, a superset of P0; each test reads only
+its pilot and the rows after it. The weights (the level of each test) are a function of P0
+alone (:func:`pilot_allocation`): a kind of test that the forecasts from P0 predict cannot
 reject at the whole level -- the (epsilon, delta) tests when their predicted epsilon is at most
 the certified one, the Rényi tests when the fits' Rényi divergence stays at or below the
 certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
@@ -55,10 +56,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audits import progress
+from audits.estimators import estimator
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
-from audits.report.schema import KIND_ESTIMATE, KIND_LOWER_BOUND
+from audits.results import EstimateResult, LowerBoundResult, RenyiTestResult, finite
 from audits.seeds import derived_seed
-from audits.spec import ESTIMATORS, STATISTICS
+from audits.statistics import (
+    EpsilonStatistic,
+    allocation_pilot_size,
+    statistic,
+)
 from empirical.memory import release_freed_memory
 
 if TYPE_CHECKING:
@@ -72,12 +78,6 @@ __all__ = ["RENYI_SHARE", "Allocation", "Analysis", "AttackScores", "allocation"
 # of scores per side kept for the histograms.
 _ROC_POINTS = 600
 _PLOT_SCORES = 5000
-
-
-
-def finite(x: float) -> float | str:
-    """``x``, or "inf"/"-inf" where it is infinite (JSON has no infinities)."""
-    return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
 
 
 @dataclass(frozen=True)
@@ -142,23 +142,9 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
     return out
 
 
-def strategy_of(name: str, seed: int):
-    """The lower-bound strategy of a statistic (its threshold choice)."""
-    from empirical import statistics as st
-
-    if name == "bonferroni-pareto":
-        return st.BonferroniPareto()
-    if name == "sample-split":
-        return st.SampleSplit(selection_fraction=0.5, seed=derived_seed(seed, "sample-split"))
-    raise ValueError(f"unknown statistic {name!r}; known: {', '.join(STATISTICS)}")
-
-
-# Fraction of the trials the pilot-threshold statistic and the Rényi test set aside to choose
-# their threshold / bins (a seeded random subset, independent of the tested scores).
-PILOT_THRESHOLD_FRACTION = 0.05
+# Fraction of the trials the Rényi test sets aside to choose its bins (a seeded random subset,
+# independent of the tested scores; it contains the allocation pilot).
 RENYI_PILOT_FRACTION = 0.2
-# Least pilot of the pilot-threshold statistic per side: its normal fits need two scores.
-_PILOT_THRESHOLD_MIN = 2
 # Smallest number of trials per side for which the histogram test is run.
 RENYI_MIN_TRIALS = 20
 
@@ -182,9 +168,6 @@ FLOOR_EPS = 0.05
 FLOOR_RENYI = 0.05
 # The kinds of test of the family, as :func:`allocation` names them.
 KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
-# Statistics whose pilot is exactly the allocation pilot (the first 5% of the shared row order)
-# and which never read it again; with any other statistic the split stays fixed.
-ALLOCATION_STATISTICS = ("pilot-window", "pilot-threshold")
 
 
 def allocation(*, n_eps: int, n_renyi: int, miss: float,
@@ -251,19 +234,19 @@ def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[
     holding out exactly the allocation pilot."""
     if not n_eps or not n_renyi:
         return "one kind of test only"
-    others = [s for s in statistics if s not in ALLOCATION_STATISTICS]
+    declared = [statistic(name) for name in statistics]
+    others = [s.name for s in declared if not s.uses_allocation_pilot]
     if others:
         return (f"statistic(s) {', '.join(others)} use every trial, the allocation pilot "
                 "included")
-    from empirical.statistics.pilot_window import MIN_PILOT_TRIALS
-
     sizes = {(a.unlearned.size, a.retrained.size) for a in attacks}
     if len(sizes) != 1 or len({n for pair in sizes for n in pair}) != 1:
         return "the two worlds' trials are not paired rows of one size"
     n = next(iter(sizes))[0]
-    if "pilot-window" in statistics and n < MIN_PILOT_TRIALS:
-        return (f"with fewer than {MIN_PILOT_TRIALS} trials the pilot-window statistic uses "
-                "every trial")
+    for s in declared:
+        if s.reads_every_trial(n):
+            return (f"with fewer than {s.min_pilot_trials()} trials the {s.name} statistic uses "
+                    "every trial")
     return None
 
 
@@ -271,7 +254,8 @@ def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, 
                      statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
                      n_eps: int, n_renyi: int) -> Allocation:
     """The levels of the family, chosen on the allocation pilot: the rows ``rows[:k]``,
-    k = :func:`pilot_size` (5%), of every attack (module docstring, "Allocation").
+    k = :func:`~audits.statistics.allocation_pilot_size` (5%), of every attack (module
+    docstring, "Allocation").
 
     The (epsilon, delta) kind is ruled out when no test of it is predicted, from the pilot's
     normal fits at the whole level ``miss``, to show more than the certified epsilon; the Rényi
@@ -282,22 +266,21 @@ def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, 
         return Allocation(*allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss), rule="fixed",
                           reason=fixed)
     from empirical.renyi_audit import gaussian_fit_excess
-    from empirical.statistics.pilot import pilot_threshold_prediction
-    from empirical.statistics.pilot_window import pilot_window_prediction
 
     privacy_direction = certificate_direction(certificate)
     curve = dict(effective_curve(certificate))
     n = attacks[0].unlearned.size
-    pilot = rows[:pilot_size(n)]
+    pilot = rows[:allocation_pilot_size(n)]
     predicted, excess = 0.0, -math.inf
     for attack in attacks:
         u, r = attack.unlearned[pilot], attack.retrained[pilot]
         for name in statistics:
-            predict = (pilot_window_prediction if name == "pilot-window"
-                       else pilot_threshold_prediction)
-            for orientation in orientations(name, direction):
+            declared = statistic(name)
+            if declared.forecast is None:
+                continue
+            for orientation in declared.orientations(direction):
                 sign = -1.0 if orientation == "less" else 1.0
-                predicted = max(predicted, predict(
+                predicted = max(predicted, declared.forecast(
                     sign * u, sign * r, n_positive=n - pilot.size, n_negative=n - pilot.size,
                     delta=certificate.delta, alpha=miss, both_orientations=orientation == "both",
                     direction=privacy_direction))
@@ -315,23 +298,10 @@ def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, 
                       predicted_epsilon=predicted, renyi_excess=excess)
 
 
-def pilot_size(n: int) -> int:
-    """Pilot trials per side of the pilot-threshold statistic: 5%, and at least 2."""
-    return max(_PILOT_THRESHOLD_MIN, int(round(PILOT_THRESHOLD_FRACTION * n)))
-
-
-def orientations(statistic: str, direction: str) -> tuple[str, ...]:
-    """The score orientations one statistic is run in (each one test of the family)."""
-    if statistic in ("pilot-threshold", "pilot-window"):
-        # Its pilot chooses the orientation, so "both" is one test; a stated direction restricts it.
-        return ("both",) if direction == "both" else (direction,)
-    return ("greater", "less") if direction == "both" else (direction,)
-
-
 def _test_family(attacks: list[AttackScores], *, statistics: Sequence[str], direction: str,
                  renyi: bool) -> tuple[int, int]:
     """(number of (epsilon, delta) tests, number of Rényi tests) the audit runs."""
-    per_attack = sum(len(orientations(name, direction)) for name in statistics)
+    per_attack = sum(len(statistic(name).orientations(direction)) for name in statistics)
     n_renyi = sum(1 for a in attacks if renyi and min(a.unlearned.size, a.retrained.size)
                   >= RENYI_MIN_TRIALS)
     return len(attacks) * per_attack, n_renyi
@@ -344,31 +314,17 @@ def certificate_direction(certificate: Certificate) -> str:
     return "forward" if certificate.renyi_direction == "forward" else "both"
 
 
-def one_lower_bound(attack: AttackScores, *, name: str, orientation: str, delta: float,
-                    alpha_each: float, seed: int, privacy_direction: str,
+def one_lower_bound(attack: AttackScores, *, declared: EpsilonStatistic, orientation: str,
+                    delta: float, alpha_each: float, seed: int, privacy_direction: str,
                     rows: np.ndarray | None = None):
-    """One test of the family: statistic ``name`` on ``attack`` in one score orientation.
+    """One test of the family: statistic ``declared`` on ``attack`` in one score orientation.
     ``rows``: the shared row order (:func:`trial_rows`) whose first 5% is the pilot of the
     pilot statistics; None draws one from ``seed`` (the same for every attack)."""
-    from empirical import statistics as st
-    from empirical.statistics.pilot import pilot_epsilon_lower_bound
-    from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
-
     u, r = attack.unlearned, attack.retrained
-    if orientation == "less":
-        u, r = -u, -r  # "score <= t says unlearned" is "-score >= -t"
-    if rows is None and name in ALLOCATION_STATISTICS:
+    if rows is None and declared.uses_allocation_pilot:
         rows = trial_rows(seed, max(u.size, r.size))
-    if name == "pilot-threshold":
-        return pilot_epsilon_lower_bound(
-            u, r, delta=delta, alpha=alpha_each, pilot_fraction=pilot_size(u.size) / u.size,
-            rows=rows, both_orientations=orientation == "both", direction=privacy_direction)
-    if name == "pilot-window":
-        return pilot_window_epsilon_lower_bound(
-            u, r, delta=delta, alpha=alpha_each, pilot_fraction=PILOT_THRESHOLD_FRACTION,
-            rows=rows, both_orientations=orientation == "both", direction=privacy_direction)
-    return st.epsilon_lower_bound(u, r, delta=delta, alpha=alpha_each,
-                                  strategy=strategy_of(name, seed), direction=privacy_direction)
+    return declared.lower_bound(u, r, orientation=orientation, delta=delta, alpha=alpha_each,
+                                seed=seed, direction=privacy_direction, rows=rows)
 
 
 def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
@@ -406,7 +362,7 @@ def _above(attack: AttackScores, direction: str) -> bool:
 def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], delta: float,
                   confidence: float, seed: int, direction: str, alpha_each: float,
                   family: int, privacy_direction: str, rule: str,
-                  notes: list[str]) -> tuple[list[dict], float]:
+                  notes: list[str]) -> tuple[list[LowerBoundResult], float]:
     """Every (attack, statistic, orientation) lower bound at level ``alpha_each``, and the
     largest of their reaches (each test run on the scores pulled apart, :func:`_pulled_apart`)."""
     entries = []
@@ -415,9 +371,10 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
         u, r = _pulled_apart(attack.unlearned, attack.retrained, above=_above(attack, direction))
         apart = AttackScores(attack.name, u, r, None, attack.details)
         for name in statistics:
-            for orientation in orientations(name, direction):
+            declared = statistic(name)
+            for orientation in declared.orientations(direction):
                 try:
-                    lb = one_lower_bound(attack, name=name, orientation=orientation,
+                    lb = one_lower_bound(attack, declared=declared, orientation=orientation,
                                          delta=delta, alpha_each=alpha_each, seed=seed,
                                          privacy_direction=privacy_direction)
                 except ValueError as error:
@@ -425,7 +382,7 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                     continue
                 try:
                     test_reach = float(one_lower_bound(
-                        apart, name=name, orientation=orientation, delta=delta,
+                        apart, declared=declared, orientation=orientation, delta=delta,
                         alpha_each=alpha_each, seed=seed,
                         privacy_direction=privacy_direction).epsilon)
                 except ValueError as error:  # e.g. scores too large to shift: no reach claimed
@@ -435,39 +392,33 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                 reach = max(reach, test_reach)
                 above = lb.positive_above if orientation != "less" else not lb.positive_above
                 threshold = lb.threshold if orientation != "less" else -lb.threshold
-                entries.append({
-                    "attack": attack.name,
-                    "statistic": name,
-                    "method": f"{lb.method}; level {alpha_each:.3g}, one of {family} test(s) "
-                              f"({_SPLIT_WORDS[rule]})",
-                    "epsilon": float(lb.epsilon),
-                    "kind": KIND_LOWER_BOUND,
-                    "confidence": 1.0 - alpha_each,
-                    "details": {
-                        "delta": delta,
-                        "certificate_direction": privacy_direction,
-                        "strategy": getattr(lb, "strategy", name),
-                        # An orientation the statistic chose (on its pilot) is reported as the one it chose.
-                        "score_direction": ("higher score = unlearned" if above
-                                            else "lower score = unlearned"),
-                        "orientation_chosen_by_statistic": orientation == "both",
-                        "threshold": threshold,
-                        "positive_above": above,
-                        "false_positives": lb.false_positives,
-                        "false_negatives": lb.false_negatives,
-                        "n_positive (unlearned)": lb.n_positive,
-                        "n_negative (retrained)": lb.n_negative,
-                        "fpr_upper": lb.fpr_upper,
-                        "fnr_upper": lb.fnr_upper,
-                        "rules_considered": getattr(lb, "n_rules_considered", 1),
-                        "reach": test_reach,
-                        "family_size": family,
-                        "alpha_each": alpha_each,
-                        "confidence_each": 1.0 - alpha_each,
-                        "overall_confidence": confidence,
-                        **attack.details,
-                    },
-                })
+                entries.append(LowerBoundResult(
+                    attack=attack.name,
+                    statistic=name,
+                    method=f"{lb.method}; level {alpha_each:.3g}, one of {family} test(s) "
+                           f"({_SPLIT_WORDS[rule]})",
+                    epsilon=float(lb.epsilon),
+                    confidence=1.0 - alpha_each,
+                    reach=test_reach,
+                    delta=delta,
+                    certificate_direction=privacy_direction,
+                    strategy=getattr(lb, "strategy", name),
+                    positive_above=above,
+                    # An orientation the statistic chose (on its pilot) is reported as chosen.
+                    orientation_chosen_by_statistic=orientation == "both",
+                    threshold=threshold,
+                    false_positives=lb.false_positives,
+                    false_negatives=lb.false_negatives,
+                    n_positive=lb.n_positive,
+                    n_negative=lb.n_negative,
+                    fpr_upper=lb.fpr_upper,
+                    fnr_upper=lb.fnr_upper,
+                    rules_considered=getattr(lb, "n_rules_considered", 1),
+                    family_size=family,
+                    alpha_each=alpha_each,
+                    overall_confidence=confidence,
+                    attack_details=attack.details,
+                ))
     return entries, reach
 
 
@@ -489,7 +440,7 @@ _SPLIT_WORDS = {"fixed": "weighted Bonferroni, weights fixed in advance",
 
 def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha_each: float,
                  seed: int, family: int, confidence: float, direction: str,
-                 rule: str) -> list[dict]:
+                 rule: str) -> list[RenyiTestResult]:
     """The directed Rényi test of each attack against the certified curve (empirical.renyi_audit).
 
     Its bins, order, direction and stakes come from the first 20% of the shared row order
@@ -521,78 +472,52 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
             could = apart.violation
         except ValueError:  # scores too large to shift: no reach claimed
             ceiling, could = [0.0] * len(c.orders), False
-        out.append({
-            "attack": attack.name,
-            "kind": KIND_LOWER_BOUND,
-            "method": f"{c.method}; pilot: a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
-                      f"trials (discarded); level {alpha_each:.3g}, one of {family} test(s) "
-                      f"({_SPLIT_WORDS[rule]})",
-            "confidence": c.confidence,
-            "alpha_each": alpha_each,
-            "overall_confidence": confidence,
-            "direction": "both" if two_sided else "forward",
-            "orders": list(c.orders),
-            "certified": [finite(certified[a]) for a in c.orders],
-            "certified_as_stated": [finite(certificate.renyi_epsilon(a)) for a in c.orders],
-            "lower_forward": list(c.forward),
-            "lower_backward": list(c.backward),
-            "estimate_forward": [finite(v) for v in c.estimate_forward],
-            "estimate_backward": [finite(v) for v in c.estimate_backward],
-            "ceiling": ceiling,
-            "could_refute": could,
-            "violating_orders": list(result.violating_orders),
-            "violation": result.violation,
-            "edges": list(c.edges),
-            "counts_unlearned": list(c.counts_p),
-            "counts_retrained": list(c.counts_q),
-            "n_pilot": [result.n_pilot_p, result.n_pilot_q],
-        })
+        out.append(RenyiTestResult(
+            attack=attack.name,
+            method=f"{c.method}; pilot: a seeded random {RENYI_PILOT_FRACTION:.0%} of the "
+                   f"trials (discarded); level {alpha_each:.3g}, one of {family} test(s) "
+                   f"({_SPLIT_WORDS[rule]})",
+            confidence=c.confidence,
+            alpha_each=alpha_each,
+            overall_confidence=confidence,
+            direction="both" if two_sided else "forward",
+            orders=tuple(c.orders),
+            certified=tuple(certified[a] for a in c.orders),
+            certified_as_stated=tuple(certificate.renyi_epsilon(a) for a in c.orders),
+            lower_forward=tuple(c.forward),
+            lower_backward=tuple(c.backward),
+            estimate_forward=tuple(c.estimate_forward),
+            estimate_backward=tuple(c.estimate_backward),
+            ceiling=tuple(ceiling),
+            could_refute=could,
+            violating_orders=tuple(result.violating_orders),
+            violation=result.violation,
+            edges=tuple(c.edges),
+            counts_unlearned=tuple(c.counts_p),
+            counts_retrained=tuple(c.counts_q),
+            n_pilot=(result.n_pilot_p, result.n_pilot_q),
+        ))
     return out
 
 
 def _estimates(attacks: list[AttackScores], *, estimators: Sequence[str], delta: float,
-               seed: int, notes: list[str], privacy_direction: str) -> list[dict]:
+               seed: int, notes: list[str], privacy_direction: str) -> list[EstimateResult]:
+    """Each estimator on each attack; what one computed on the way (an ROC curve holds three
+    arrays of the trials' size) is freed before the next runs."""
     out = []
     for attack in attacks:
         for name in estimators:
             try:
-                label, value, interval, method = _estimate(
-                    name, attack.unlearned, attack.retrained, delta=delta, seed=seed,
-                    privacy_direction=privacy_direction)
+                est = estimator(name).estimate(attack.unlearned, attack.retrained, delta=delta,
+                                               seed=seed, direction=privacy_direction)
             except ValueError as error:
                 notes.append(f"estimator {name} skipped for attack {attack.name}: {error}")
                 continue
-            out.append({"name": label, "attack": attack.name, "value": finite(float(value)),
-                        "kind": KIND_ESTIMATE, "interval": interval, "method": method})
+            out.append(EstimateResult(name=est.label, attack=attack.name,
+                                      value=float(est.value), interval=est.interval,
+                                      method=est.method))
             release_freed_memory()
     return out
-
-
-def _estimate(name: str, u: np.ndarray, r: np.ndarray, *, delta: float, seed: int,
-              privacy_direction: str) -> tuple[str, float, list | None, str]:
-    """(label, value, interval, method) of one estimator on one attack's scores; what it
-    computed on the way (an ROC curve holds three arrays of the trials' size) is freed on
-    return, before the next estimator runs."""
-    from empirical import divergence as dv
-    from empirical import statistics as st
-
-    if name == "plugin-epsilon":
-        est = st.epsilon_estimate(u, r, delta=delta, direction=privacy_direction)
-        return f"plug-in epsilon at delta {delta:.3g}", est.epsilon, None, est.method
-    if name == "auc":
-        roc = st.roc_curve(u, r)
-        return "AUC", roc.auc, None, roc.method
-    if name == "tpr-at-fpr":
-        tpr = st.tpr_at_fpr(u, r, fpr=0.01)
-        return "TPR at FPR 0.01", tpr.tpr, None, tpr.method
-    if name == "gaussian-kl":
-        kl = dv.gaussian_kl_divergence(u, r, n_bootstrap=200,
-                                       seed=derived_seed(seed, "bootstrap"))
-        interval = None if kl.interval is None else [finite(kl.interval[0]),
-                                                     finite(kl.interval[1])]
-        return ("KL(unlearned || retrained) of the attack score, Gaussian fit", kl.value,
-                interval, kl.method)
-    raise ValueError(f"unknown estimator {name!r}; known: {', '.join(ESTIMATORS)}")
 
 
 def _thin_roc(fpr: np.ndarray, tpr: np.ndarray) -> tuple[list[float], list[float]]:
@@ -686,10 +611,10 @@ class Analysis:
     alpha_each: float
     alpha_renyi: float
     allocation: Allocation
-    lower_bounds: list[dict]
+    lower_bounds: list[LowerBoundResult]
     reach: float
-    renyi: list[dict]
-    estimates: list[dict]
+    renyi: list[RenyiTestResult]
+    estimates: list[EstimateResult]
     plots: dict
     utility: dict | None
     notes: list[str]

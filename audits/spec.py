@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audits.estimators import DEFAULT_ESTIMATORS, SPEC_ESTIMATORS, estimator_summaries
 from audits.fields import (
     SpecError,
     choice,
@@ -35,6 +36,7 @@ from audits.fields import (
     plain,
     positive_int,
 )
+from audits.statistics import DEFAULT_STATISTICS, statistic_summaries
 from bounds.conversions import CONVERSIONS
 
 __all__ = [
@@ -85,19 +87,10 @@ DEFAULT_EXACT_ATTACKS: tuple[str, ...] = ("likelihood-ratio",)
 # How the forgotten records are chosen: the rows the request draws, or records the algorithm's
 # adapter plants there, chosen adversarially within its paper's assumptions.
 FORGET_CHOICES = ("random", "worst-case")
-STATISTICS: dict[str, str] = {
-    "pilot-window": "Clopper-Pearson epsilon lower bound, a few thresholds placed on a 5% pilot, "
-    "both score orientations and both inequalities in one test (the default)",
-    "bonferroni-pareto": "Clopper-Pearson epsilon lower bound, every threshold certified at once",
-    "sample-split": "Clopper-Pearson epsilon lower bound, threshold chosen on half the trials",
-    "pilot-threshold": "Clopper-Pearson epsilon lower bound, threshold chosen on a 5% pilot",
-}
-ESTIMATORS: dict[str, str] = {
-    "plugin-epsilon": "plug-in epsilon at the certificate's delta",
-    "auc": "area under the attack's ROC curve",
-    "tpr-at-fpr": "true-positive rate at 1% false-positive rate",
-    "gaussian-kl": "KL divergence between Gaussians fitted to the attack scores",
-}
+# Statistics and estimators are declared in audits.statistics and audits.estimators; these are
+# their names and one-line summaries, for validation and help texts.
+STATISTICS: dict[str, str] = statistic_summaries()
+ESTIMATORS: dict[str, str] = estimator_summaries()
 # Names accepted by empirical.data.load_dataset (kept here so specs validate without numpy).
 DATASETS: dict[str, str] = {
     "digits": "scikit-learn digits, 3 vs 8 (embedded)",
@@ -392,8 +385,8 @@ class AuditSettings:
     confidence: float = 0.95
     seed: int = 0
     attacks: tuple[str, ...] | None = None
-    statistics: tuple[str, ...] = ("pilot-window",)
-    estimators: tuple[str, ...] = ("plugin-epsilon", "auc")
+    statistics: tuple[str, ...] = DEFAULT_STATISTICS
+    estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
     chunk_size: int = 250
     direction: str = "both"
     path: dataclasses.InitVar[str] = ""
@@ -456,8 +449,8 @@ class AuditSpec:
     trials: int = 1000
     pilot_trials: int = 200
     attacks: tuple[str, ...] | None = None
-    statistics: tuple[str, ...] = ("pilot-window",)
-    estimators: tuple[str, ...] = ("plugin-epsilon", "auc", "gaussian-kl")
+    statistics: tuple[str, ...] = DEFAULT_STATISTICS
+    estimators: tuple[str, ...] = SPEC_ESTIMATORS
     confidence: float = 0.95
     seed: int = 0
     device: str = "cpu"

@@ -25,16 +25,14 @@ from audits.analysis import (
     allocation,
     certificate_direction,
     effective_curve,
-    finite,
     one_lower_bound,
-    orientations,
     pilot_allocation,
-    pilot_size,
-    strategy_of,
     trial_rows,
 )
 from audits.protocols import Certificate
 from audits.report.schema import EXIT_CODES
+from audits.results import LowerBoundResult, RenyiTestResult, finite
+from audits.statistics import statistic
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis
@@ -58,15 +56,12 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
                                n_renyi=len(scored) if analysis.renyi_certificate else 0,
                                n_attacks=len(scored), seed=settings.seed,
                                n_now=analysis.n_trials, direction=settings.direction)
-    return _verdict(certificate, analysis.lower_bounds, analysis.reach, settings.confidence,
-                    analysis.renyi, could_refute=could, family=analysis.family,
-                    alpha_each=analysis.alpha_each, alpha_renyi=analysis.alpha_renyi,
-                    allocation=analysis.allocation.record(), trials_needed=needed,
-                    n_trials=analysis.n_trials)
+    return _verdict(certificate, analysis, confidence=settings.confidence, could_refute=could,
+                    trials_needed=needed)
 
 
-def could_refute(attacks: list[AttackScores], lower_bounds: list[dict], renyi: list[dict],
-                 certified: float) -> bool:
+def could_refute(attacks: list[AttackScores], lower_bounds: Sequence[LowerBoundResult],
+                 renyi: Sequence[RenyiTestResult], certified: float) -> bool:
     """Whether the design as run could have refuted the certificate: for EVERY attack, some
     test of that attack refutes it on the attack's reference violation (its scores pulled
     apart). Requiring every attack keeps a mechanism whose scores lie apart under one attack
@@ -75,32 +70,10 @@ def could_refute(attacks: list[AttackScores], lower_bounds: list[dict], renyi: l
         return False
 
     def refutes(name: str) -> bool:
-        return (any(e["details"]["reach"] > certified for e in lower_bounds
-                    if e["attack"] == name)
-                or any(e["could_refute"] for e in renyi if e["attack"] == name))
+        return (any(e.reach > certified for e in lower_bounds if e.attack == name)
+                or any(e.could_refute for e in renyi if e.attack == name))
 
     return all(refutes(attack.name) for attack in attacks)
-
-
-def _epsilon_ceiling(*, n: int, name: str, delta: float, alpha_each: float, seed: int,
-                     privacy_direction: str) -> float:
-    """An upper bound on every epsilon lower bound ``name`` can give with n trials per side,
-    whatever the scores (zero observed errors on the trials it tests)."""
-    from empirical import statistics as st
-
-    if name == "pilot-window":
-        # Each rule's two levels are at most alpha/2, on at most n trials per side.
-        return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta,
-                                          alpha=alpha_each, strategy=None,
-                                          direction=privacy_direction).epsilon
-    if name == "pilot-threshold":
-        tested = n - pilot_size(n)
-        return st.max_certifiable_epsilon(n_positive=max(tested, 1), n_negative=max(tested, 1),
-                                          delta=delta, alpha=alpha_each, strategy=None,
-                                          direction=privacy_direction).epsilon
-    return st.max_certifiable_epsilon(n_positive=n, n_negative=n, delta=delta, alpha=alpha_each,
-                                      strategy=strategy_of(name, seed),
-                                      direction=privacy_direction).epsilon
 
 
 # Further draws of the reference violation that a planned number of trials must refute, each.
@@ -166,12 +139,13 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
             rows=rows, n_eps=n_eps, n_renyi=n_renyi if n >= RENYI_MIN_TRIALS else 0,
             n_attacks=n_attacks)
         for name in statistics:
-            if _epsilon_ceiling(n=n, name=name, delta=delta, alpha_each=alpha_each, seed=seed,
-                                privacy_direction=privacy_direction) <= certificate.epsilon:
+            declared = statistic(name)
+            if declared.ceiling(n=n, delta=delta, alpha=alpha_each, seed=seed,
+                                direction=privacy_direction) <= certificate.epsilon:
                 continue  # not even zero errors would refute: skip the run
-            for orientation in orientations(name, direction):
+            for orientation in declared.orientations(direction):
                 try:
-                    lb = one_lower_bound(reference, name=name, orientation=orientation,
+                    lb = one_lower_bound(reference, declared=declared, orientation=orientation,
                                          delta=delta, alpha_each=alpha_each, seed=seed + draw,
                                          privacy_direction=privacy_direction, rows=rows)
                 except ValueError:
@@ -211,18 +185,20 @@ POSSIBLE_CAUSES = (
 )
 
 
-def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
-             confidence: float, renyi: list[dict], *, could_refute: bool, family: int,
-             alpha_each: float, alpha_renyi: float, allocation: dict,
-             trials_needed: Any, n_trials: int) -> dict:
+def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
+             could_refute: bool, trials_needed: Any) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
+    lower_bounds, renyi, ceiling = analysis.lower_bounds, analysis.renyi, analysis.reach
+    family, alpha_each, alpha_renyi = analysis.family, analysis.alpha_each, analysis.alpha_renyi
+    n_trials = analysis.n_trials
     certified = certificate.epsilon
-    best = max(lower_bounds, key=lambda e: e["epsilon"]) if lower_bounds else None
-    max_lb = best["epsilon"] if best else 0.0
-    violations = [e for e in lower_bounds if e["epsilon"] > certified]
-    renyi_violations = [{"attack": e["attack"], "orders": e["violating_orders"],
-                         "direction": e["direction"], "confidence": e["confidence"]}
-                        for e in renyi if e["violation"]]
+    best = max(lower_bounds, key=lambda e: e.epsilon) if lower_bounds else None
+    max_lb = best.epsilon if best else 0.0
+    violations = [e for e in lower_bounds if e.refutes(certified)]
+    renyi_violations = [{"attack": e.attack, "orders": list(e.violating_orders),
+                         "direction": e.direction, "confidence": e.confidence}
+                        for e in renyi if e.violation]
+    allocation = analysis.allocation.record()
     if certified > 0:
         tightness = max_lb / certified
     else:
@@ -243,8 +219,8 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
             found.append(
                 f"{len(violations)} of {len(lower_bounds)} (epsilon, delta) lower bound(s) exceed "
                 f"the certified epsilon {certified:.6g} at delta {certificate.delta:.3g}; the "
-                f"largest is epsilon >= {max_lb:.6g} (attack {best['attack']}, "
-                f"{best['statistic']})")
+                f"largest is epsilon >= {max_lb:.6g} (attack {best.attack}, "
+                f"{best.statistic})")
         for e in renyi_violations:
             found.append(f"the Rényi lower-bound curve of attack {e['attack']} exceeds the "
                          f"certified curve at order(s) {', '.join(f'{a:g}' for a in e['orders'])}")
@@ -283,8 +259,8 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
             explanation = (
                 f"No empirical lower bound exceeds the certified epsilon {certified:.6g} "
                 f"(delta {certificate.delta:.3g}, {certificate.bound})"
-                + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best['attack']} "
-                   f"({best['statistic']}), is {tightness:.3g} of the certificate"
+                + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best.attack} "
+                   f"({best.statistic}), is {tightness:.3g} of the certificate"
                    if best is not None else "")
                 + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
                 + f". {levels}. This is absence of evidence against the certificate, not a "
@@ -292,8 +268,9 @@ def _verdict(certificate: Certificate, lower_bounds: list[dict], ceiling: float,
             )
     return {"status": status, "exit_code": EXIT_CODES[status],
             "certified_epsilon": finite(certified), "max_lower_bound": max_lb,
-            "best_lower_bound": best, "tightness": finite(tightness),
-            "explanation": explanation, "violations": violations,
+            "best_lower_bound": None if best is None else best.to_dict(),
+            "tightness": finite(tightness),
+            "explanation": explanation, "violations": [e.to_dict() for e in violations],
             "renyi_violations": renyi_violations, "possible_causes": causes,
             "could_show_violation": could_refute, "trials_needed": needed,
             "tests": {"family_size": family, "alpha_each": alpha_each,

@@ -19,9 +19,11 @@ from typing import Any, ClassVar
 
 from audits.adapters.data import SpecData
 from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
+from audits.estimators import DEMO_ESTIMATORS
 from audits.fields import from_fields
 from audits.protocols import Certificate
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec
+from audits.statistics import DEFAULT_STATISTICS
 
 __all__ = [
     "AdapterBase",
@@ -134,8 +136,7 @@ class AdapterBase:
 
 
 DEMO_ATTACKS = ("loss", "projection")
-DEMO_STATISTICS = ("pilot-window",)
-DEMO_ESTIMATORS = ("plugin-epsilon", "auc", "tpr-at-fpr", "gaussian-kl")
+DEMO_STATISTICS = DEFAULT_STATISTICS
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
 

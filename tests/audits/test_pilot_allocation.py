@@ -18,11 +18,11 @@ from audits.analysis import (
     AttackScores,
     allocation,
     pilot_allocation,
-    pilot_size,
     trial_rows,
 )
 from audits.protocols import Certificate
 from audits.runner import audit_scores
+from audits.statistics import allocation_pilot_size
 from empirical.renyi_audit import gaussian_fit_excess, renyi_audit
 from empirical.statistics.checks import paired_permutations
 from empirical.statistics.pilot import pilot_epsilon_lower_bound
@@ -42,7 +42,7 @@ def test_the_levels_depend_only_on_the_allocation_pilot_rows():
     u, r = rng.normal(1.2, 1.0, n), rng.normal(0.0, 1.0, n)
     first = audit_scores(unlearned={"s": u}, retrained={"s": r}, certificate=GAUSSIAN,
                          seed=seed, estimators=[])
-    pilot = trial_rows(seed, n)[:pilot_size(n)]
+    pilot = trial_rows(seed, n)[:allocation_pilot_size(n)]
     tested = np.setdiff1d(np.arange(n), pilot)
     # Every other row replaced by scores of another law: the levels stay as they were.
     u2, r2 = u.copy(), r.copy()
@@ -72,8 +72,8 @@ def test_the_levels_depend_only_on_the_allocation_pilot_rows():
 def test_the_levels_sum_to_at_most_the_budget_for_every_pilot(pilot_u, pilot_r, statistics,
                                                               direction, n_attacks, sigma,
                                                               miss):
-    n = 200  # pilot_size(200) = 10 rows: the drawn pilot values fill them, the rest is noise
-    k = pilot_size(n)
+    n = 200  # allocation_pilot_size(200) = 10 rows: the drawn pilot values fill them, the rest is noise
+    k = allocation_pilot_size(n)
     rows = trial_rows(0, n)
     rng = np.random.default_rng(1)
     certificate = Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1,
@@ -146,10 +146,10 @@ def test_every_pilot_of_the_audit_is_a_prefix_of_the_one_row_order():
     rows = trial_rows(seed, n)
     window = pilot_window_epsilon_lower_bound(u, r, delta=1e-3, rows=rows)
     threshold = pilot_epsilon_lower_bound(u, r, delta=1e-3, rows=rows,
-                                          pilot_fraction=pilot_size(n) / n)
+                                          pilot_fraction=allocation_pilot_size(n) / n)
     renyi = renyi_audit(u, r, certified=lambda a: a / 2, rows=rows)
-    assert window.n_pilot_positive == threshold.n_pilot_positive == pilot_size(n)
-    assert window.n_positive == threshold.n_positive == n - pilot_size(n)
+    assert window.n_pilot_positive == threshold.n_pilot_positive == allocation_pilot_size(n)
+    assert window.n_positive == threshold.n_positive == n - allocation_pilot_size(n)
     assert renyi.n_pilot_p == round(0.2 * n)
     # Shift the rows after the first 20%: every choice made on a pilot stays as it was.
     late = rows[round(0.2 * n):]
@@ -158,7 +158,7 @@ def test_every_pilot_of_the_audit_is_a_prefix_of_the_one_row_order():
     assert pilot_window_epsilon_lower_bound(u2, r, delta=1e-3, rows=rows).threshold == \
         window.threshold
     assert pilot_epsilon_lower_bound(u2, r, delta=1e-3, rows=rows,
-                                     pilot_fraction=pilot_size(n) / n).threshold == \
+                                     pilot_fraction=allocation_pilot_size(n) / n).threshold == \
         threshold.threshold
     assert renyi_audit(u2, r, certified=lambda a: a / 2, rows=rows).choice == renyi.choice
     # A given order is the seeded split.
