@@ -46,6 +46,7 @@ from audits.report.assemble import build_report
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
+from audits.statistics import DEFAULT_STATISTICS
 from audits.store import STORE_NAME, FolderLock, check_folder
 from empirical.memory import release_freed_memory
 
@@ -288,7 +289,7 @@ def audit_mechanism(
     confidence: float = 0.95,
     seed: int = 0,
     attacks: Sequence[str] | None = None,
-    statistics: Sequence[str] = ("pilot-window",),
+    statistics: Sequence[str] = DEFAULT_STATISTICS,
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     chunk_size: int = 250,
     out_dir: str | Path | None = None,
@@ -334,7 +335,7 @@ def audit_scores(
     retrained: Mapping[str, Any],
     certificate: Certificate,
     confidence: float = 0.95,
-    statistics: Sequence[str] = ("pilot-window",),
+    statistics: Sequence[str] = DEFAULT_STATISTICS,
     estimators: Sequence[str] = ("plugin-epsilon", "auc"),
     unlearned_accuracy: Any = None,
     retrained_accuracy: Any = None,

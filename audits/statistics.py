@@ -259,4 +259,35 @@ PILOT_THRESHOLD = register_statistic(EpsilonStatistic(
     forecast=_pilot_threshold_forecast,
 ))
 
-DEFAULT_STATISTICS: tuple[str, ...] = (PILOT_WINDOW.name,)
+def _pilot_regions_run(u, r, *, delta, alpha, rows, seed, both_orientations, direction):
+    from empirical.statistics.pilot_regions import pilot_regions_epsilon_lower_bound
+
+    return pilot_regions_epsilon_lower_bound(
+        u, r, delta=delta, alpha=alpha, pilot_fraction=ALLOCATION_PILOT_FRACTION, rows=rows,
+        seed=seed, both_orientations=both_orientations, direction=direction)
+
+
+def _pilot_regions_forecast(u, r, *, n_positive, n_negative, delta, alpha, both_orientations,
+                            direction) -> float:
+    from empirical.statistics.pilot_regions import pilot_regions_prediction
+
+    return pilot_regions_prediction(u, r, n_positive=n_positive, n_negative=n_negative,
+                                    delta=delta, alpha=alpha,
+                                    both_orientations=both_orientations, direction=direction)
+
+
+PILOT_REGIONS = register_statistic(EpsilonStatistic(
+    name="pilot-regions",
+    summary="Clopper-Pearson epsilon lower bound on a few regions chosen on a 5% pilot: score "
+            "thresholds, or score cells ordered by their estimated likelihood ratio when the "
+            "leak is not a shift; both orientations and both inequalities in one test",
+    run=_pilot_regions_run,
+    # the same tested rows, rules and levels as pilot-window: the same zero-error ceiling
+    ceiling=_pilot_window_ceiling,
+    chooses_orientation=True,
+    uses_allocation_pilot=True,
+    min_pilot_trials=_min_pilot_trials,
+    forecast=_pilot_regions_forecast,
+))
+
+DEFAULT_STATISTICS: tuple[str, ...] = (PILOT_REGIONS.name,)

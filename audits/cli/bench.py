@@ -249,7 +249,7 @@ def power_summary(res: dict[str, Any]) -> str:
                          f"{row['limit']:>7.3f} {default['mean_over_limit']:>13.3f} {peer_cols} "
                          f"{pilot['mean_over_limit']:>11.3f} {current['mean_over_limit']:>13.3f} "
                          f"{default['coverage_failure_rate']:>14.3f}")
-        lines += ["  default: the audits' default statistic (pilot-window); peer: jax-privacy 2.0's "
+        lines += ["  default: the audits' default statistic; peer: jax-privacy 2.0's "
                   "Clopper-Pearson auditor (one_sided=False, Bonferroni); pilot: pilot-threshold; "
                   "current: bonferroni-pareto, one orientation"]
     if "peer" in res.get("parts", []):

@@ -26,7 +26,7 @@ from empirical.statistics import epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.statistics.gdp import gaussian_epsilon
 from empirical.statistics.pilot import pilot_epsilon_lower_bound, single_threshold_limit
-from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
+from empirical.statistics.pilot_regions import pilot_regions_epsilon_lower_bound
 
 __all__ = ["DETECTION_FACTORS", "PARTS", "detection_power", "epsilon_bound_power",
            "estimator_coverage", "peer_comparison", "peer_epsilon", "power_benchmark"]
@@ -53,7 +53,7 @@ def epsilon_bound_power(
     For each (mu, delta): the exact epsilon, the limit (:func:`single_threshold_limit`), and per
     method the mean lower bound, its ratios to exact and limit, and the coverage failure rate
     (fraction of runs whose "lower bound" exceeds the exact epsilon; nominal <= alpha).
-    ``default`` is :func:`pilot_window_epsilon_lower_bound` (the audits' default statistic, both
+    ``default`` is :func:`pilot_regions_epsilon_lower_bound` (the audits' default statistic, both
     orientations in one test); ``pilot`` is :func:`pilot_epsilon_lower_bound`; ``current`` is
     :func:`empirical.statistics.epsilon_lower_bound` (Bonferroni over the Pareto thresholds, one
     orientation); ``peer`` is jax-privacy's Clopper-Pearson auditor (:func:`peer_epsilon`), left
@@ -68,7 +68,7 @@ def epsilon_bound_power(
             for run in range(runs):
                 rng = np.random.default_rng([seed, run, int(mu * 1000)])
                 p, q = _scores(rng, mu, n)
-                values["default"].append(pilot_window_epsilon_lower_bound(
+                values["default"].append(pilot_regions_epsilon_lower_bound(
                     p, q, delta=delta, alpha=alpha, seed=run).epsilon)
                 peer = peer_epsilon(p, q, delta=delta, alpha=alpha)
                 if peer is not None:
@@ -133,7 +133,7 @@ def peer_comparison(*, mus: Sequence[float] = PEER_MUS, deltas: Sequence[float] 
                 if value is None:
                     return []
                 peer.append(value)
-                ours.append(pilot_window_epsilon_lower_bound(p, q, delta=delta, alpha=alpha,
+                ours.append(pilot_regions_epsilon_lower_bound(p, q, delta=delta, alpha=alpha,
                                                              seed=run).epsilon)
             o, r = np.asarray(ours), np.asarray(peer)
             limit = single_threshold_limit(mu=mu, delta=delta, n=n, alpha=alpha)

@@ -1,0 +1,491 @@
+"""(epsilon, delta) lower bound from regions learned on a pilot and ordered by an estimated
+likelihood ratio: thresholds of the score where they suffice, any set of score cells where the
+leak is not a shift.
+
+The statistic. A seeded random pilot (5% of the rows, one permutation for both worlds, never
+chosen by the scores) decides, before any tested score is read:
+
+1. *The ordering of the score line.* Either the score itself (either orientation), or g(s), the
+   estimated log likelihood ratio of the pilot cell s falls in: cells cut between distinct pooled
+   pilot values at equal pooled counts (an atom of tied scores is never split), add-1/2 smoothed
+   counts. A rule "g(s) >= t" says "unlearned" on the union of the cells whose estimated ratio is
+   at least t: regions ordered by the ratio, not by the score, so a leak that interleaves the two
+   worlds (a parity, two tails, a rare atom inside the bulk) is a region like any other. The
+   ordering is chosen by cross-fitting inside the pilot: g is fitted on the first half, and each
+   candidate's rules are forecast on the second half with the same empirical forecaster; g is
+   kept only when it forecasts clearly more than both orientations of the score.
+2. *The rules.* Three per inequality of the certificate (forward, bound by the false-positive
+   rate; reverse, bound by the false-negative rate), as in
+   :mod:`~empirical.statistics.pilot_window`: the forecast optimum and the places where the
+   binding rate is half and twice as large. On the score itself they come from the pilot's normal
+   fits (pilot-window's rules exactly) when the pilot looks normal (Jarque-Bera at 1% in each
+   world, no ties): normal tails extrapolate to the rates of order 1/N a pilot cannot see.
+   Otherwise (heavy or light tails, skew, several modes, atoms), and always on g, they come from
+   the pilot's empirical rates, the binding rate estimated with one pseudo-count so that a pilot
+   tail with no negative is not read as a zero rate.
+
+The remaining rows test the rules: Clopper-Pearson upper bounds on each rule's FPR and FNR
+(Clopper and Pearson 1934) in the (epsilon, delta) region (Kairouz, Oh, Viswanath 2015,
+Theorem 2.1), the largest value is returned.
+
+Validity (with probability >= 1 - alpha the result is at or below the epsilon of every
+(epsilon, delta) guarantee, in the stated direction, that the two score laws satisfy, whatever
+the laws, ties and atoms included, and whatever the dependence between the two worlds' trials
+of one row). The argument of :mod:`~empirical.statistics.pilot_window` applies word for word:
+(1) the ordering, the cells, the rules and their levels are functions of the pilot rows only, and
+rows are independent, so given the pilot each world's tested scores are i.i.d. draws of its
+law; a rule is a fixed set S of scores (a union of cells of g, or a half-line); (2) for a fixed
+S the false positives are Binomial(n_neg, Q(S)) and the false negatives Binomial(n_pos, P(S^c)),
+each one world's sample alone; (3) the R rules' 2R rates get levels summing to alpha
+(:data:`~empirical.statistics.pilot_window.SHARE` of a rule's share to its binding rate), so all
+upper bounds hold at once with probability >= 1 - alpha; (4) on that event every rule's value is
+at most the epsilon of any guarantee of the laws, since the (epsilon, delta) inequalities hold for
+every set S (post-processing: S is the event "g(score) >= t") and the region's epsilon is
+non-increasing in both rates. The pilot can only cost power. Below
+:data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` rows per side there is no pilot and
+the statistic is Bonferroni over every Pareto threshold of both orientations, at level alpha.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from empirical.statistics.checks import (
+    as_scores,
+    check_alpha,
+    check_delta,
+    check_direction,
+    check_probability,
+    epsilon_from_error_rates,
+    split_order,
+)
+from empirical.statistics.pilot_window import (
+    MIN_PILOT_TRIALS,
+    WINDOW,
+    PilotWindowEpsilonLowerBound,
+    _levels,
+    _plan,
+    _without_pilot,
+)
+from empirical.statistics.thresholds import EpsilonLowerBound, clopper_pearson_upper
+
+__all__ = [
+    "JARQUE_BERA_CRITICAL",
+    "PilotRegionsEpsilonLowerBound",
+    "RegionPlan",
+    "pilot_regions_epsilon_lower_bound",
+    "pilot_regions_plan",
+    "pilot_regions_prediction",
+]
+
+# Jarque-Bera statistic above which a pilot world is not taken for normal: the 99% quantile of
+# its chi-square(2) null law, -2 log(0.01).
+JARQUE_BERA_CRITICAL = -2.0 * math.log(0.01)
+# g is kept only when, fitted on half the pilot, it separates the other half's worlds better
+# than the score by this many standard errors: a shift's g is a noisy copy of the score's own
+# order and must not win by noise.
+_AUC_MARGIN = 3.0
+# The empirical rules of one inequality: the binding rate at the forecast optimum times these.
+EMPIRICAL_WINDOW = WINDOW
+# Share of a world's pilot a rule must detect for its binding rate to be read off a tail model.
+_EDGE_SHARE = 0.1
+# Standard deviations each pilot count is moved against a rule (the binding count up, from
+# half a count, the detected count down).
+_SHRINK = 1.0
+# Fewest pilot scores in the mass a rule detects.
+_MIN_DETECTED = 3
+_PSEUDO = 0.5  # add-1/2 smoothing of the pilot cells' counts
+
+
+@dataclass(frozen=True, kw_only=True)
+class PilotRegionsEpsilonLowerBound(EpsilonLowerBound):
+    """epsilon lower bound at ``delta`` from the best of a few pilot-chosen regions; ``ordering``
+    is "score" (half-lines of the score; ``threshold`` and ``positive_above`` are the rule's) or
+    "likelihood-ratio cells" (``threshold`` is then on the estimated log ratio g, and
+    ``n_cells`` the pilot's cells); ``placement`` "normal fits" or "empirical"."""
+
+    n_pilot_positive: int
+    n_pilot_negative: int
+    ordering: str = "score"
+    placement: str = "normal fits"
+    n_cells: int = 0
+    predicted_epsilon: float = 0.0
+    strategy: str = "pilot-regions"
+    method: str = (
+        "regions chosen on a seeded 5% pilot (score half-lines, or score cells ordered by their "
+        "estimated likelihood ratio when the leak is not a shift; rules at each inequality's "
+        "forecast optimum and half and twice its binding rate), Clopper-Pearson upper bounds on "
+        "FPR and FNR of the remaining trials, one union bound at alpha over every rule, Kairouz "
+        "et al. 2015 region"
+    )
+
+
+@dataclass(frozen=True)
+class _Cells:
+    """Cells of the score line (cut points between distinct pilot values) and their estimated
+    log likelihood ratios (unlearned over retrained)."""
+
+    cuts: np.ndarray
+    log_ratio: np.ndarray
+
+    def transform(self, scores: np.ndarray) -> np.ndarray:
+        return self.log_ratio[np.searchsorted(self.cuts, scores, side="right")]
+
+
+@dataclass(frozen=True)
+class RegionPlan:
+    """What the pilot chose: ``sign`` of the score (or +1 on g), ``cells`` (None: the score
+    itself), the rules (threshold on the ordered value, reverse inequality?), the placement and
+    the forecast epsilon."""
+
+    sign: float
+    cells: _Cells | None
+    rules: tuple[tuple[float, bool], ...]
+    placement: str
+    predicted: float
+
+    def ordered(self, scores: np.ndarray) -> np.ndarray:
+        return self.cells.transform(scores) if self.cells is not None else self.sign * scores
+
+
+def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
+    pooled = np.sort(np.concatenate([positive, negative]))
+    values = np.unique(pooled)
+    n_cells = int(min(values.size, max(4, round(math.sqrt(pooled.size)))))
+    if values.size <= n_cells:
+        cuts = (values[:-1] + values[1:]) / 2
+    else:
+        # Equal pooled counts, each cut moved up to the next change of value (ties stay whole).
+        marks = np.searchsorted(values, pooled[(np.arange(1, n_cells) * pooled.size) // n_cells],
+                                side="right")
+        marks = np.unique(marks[(marks > 0) & (marks < values.size)])
+        cuts = (values[marks - 1] + values[marks]) / 2
+    cell_p = np.bincount(np.searchsorted(cuts, positive, side="right"), minlength=cuts.size + 1)
+    cell_q = np.bincount(np.searchsorted(cuts, negative, side="right"), minlength=cuts.size + 1)
+    width = _PSEUDO * (cuts.size + 1)
+    log_ratio = (np.log((cell_p + _PSEUDO) / (positive.size + width))
+                 - np.log((cell_q + _PSEUDO) / (negative.size + width)))
+    return _Cells(cuts, log_ratio)
+
+
+def _looks_normal(scores: np.ndarray) -> bool:
+    """A Jarque-Bera statistic below :data:`JARQUE_BERA_CRITICAL` (ties allowed: pilot-window's
+    rules move to the values a discrete score takes)."""
+    centred = scores - scores.mean()
+    variance = float(np.mean(centred**2))
+    if variance <= 0:
+        return False
+    skew = float(np.mean(centred**3)) / variance**1.5
+    kurtosis = float(np.mean(centred**4)) / variance**2
+    statistic = scores.size / 6.0 * (skew**2 + (kurtosis - 3.0) ** 2 / 4.0)
+    return statistic < JARQUE_BERA_CRITICAL
+
+
+def _tail_size(k: int) -> int:
+    return max(2, min(10, k // 10))
+
+
+def _upper_rate(sorted_x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Estimated P(X >= t) from a pilot sample: its empirical rate where at least m of its values
+    are at or above t, else an exponential tail through its m-th largest value with their mean
+    excess as scale (m = :func:`_tail_size`), so that a rate beyond the pilot's reach is
+    neither 0 nor the last count."""
+    k = sorted_x.size
+    m = _tail_size(k)
+    counts = k - np.searchsorted(sorted_x, t, side="left")
+    top = sorted_x[k - m:]
+    anchor = top[0]
+    scale = max(float(np.mean(top - anchor)), 1e-12 * max(1.0, abs(float(anchor))))
+    model = (m / k) * np.exp(-np.maximum(t - anchor, 0.0) / scale)
+    return np.where(counts >= m, counts / k, np.minimum(model, m / k))
+
+
+def _lower_rate(sorted_x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Estimated P(X < t), the mirror image of :func:`_upper_rate` (below the m-th smallest
+    value, an exponential tail through it)."""
+    k = sorted_x.size
+    m = _tail_size(k)
+    counts = np.searchsorted(sorted_x, t, side="left")
+    bottom = sorted_x[:m]
+    anchor = bottom[-1]
+    scale = max(float(np.mean(anchor - bottom)), 1e-12 * max(1.0, abs(float(anchor))))
+    model = (m / k) * np.exp(-np.maximum(anchor - t, 0.0) / scale)
+    return np.where(counts >= m, counts / k, np.minimum(model, m / k))
+
+
+def _rule_forecast(rules: list[tuple[float, bool]] | tuple[tuple[float, bool], ...],
+                   positive: np.ndarray, negative: np.ndarray, *, n_positive: int,
+                   n_negative: int, delta: float, gamma_small: float,
+                   gamma_large: float) -> float:
+    """The best forecast epsilon of fixed rules "ordered value >= t" on held-out pilot values
+    (their rates as :func:`_upper_rate` estimates them), Clopper-Pearson at the expected counts
+    of the tested sizes."""
+    pos, neg = np.sort(positive), np.sort(negative)
+    thresholds = np.array([t for t, _ in rules])
+    reverse = np.array([r for _, r in rules])
+    fpr = _upper_rate(neg, thresholds)
+    fnr = _lower_rate(pos, thresholds)
+    fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative,
+                                   np.where(reverse, gamma_large, gamma_small))
+    fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive,
+                                   np.where(reverse, gamma_small, gamma_large))
+    values = np.where(reverse, _reverse_only(fpr_hi, fnr_hi, delta), np.asarray(
+        epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta, direction="forward")))
+    return float(np.max(values))
+
+
+def _candidates(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
+    """Thresholds tried: every pooled pilot value and points beyond both extremes, at multiples
+    of the extreme values' spacing (where a support edge or a tail lies past the pilot)."""
+    pooled = np.unique(np.concatenate([pos, neg]))
+    spread = float(pooled[-1] - pooled[0]) or 1.0
+    steps = spread * np.array([1e-4, 1e-3, 1e-2, 3e-2, 0.1, 0.3])
+    return np.unique(np.concatenate([pooled, pooled[0] - steps, pooled[-1] + steps]))
+
+
+def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: int,
+                    n_negative: int, delta: float, gamma_small: float, gamma_large: float,
+                    inequalities: tuple[bool, ...]) -> tuple[float, list[tuple[float, bool]]]:
+    """(forecast epsilon, rules) of "ordered value >= t" from the pilot's own rates, with an
+    exponential tail past each world's m-th extreme value (:func:`_upper_rate`): for each
+    inequality the t with the best Clopper-Pearson bound at the expected counts and the
+    candidates nearest half and twice its binding rate."""
+    pos, neg = np.sort(positive), np.sort(negative)
+    candidates = _candidates(pos, neg)
+    false_pos = neg.size - np.searchsorted(neg, candidates, side="left")
+    false_neg = np.searchsorted(pos, candidates, side="left")
+    best, rules = 0.0, []
+    for reverse in inequalities:
+        # The mass a rule detects: positives at or above t (forward), negatives below t (reverse).
+        detected = (neg.size - false_pos) if reverse else (pos.size - false_neg)
+        k_detected = neg.size if reverse else pos.size
+        # The small binding rate comes from the tail model only where the rule detects a large
+        # part of the other world (a support edge: one world ends where the other goes on);
+        # elsewhere from the count with one pseudo-count, which never reads a thin pilot tail
+        # as a vanishing rate (heavy tails would make up a ratio there).
+        edge = detected >= _EDGE_SHARE * k_detected
+        # Pilot counts are noisy where they are small, and the best of many noisy forecasts is
+        # optimistic (the winner's curse): each count is moved _SHRINK standard deviations
+        # against the rule, the binding count up (from half a count) and the detected one down.
+        shrunk = np.maximum(detected - _SHRINK * np.sqrt(detected), 0.0) / k_detected
+        if reverse:
+            fnr = np.where(edge, _lower_rate(pos, candidates),
+                           (false_neg + 0.5 + _SHRINK * np.sqrt(false_neg)) / pos.size)
+            fpr = 1.0 - shrunk
+        else:
+            fpr = np.where(edge, _upper_rate(neg, candidates),
+                           (false_pos + 0.5 + _SHRINK * np.sqrt(false_pos)) / neg.size)
+            fnr = 1.0 - shrunk
+        fpr, fnr = np.minimum(fpr, 1.0), np.minimum(fnr, 1.0)
+        g_fpr, g_fnr = (gamma_large, gamma_small) if reverse else (gamma_small, gamma_large)
+        fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative, g_fpr)
+        fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive, g_fnr)
+        # each inequality alone: forward P(S) <= e^eps Q(S) + delta bound by the FPR, reverse
+        # Q(S') <= e^eps P(S') + delta on the complement bound by the FNR
+        values = (_reverse_only(fpr_hi, fnr_hi, delta) if reverse else np.asarray(
+            epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta, direction="forward")))
+        # The detected mass itself is never extrapolated: pilot scores must show it.
+        values = np.where(detected >= _MIN_DETECTED, values, 0.0)
+        binding = np.maximum(fnr if reverse else fpr, 1e-300)
+        i = int(np.argmax(values))
+        best = max(best, float(values[i]))
+        for factor in EMPIRICAL_WINDOW:
+            j = i if factor == 1.0 else int(np.argmin(np.abs(np.log(binding / binding[i] / factor))))
+            rules.append((float(candidates[j]), reverse))
+    return best, rules
+
+
+def _reverse_only(fpr: np.ndarray, fnr: np.ndarray, delta: float) -> np.ndarray:
+    """epsilon of the reverse inequality alone: log((1 - delta - FPR) / FNR), 0 where void."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.log(np.maximum(1.0 - delta - fpr, 1e-300)) - np.log(fnr)
+    return np.where(1.0 - delta - fpr > 0, np.maximum(value, 0.0), 0.0)
+
+
+def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *,
+                       n_positive: int, n_negative: int, delta: float, alpha: float,
+                       both_orientations: bool, direction: str) -> RegionPlan:
+    """The ordering and rules the pilot chooses for ``n_positive`` / ``n_negative`` tested
+    scores (module docstring, steps 1 and 2)."""
+    _, gamma_small, gamma_large = _levels(alpha, direction)
+    inequalities = (False, True) if direction == "both" else (False,)
+    signs = (1.0, -1.0) if both_orientations else (1.0,)
+
+    def empirical(pos: np.ndarray, neg: np.ndarray, n_pos: int,
+                  n_neg: int) -> tuple[float, list[tuple[float, bool]]]:
+        return _empirical_plan(pos, neg, n_positive=n_pos, n_negative=n_neg, delta=delta,
+                               gamma_small=gamma_small, gamma_large=gamma_large,
+                               inequalities=inequalities)
+
+    def normal(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
+        sign, predicted, rules = _plan(pos, neg, n_positive=n_positive, n_negative=n_negative,
+                                       delta=delta, alpha=alpha,
+                                       both_orientations=both_orientations, direction=direction)
+        return RegionPlan(sign, None, tuple(rules), "normal fits", predicted)
+
+    def on_score(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
+        best: RegionPlan | None = None
+        for sign in signs:
+            predicted, rules = empirical(sign * pos, sign * neg, n_positive, n_negative)
+            if best is None or predicted > best.predicted:
+                best = RegionPlan(sign, None, tuple(rules), "empirical", predicted)
+        assert best is not None
+        return best
+
+    def on_cells(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
+        cells = _fit_cells(pos, neg)
+        predicted, rules = empirical(cells.transform(pos), cells.transform(neg), n_positive,
+                                     n_negative)
+        return RegionPlan(1.0, cells, tuple(rules), "empirical", predicted)
+
+    if min(pilot_positive.size, pilot_negative.size) < 8:
+        return normal(pilot_positive, pilot_negative)
+    # Cross-fitting: each kind of plan is made on the pilot's first half and forecast on its
+    # second half by one estimator, so that no kind wins by fitting the noise it is judged on.
+    half_p, half_q = pilot_positive.size // 2, pilot_negative.size // 2
+    fit_p, fit_q = pilot_positive[:half_p], pilot_negative[:half_q]
+    held_p, held_q = pilot_positive[half_p:], pilot_negative[half_q:]
+
+    def held_out(plan: RegionPlan) -> float:
+        return _rule_forecast(plan.rules, plan.ordered(held_p), plan.ordered(held_q),
+                              n_positive=n_positive, n_negative=n_negative, delta=delta,
+                              gamma_small=gamma_small, gamma_large=gamma_large)
+
+    score_plan = (normal(pilot_positive, pilot_negative)
+                  if _looks_normal(pilot_positive) and _looks_normal(pilot_negative)
+                  else on_score(pilot_positive, pilot_negative))
+    if both_orientations:
+        # Cells only where the score's order misses the leak: on the held-out half their
+        # ordering separates the worlds better than either orientation of the score by more
+        # than _AUC_MARGIN standard errors of an AUC (Hanley-McNeil's null variance).
+        fitted = _fit_cells(fit_p, fit_q)
+        on_score_auc = _auc(held_p, held_q)
+        gain = _auc(fitted.transform(held_p), fitted.transform(held_q)) - max(on_score_auc,
+                                                                             1 - on_score_auc)
+        se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
+        if gain > _AUC_MARGIN * se:
+            return on_cells(pilot_positive, pilot_negative)
+    return score_plan
+
+
+def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """P(X > Y) + P(X = Y)/2 for X a positive and Y a negative score (midranks for ties)."""
+    pooled = np.concatenate([positive, negative])
+    values, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
+    midrank = np.cumsum(counts) - (counts - 1) / 2.0
+    ranks = midrank[inverse]
+    n_p, n_q = positive.size, negative.size
+    return float((ranks[:n_p].sum() - n_p * (n_p + 1) / 2.0) / (n_p * n_q))
+
+
+def pilot_regions_prediction(pilot_positive, pilot_negative, *, n_positive: int,
+                             n_negative: int, delta: float, alpha: float,
+                             both_orientations: bool = True, direction: str = "both") -> float:
+    """The epsilon the statistic forecasts from the pilot alone for ``n_positive`` /
+    ``n_negative`` tested scores at level ``alpha``. A forecast, not a bound."""
+    positive = as_scores(pilot_positive, "pilot_positive")
+    negative = as_scores(pilot_negative, "pilot_negative")
+    if min(positive.size, negative.size) < 2:
+        raise ValueError("a prediction needs at least 2 pilot scores per side")
+    return pilot_regions_plan(positive, negative, n_positive=n_positive, n_negative=n_negative,
+                              delta=check_delta(delta), alpha=check_alpha(alpha),
+                              both_orientations=both_orientations,
+                              direction=check_direction(direction)).predicted
+
+
+def pilot_regions_epsilon_lower_bound(
+    scores_positive,
+    scores_negative,
+    *,
+    delta: float,
+    alpha: float = 0.05,
+    pilot_fraction: float = 0.05,
+    seed: int = 0,
+    both_orientations: bool = True,
+    direction: str = "both",
+    rows=None,
+) -> PilotRegionsEpsilonLowerBound | PilotWindowEpsilonLowerBound:
+    """epsilon lower bound at ``delta`` from a few pilot-chosen regions (module docstring).
+
+    With probability >= 1 - alpha the result is at or below the epsilon of every (epsilon,
+    delta) guarantee in ``direction`` that the two score laws satisfy. ``both_orientations=False``
+    states the orientation "higher score says positive" in advance: only half-lines of the score
+    in that orientation are considered (no cells). ``rows`` and ``pilot_fraction`` as in
+    :func:`~empirical.statistics.pilot_window.pilot_window_epsilon_lower_bound`.
+    """
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
+    delta = check_delta(delta)
+    alpha = check_alpha(alpha)
+    direction = check_direction(direction)
+    pilot_fraction = check_probability(pilot_fraction, "pilot_fraction", open_low=True,
+                                       open_high=True)
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    if min(positive.size, negative.size) < MIN_PILOT_TRIALS:
+        return dataclasses.replace(
+            _without_pilot(positive, negative, delta=delta, alpha=alpha,
+                           both_orientations=both_orientations, direction=direction),
+            strategy="pilot-regions")
+    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
+    positive, negative = positive[order_pos], negative[order_neg]
+    del order_pos, order_neg
+    k_pos = max(2, int(round(pilot_fraction * positive.size)))
+    k_neg = max(2, int(round(pilot_fraction * negative.size)))
+    if k_pos > positive.size - 2 or k_neg > negative.size - 2:
+        raise ValueError("pilot_fraction leaves fewer than 2 tested scores on a side")
+    pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
+    pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
+
+    n_rules, gamma_small, gamma_large = _levels(alpha, direction)
+    plan = pilot_regions_plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
+                              n_negative=test_neg.size, delta=delta, alpha=alpha,
+                              both_orientations=both_orientations, direction=direction)
+    rules = list(plan.rules)
+    if plan.cells is None:
+        pooled = np.unique(plan.sign * np.concatenate([pilot_pos, pilot_neg]))
+        if pooled.size < pilot_pos.size + pilot_neg.size:
+            # Tied pilot scores: each threshold moves up to the least value the pilot saw at or
+            # above it (the same rule on those values), as pilot-window does.
+            index = np.minimum(np.searchsorted(pooled, [t for t, _ in rules], side="left"),
+                               pooled.size - 1)
+            rules = [(float(pooled[i]), r) for i, (_, r) in zip(index, rules, strict=True)]
+    pos_sorted, neg_sorted = plan.ordered(test_pos), plan.ordered(test_neg)
+    pos_sorted.sort()
+    neg_sorted.sort()
+    thresholds = np.array([t for t, _ in rules])
+    reverse = np.array([r for _, r in rules])
+    false_positives = neg_sorted.size - np.searchsorted(neg_sorted, thresholds, side="left")
+    false_negatives = np.searchsorted(pos_sorted, thresholds, side="left")
+    fpr_hi = clopper_pearson_upper(false_positives, neg_sorted.size,
+                                   np.where(reverse, gamma_large, gamma_small))
+    fnr_hi = clopper_pearson_upper(false_negatives, pos_sorted.size,
+                                   np.where(reverse, gamma_small, gamma_large))
+    values = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
+                                                 direction=direction))
+    i = int(np.argmax(values))
+    on_cells = plan.cells is not None
+    return PilotRegionsEpsilonLowerBound(
+        epsilon=float(values[i]),
+        delta=delta,
+        confidence=1.0 - alpha,
+        threshold=float(thresholds[i] if on_cells else plan.sign * thresholds[i]),
+        positive_above=on_cells or plan.sign > 0,
+        fpr_upper=float(fpr_hi[i]),
+        fnr_upper=float(fnr_hi[i]),
+        false_positives=int(false_positives[i]),
+        false_negatives=int(false_negatives[i]),
+        n_positive=int(pos_sorted.size),
+        n_negative=int(neg_sorted.size),
+        n_rules_considered=n_rules,
+        n_pilot_positive=k_pos,
+        n_pilot_negative=k_neg,
+        ordering="likelihood-ratio cells" if on_cells else "score",
+        placement=plan.placement,
+        n_cells=0 if plan.cells is None else int(plan.cells.cuts.size + 1),
+        predicted_epsilon=plan.predicted,
+    )
