@@ -99,6 +99,9 @@ _SHRINK = 1.0
 # Fewest pilot scores in the mass a rule detects.
 _MIN_DETECTED = 3
 _PSEUDO = 0.5  # add-1/2 smoothing of the pilot cells' counts
+# Pooled pilot scores per cell: fine cells resolve a leak that interleaves the worlds on a small
+# scale; their noisy ratios only matter when the cross-fitted check below keeps them.
+_CELL_SCORES = 8
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,7 +158,7 @@ class RegionPlan:
 def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
     pooled = np.sort(np.concatenate([positive, negative]))
     values = np.unique(pooled)
-    n_cells = int(min(values.size, max(4, round(math.sqrt(pooled.size)))))
+    n_cells = int(min(values.size, max(4, pooled.size // _CELL_SCORES)))
     if values.size <= n_cells:
         cuts = (values[:-1] + values[1:]) / 2
     else:

@@ -1,0 +1,173 @@
+"""The default (epsilon, delta) statistic: regions learned on a pilot, ordered by the score or by
+an estimated likelihood ratio. Validity on exact laws (the bound exceeds the exact epsilon in at
+most an alpha share of draws), the special cases it must keep (pilot-window's rules on normal
+scores) and the leaks beyond shifts it must see."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+from empirical.statistics import max_certifiable_epsilon
+from empirical.statistics.pilot_regions import (
+    pilot_regions_epsilon_lower_bound,
+    pilot_regions_plan,
+)
+from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
+
+ALPHA = 0.05
+
+
+def _allowed(runs: int) -> int:
+    """Exceedances allowed in ``runs`` independent draws: the 99.9% quantile of
+    Binomial(runs, alpha), so that a valid statistic fails this check once in a thousand."""
+    return int(stats.binom.ppf(0.999, runs, ALPHA))
+
+
+def _exact_discrete_epsilon(p: np.ndarray, q: np.ndarray, delta: float) -> float:
+    """Exact two-sided eps(delta) of two laws on a finite set (hockey-stick by bisection)."""
+    def hockey(a, b, eps):
+        return float(np.sum(np.maximum(a - math.exp(eps) * b, 0.0)))
+
+    def one(a, b):
+        low, high = 0.0, 50.0
+        if hockey(a, b, 0.0) <= delta:
+            return 0.0
+        for _ in range(200):
+            mid = (low + high) / 2
+            low, high = (low, mid) if hockey(a, b, mid) <= delta else (mid, high)
+        return high
+
+    return max(one(p, q), one(q, p))
+
+
+def _parity_laws(n: int, rng: np.random.Generator, *, even_unlearned: float):
+    """Scores 2K + parity + V (K two-sided geometric with ratio 0.9, V uniform on [0, 1)): the
+    unlearned world's integer part is even with probability ``even_unlearned``, the retrained
+    world's odd with that probability. The privacy loss depends only on the parity, which no
+    threshold of the score sees (every half-line has nearly equal mass in both worlds)."""
+    def world(even: float) -> np.ndarray:
+        parity = (rng.random(n) >= even).astype(float)
+        k = rng.geometric(0.1, n) - rng.geometric(0.1, n)
+        return 2.0 * k + parity + rng.random(n)
+    return world(even_unlearned), world(1.0 - even_unlearned)
+
+
+def test_on_normal_scores_the_rules_are_pilot_windows():
+    """Gaussian scores pass the pilot's normality check: the normal fits place the rules, and
+    the bound is pilot-window's to the bit."""
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        p, q = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 4000)
+        regions = pilot_regions_epsilon_lower_bound(p, q, delta=1e-5, seed=seed)
+        window = pilot_window_epsilon_lower_bound(p, q, delta=1e-5, seed=seed)
+        assert regions.ordering == "score" and regions.placement == "normal fits"
+        assert regions.epsilon == window.epsilon and regions.threshold == window.threshold
+
+
+def test_an_interleaved_leak_no_threshold_sees_is_found_by_likelihood_ratio_cells():
+    """No privacy at all (the parity tells the world), yet every threshold of the score has
+    nearly equal rates in both worlds: the cells see it."""
+    rng = np.random.default_rng(11)
+    p, q = _parity_laws(20_000, rng, even_unlearned=1.0)
+    result = pilot_regions_epsilon_lower_bound(p, q, delta=1e-5, seed=1)
+    assert result.ordering == "likelihood-ratio cells"
+    assert result.epsilon > 3.0
+    assert pilot_window_epsilon_lower_bound(p, q, delta=1e-5, seed=1).epsilon < 0.2
+
+
+def test_a_support_edge_past_the_pilots_last_score_is_used():
+    """Exponential scores shifted by 1: no unlearned score lies below 1, where a third of the
+    retrained ones do. The rule's binding rate is extrapolated past the pilot's smallest
+    unlearned score, so the tested rule makes no false negative."""
+    rng = np.random.default_rng(5)
+    p, q = 1.0 + rng.exponential(1.0, 10_000), rng.exponential(1.0, 10_000)
+    result = pilot_regions_epsilon_lower_bound(p, q, delta=1e-5, seed=2)
+    assert result.false_negatives == 0 and result.placement == "empirical"
+    zero_errors = max_certifiable_epsilon(n_positive=result.n_positive,
+                                          n_negative=result.n_negative, delta=1e-5,
+                                          alpha=ALPHA * 0.7 / 6).epsilon
+    assert result.epsilon > 0.8 * min(zero_errors, math.log((1 - math.exp(-1)) / 1e-3))
+
+
+@pytest.mark.parametrize(("name", "even"), [("parity 0.75", 0.75), ("parity 0.9", 0.9)])
+def test_cells_hold_their_level_on_exact_parity_laws(name, even):
+    """The cells' path is valid: on laws whose exact epsilon is known (the parity's ratio is
+    even/(1 - even) on every cell) the bound exceeds it in at most an alpha share of draws."""
+    exact = _exact_discrete_epsilon(np.array([even, 1 - even]), np.array([1 - even, even]), 1e-3)
+    runs, over, used_cells = 30, 0, 0
+    for seed in range(runs):
+        p, q = _parity_laws(20_000, np.random.default_rng([7, seed]), even_unlearned=even)
+        result = pilot_regions_epsilon_lower_bound(p, q, delta=1e-3, seed=seed)
+        over += result.epsilon > exact
+        used_cells += result.ordering == "likelihood-ratio cells"
+    assert over <= _allowed(runs), name
+    assert used_cells > runs // 2  # the path under test was taken
+
+
+@pytest.mark.parametrize("delta", [1e-5, 0.05])
+def test_bound_holds_on_four_ary_randomized_response(delta):
+    """Tied, non-monotone scores (the output of 4-ary randomized response at eps = 1)."""
+    e = math.e
+    p_law, q_law = np.array([e, 1, 1, 1]) / (e + 3), np.array([1, e, 1, 1]) / (e + 3)
+    exact = _exact_discrete_epsilon(p_law, q_law, delta)
+    runs, over = 100, 0
+    for seed in range(runs):
+        rng = np.random.default_rng([13, seed])
+        p = rng.choice(4, 2000, p=p_law).astype(float)
+        q = rng.choice(4, 2000, p=q_law).astype(float)
+        over += pilot_regions_epsilon_lower_bound(p, q, delta=delta, seed=seed).epsilon > exact
+    assert over <= _allowed(runs)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.floats(0.0, 3.0), st.sampled_from([1e-5, 1e-2]),
+       st.sampled_from(["both", "forward"]), st.sampled_from([0, 1, 2]))
+def test_bound_is_finite_and_below_the_zero_error_ceiling_of_one_rule(seed, mu, delta,
+                                                                     direction, law):
+    rng = np.random.default_rng(seed)
+    draw = (lambda m, k: np.round(rng.normal(m, 1.0, k), 1),  # ties
+            lambda m, k: rng.laplace(m, 1.0, k),
+            lambda m, k: m + rng.exponential(1.0, k))[law]
+    p, q = draw(mu, 300), draw(0.0, 300)
+    result = pilot_regions_epsilon_lower_bound(p, q, delta=delta, seed=seed, direction=direction)
+    ceiling = max_certifiable_epsilon(n_positive=result.n_positive, n_negative=result.n_negative,
+                                      delta=delta, direction=direction).epsilon
+    assert math.isfinite(result.epsilon) and 0.0 <= result.epsilon <= ceiling
+    assert result.n_pilot_positive == result.n_pilot_negative == 15
+
+
+def test_a_stated_orientation_keeps_to_half_lines_of_the_score():
+    rng = np.random.default_rng(3)
+    p, q = _parity_laws(20_000, rng, even_unlearned=1.0)
+    plan = pilot_regions_plan(p[:1000], q[:1000], n_positive=19_000, n_negative=19_000,
+                              delta=1e-5, alpha=ALPHA, both_orientations=False,
+                              direction="both")
+    assert plan.cells is None and plan.sign == 1.0
+
+
+def test_the_pilot_alone_decides_the_regions():
+    """Changing every tested score leaves the plan (ordering, cells, rules) unchanged: the
+    regions are functions of the pilot rows only, the first step of the validity argument."""
+    rng = np.random.default_rng(4)
+    p, q = _parity_laws(6000, rng, even_unlearned=0.9)
+    rows = np.random.default_rng(0).permutation(6000)
+    pilot = rows[:300]
+    changed_p, changed_q = rng.permutation(p), rng.permutation(q)
+    changed_p[pilot], changed_q[pilot] = p[pilot], q[pilot]
+
+    def plan(a, b):
+        return pilot_regions_plan(a[pilot], b[pilot], n_positive=5700, n_negative=5700,
+                                  delta=1e-5, alpha=ALPHA, both_orientations=True,
+                                  direction="both")
+
+    first, second = plan(p, q), plan(changed_p, changed_q)
+    assert first.rules == second.rules and first.sign == second.sign
+    assert (first.cells is None) == (second.cells is None)
+    if first.cells is not None:
+        assert np.array_equal(first.cells.cuts, second.cells.cuts)
