@@ -171,17 +171,23 @@ KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
 
 
 def allocation(*, n_eps: int, n_renyi: int, miss: float,
-               ruled_out: Collection[str] = ()) -> tuple[float, float]:
+               ruled_out: Collection[str] | None = None) -> tuple[float, float]:
     """(level of each (epsilon, delta) test, level of each Rényi test) for a family of
     ``n_eps`` and ``n_renyi`` tests and total error ``miss`` = 1 - confidence. The levels sum to
     at most ``miss`` (weighted Bonferroni) whatever ``ruled_out`` is; a kind with no test gets
-    level 0. ``ruled_out``: the kinds (:data:`KIND_EPS`, :data:`KIND_RENYI`) an allocation
-    pilot predicts cannot reject; one ruled-out kind keeps its floor share
-    (:data:`FLOOR_EPS`, :data:`FLOOR_RENYI`) and the other kind gets the rest; with none or
-    both ruled out the split is :data:`RENYI_SHARE`."""
+    level 0.
+
+    ``ruled_out`` None: no forecast (the fixed rule), the Rényi tests share
+    :data:`RENYI_SHARE`. Otherwise the kinds (:data:`KIND_EPS`, :data:`KIND_RENYI`) an
+    allocation pilot predicts cannot reject: when the (epsilon, delta) tests are forecast to
+    reject they get all but :data:`FLOOR_RENYI`, whatever the Rényi forecast, so that stating a
+    Rényi curve beside (epsilon, delta) never leaves a promising (epsilon, delta) test with less
+    than 1 - FLOOR_RENYI of the level it would have alone (their reach moves with the level only
+    through log(1 / level)); when only they are ruled out the Rényi tests get all but
+    :data:`FLOOR_EPS`; when both are ruled out the split is :data:`RENYI_SHARE`."""
     if n_eps < 0 or n_renyi < 0 or not 0 < miss < 1:
         raise ValueError(f"bad family ({n_eps}, {n_renyi}) or error budget {miss!r}")
-    unknown = set(ruled_out) - {KIND_EPS, KIND_RENYI}
+    unknown = set(ruled_out or ()) - {KIND_EPS, KIND_RENYI}
     if unknown:
         raise ValueError(f"unknown kind(s) of test {sorted(unknown)}")
     if n_renyi == 0:
@@ -189,10 +195,11 @@ def allocation(*, n_eps: int, n_renyi: int, miss: float,
     if n_eps == 0:
         return 0.0, miss / n_renyi
     share = RENYI_SHARE
-    if set(ruled_out) == {KIND_EPS}:
-        share = 1.0 - FLOOR_EPS
-    elif set(ruled_out) == {KIND_RENYI}:
-        share = FLOOR_RENYI
+    if ruled_out is not None:
+        if KIND_EPS not in ruled_out:
+            share = FLOOR_RENYI
+        elif KIND_RENYI not in ruled_out:
+            share = 1.0 - FLOOR_EPS
     return miss * (1.0 - share) / n_eps, miss * share / n_renyi
 
 

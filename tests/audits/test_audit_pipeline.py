@@ -25,6 +25,7 @@ from audits.runner import (
     run_audit,
 )
 from audits.spec import AuditSpec, SpecError
+from audits.statistics import DEFAULT_STATISTICS
 from bounds.conversions import best_epsilon, gaussian_epsilon
 
 ETA = 0.7999999999999999  # the largest float not above 1/L = 4/5 (L = 1/4 + lambda, lambda = 1)
@@ -163,7 +164,7 @@ def test_reduced_demo_is_consistent_and_writes_a_valid_report(tmp_path):
     # One test per attack of the default statistic (both score orientations in one event, the
     # one it tested reported), plus one Rényi test per attack.
     assert [(e["attack"], e["statistic"]) for e in lower] == [
-        ("loss", "pilot-window"), ("projection", "pilot-window")]
+        ("loss", DEFAULT_STATISTICS[0]), ("projection", DEFAULT_STATISTICS[0])]
     assert all(e["details"]["orientation_chosen_by_statistic"] for e in lower)
     assert [t["attack"] for t in report["empirical"]["renyi"]] == ["loss", "projection"]
     # Weighted Bonferroni with weights from the allocation pilot: its normal fits predict that

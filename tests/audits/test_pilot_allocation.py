@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from audits.analysis import (
     FLOOR_EPS,
+    FLOOR_RENYI,
     KIND_EPS,
     RENYI_SHARE,
     AttackScores,
@@ -92,11 +93,21 @@ def test_the_levels_sum_to_at_most_the_budget_for_every_pilot(pilot_u, pilot_r, 
     assert n_eps * chosen.alpha_eps + n_renyi * chosen.alpha_renyi <= miss * (1 + 1e-12)
 
 
-@pytest.mark.parametrize("ruled_out", [(), (KIND_EPS,), ("renyi",), (KIND_EPS, "renyi")])
+@pytest.mark.parametrize("ruled_out", [None, (), (KIND_EPS,), ("renyi",), (KIND_EPS, "renyi")])
 @pytest.mark.parametrize("n_eps,n_renyi", [(1, 1), (3, 1), (2, 5), (0, 2), (4, 0)])
 def test_every_allocation_spends_at_most_the_budget(ruled_out, n_eps, n_renyi):
     eps, renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=0.05, ruled_out=ruled_out)
     assert n_eps * eps + n_renyi * renyi == pytest.approx(0.05, rel=1e-12)
+
+
+@pytest.mark.parametrize("ruled_out", [(), ("renyi",)])
+def test_a_promising_epsilon_delta_test_keeps_almost_its_whole_level_beside_a_renyi_curve(
+        ruled_out):
+    """Stating a Rényi curve beside (epsilon, delta) must not starve an (epsilon, delta) test
+    the pilot forecasts to reject: it keeps 1 - FLOOR_RENYI of the level it has alone."""
+    alone = allocation(n_eps=1, n_renyi=0, miss=0.05, ruled_out=ruled_out)[0]
+    beside = allocation(n_eps=1, n_renyi=1, miss=0.05, ruled_out=ruled_out)[0]
+    assert beside == pytest.approx((1 - FLOOR_RENYI) * alone)
 
 
 def test_the_pilot_gives_almost_all_the_budget_to_the_renyi_test_on_gaussian_scores():
