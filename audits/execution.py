@@ -43,7 +43,6 @@ from audits.store import (
     STORE_NAME,
     ChunkStore,
     CorruptChunkError,
-    SchemaError,
     StoreError,
     delete_store,
     inspect_store,
@@ -487,10 +486,12 @@ def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
     try:
         state = inspect_store(path, audit_key=audit_key, spec_json=spec_json,
                               planned={(p.phase, p.chunk): _planned(p) for p in plans})
-    except SchemaError:
+    except StoreError:
+        # another schema, or a file sqlite cannot read: the refusal advises --replace, so
+        # --replace must get past it (check_folder has accepted the folder as the toolkit's)
         if not replace:
             raise
-        delete_store(path)  # written by other code: its keys could never match this code's
+        delete_store(path)
         return set()
     if state is None:
         return set()

@@ -150,9 +150,12 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
-    from audits.report.schema import JSON_NAME
+    from audits.report.schema import HTML_NAME, JSON_NAME
 
-    if out_dir is None or replace:
+    if out_dir is None:
+        return
+    check_folder(out_dir, names=(JSON_NAME, HTML_NAME))  # the toolkit's folder, even to replace
+    if replace:
         return
     existing = Path(out_dir) / JSON_NAME
     if not existing.exists():

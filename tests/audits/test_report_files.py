@@ -309,8 +309,9 @@ def test_write_and_load_round_trip(tmp_path):
                               ensure_ascii=False) + "\n"
     assert load_report(tmp_path / "audit") == report
     assert load_report(paths.json_path) == report
-    # No temporary files are left next to the report.
-    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == ["report.html", "report.json"]
+    # No temporary files are left next to the report (only the folder's marker).
+    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == [
+        ".unlearn-verify", "report.html", "report.json"]
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
