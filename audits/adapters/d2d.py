@@ -219,6 +219,8 @@ class D2DMechanism(SpecMechanism):
     """
 
     fingerprint_tag = "d2d"
+    work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
+    work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.neel2021.D2DConfig
 
     @property

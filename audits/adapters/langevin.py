@@ -155,6 +155,8 @@ class LangevinMechanism(SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
     fingerprint_tag = "langevin"
+    work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
+    work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.chien2024lu.LangevinConfig
 
     @property

@@ -492,14 +492,16 @@ def _run(argv: list[str]) -> int:
             parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}"
                          + _did_you_mean(parser, argv, extra))
         args.params = [*args.params, *extra]
-    with reporting(_progress_label(args), enabled=_long_running(args)):
+    with reporting(_progress_label(args), enabled=_long_running(args),
+                   as_json=bool(getattr(args, "json", False))):
         args.func(args)
     return 0
 
 
 def _long_running(args: argparse.Namespace) -> bool:
-    """Audits, reproductions and benchmarks print progress (not with --json or --quiet)."""
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    """Audits, reproductions and benchmarks print progress on stderr (JSON lines with --json;
+    nothing with --quiet)."""
+    if getattr(args, "quiet", False):
         return False
     if getattr(args, "own_progress", False):  # the command reports its progress itself
         return False

@@ -83,7 +83,7 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     if args.device is not None:
         spec = spec.replace(device=args.device)
     result = run_audit(spec, out_dir=out_dir, backend=args.backend,
-                       progress=not args.json and not args.quiet,
+                       progress=not args.quiet,  # on stderr; JSON lines under --json
                        ray_address=getattr(args, "ray_address", None),
                        replace=args.replace, resume=args.resume,
                        keep_statistics=args.keep_statistics)
