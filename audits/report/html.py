@@ -34,7 +34,8 @@ def _e(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-_CSS = """
+# Shared by every page the toolkit writes (audit reports, reproduction pages).
+PAGE_CSS = """
 :root { --ok: #1b7f3b; --bad: #b3261e; --ink: #1d1d1f; --muted: #5f6368; --line: #d9dce1; }
 * { box-sizing: border-box; }
 body { margin: 0; font: 15px/1.5 -apple-system, "Segoe UI", Roboto, "DejaVu Sans", Arial,
@@ -44,6 +45,7 @@ header.verdict { color: #fff; padding: 28px 32px; margin: 0 0 24px; }
 header.verdict.consistent { background: var(--ok); }
 header.verdict.violation { background: var(--bad); }
 header.verdict.inconclusive { background: #7a5c00; }
+header.verdict.reproduction { background: #17508a; }
 header.verdict .inner { max-width: 1072px; margin: 0 auto; }
 header.verdict h1 { margin: 0 0 6px; font-size: 30px; letter-spacing: .02em; }
 header.verdict p { margin: 6px 0; max-width: 900px; }
@@ -417,7 +419,7 @@ def render_validated_html(report: Mapping) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{PAGE_CSS}</style></head><body>",
         _header(report),
         "<main>",
         _cards(report),
