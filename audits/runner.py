@@ -44,6 +44,7 @@ from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report.assemble import build_report
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.score_input import score_sides
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
 from audits.store import STORE_NAME, FolderLock, check_folder
@@ -347,7 +348,9 @@ def audit_scores(
     direction: str = "both",
     replace: bool = False,
 ) -> AuditResult:
-    """Audit precomputed attack scores: ``{attack: [n] or [n, E] array}`` per side.
+    """Audit precomputed attack scores: ``{attack: [n] or [n, E] scores}`` per side, or one
+    array or list per side (:func:`audits.score_input.score_sides`: numbers or booleans, the
+    same number of trials on both sides, else refused in one line).
 
     Scores must come from models independent of any choice made with them (a threshold is
     covered by the statistic; an attack tuned on these very scores is not). ``direction`` as in
@@ -356,6 +359,7 @@ def audit_scores(
     other scores or settings is refused unless ``replace``.
     """
     start = time.perf_counter()
+    unlearned, retrained = score_sides(unlearned, retrained)
     batch = TrialBatch(ModelOutputs(scores=unlearned, accuracy=unlearned_accuracy),
                        ModelOutputs(scores=retrained, accuracy=retrained_accuracy))
     settings = AuditSettings(name=name, trials=batch.n_trials, pilot_trials=0,
