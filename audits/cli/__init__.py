@@ -365,8 +365,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", help="file data (e.g. MNIST) for such a reproduction")
     p.add_argument("--trials", type=int, help="trials per point (default 100)")
     p.add_argument("--device", help="cpu (default), cuda or auto")
-    p.add_argument("--out", help="output folder (default reproduce-out/<id>, e.g. "
-                   "reproduce-out/chien2024_fig3b)")
+    p.add_argument("--out", help="output folder (default reproduce-out/<id as a folder name>, "
+                   "':' and '/' of the id written '_')")
     p.add_argument("--reduced", action="store_true",
                    help="a few short points per panel (CI); not the paper's setting")
     p.add_argument("--setting", help="a named variant of the reproduction's constants (listed "

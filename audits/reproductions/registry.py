@@ -26,8 +26,8 @@ REPRODUCE_OUT = Path("reproduce-out")
 def default_reproduction_dir(reproduction_id: str) -> Path:
     """Where a reproduction writes without ``--out``: ``reproduce-out/<id>``, the id made one
     plain folder name as audits make theirs (characters other than letters, digits, ``-``,
-    ``_`` and ``.``, and a leading dot, become ``_``): ``chien2024:fig3b/matched`` writes to
-    ``reproduce-out/chien2024_fig3b_matched``."""
+    ``_`` and ``.``, and a leading dot, become ``_``): ``paper:fig1/variant`` writes to
+    ``reproduce-out/paper_fig1_variant``."""
     safe = re.sub(r"^\.", "_", re.sub(r"[^\w.-]", "_", reproduction_id)[:100])
     return REPRODUCE_OUT / (safe or "reproduction")
 
