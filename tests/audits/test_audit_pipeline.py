@@ -323,7 +323,7 @@ def test_audit_scores_precomputed_and_per_example(tmp_path):
     assert len(per_example) == 3 and per_example[2] > per_example[0]
     assert report["timing"]["chunks"] == 0
     assert result.report["certificate"]["inputs"]["sigma"] == "0.05"
-    with pytest.raises(ValueError, match="unlearned has 3 trials, retrained 4"):
+    with pytest.raises(ValueError, match="3 unlearned and 4 retrained scores"):
         audit_scores(unlearned={"s": np.zeros(3)}, retrained={"s": np.zeros(4)},
                      certificate=cert)
     with pytest.raises(ValueError, match="NaN"):
