@@ -55,8 +55,9 @@ def _refusal(folder: Path, entries: list[str], *, kind: str, found: str | None) 
         return (f"{folder} holds a {found}'s files (its {MARKER_NAME} marker), not an {kind}'s; "
                 "choose another --out folder")
     named = next((name for name in _WRITTEN if name in entries), sorted(entries)[0])
-    return (f"{folder / named} was not written by this toolkit ({folder} has no {MARKER_NAME} "
-            "marker); nothing is overwritten: choose a new or empty --out folder")
+    return (f"{folder / named}: {folder} is not marked as this toolkit's output folder (no "
+            f"{MARKER_NAME} file), so nothing in it is overwritten; choose a new or empty --out "
+            "folder")
 
 
 def check_owned(folder: str | Path, *, kind: str = "audit") -> None:

@@ -37,7 +37,8 @@ from audits.cli.common import (
     toolkit_version,
     with_json,
 )
-from audits.progress import reporting
+from audits.progress import json_lines, reporting
+from audits.progress import line as progress_line
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
@@ -266,7 +267,10 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
     from audits.cli.bench import ALL_ALGORITHMS, trials_benchmark, trials_table
 
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        if json_lines():  # under --json, one JSON object a line like every progress line
+            progress_line(line.removeprefix("bench trials: "))
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     try:
         # Progress lines go to stderr under --json too (stdout keeps the one JSON object): a

@@ -461,6 +461,6 @@ def test_a_foreign_report_is_refused_before_any_trial_runs(tmp_path):
             raise AssertionError("trials ran before the out_dir was checked")
 
     (tmp_path / "report.json").write_text(json.dumps({"spec_hash": "someone else's"}))
-    with pytest.raises(ValueError, match="report.json was not written by this toolkit"):
+    with pytest.raises(ValueError, match="report.json: .* is not marked as this toolkit's"):
         audit_mechanism(MustNotRun(), certificate=Certificate(epsilon=1.0, delta=1e-3),
                         trials=100, out_dir=tmp_path)

@@ -406,6 +406,6 @@ def test_reproduction_pages_look_like_audit_reports_and_own_their_folder(tmp_pat
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "chien2024_fig3d.html").write_text("my page")
-    with pytest.raises(ForeignFolderError, match="not written by this toolkit"):
+    with pytest.raises(ForeignFolderError, match="not marked as this toolkit's"):
         _panel_result("d", fig3_setting(reduced=True), [], seconds=0.0, out_dir=mine)
     assert (mine / "chien2024_fig3d.html").read_text() == "my page"

@@ -49,7 +49,7 @@ def test_a_folder_holding_the_users_files_is_refused_in_one_line_and_left_as_it_
     assert _run(tmp_path, out, *(["--replace"] if replace else [])) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("error: ")
-    assert str(out / name) in err and "not written by this toolkit" in err
+    assert str(out / name) in err and "not marked as this toolkit's" in err
     assert _files(out) == before  # no marker, no store, no report
 
 
