@@ -81,6 +81,13 @@ def _open(path: Path) -> zipfile.ZipFile:
 
 def _entry(archive: zipfile.ZipFile, path: Path, name: str, info: zipfile.ZipInfo) -> NpzArray:
     where = f"{path}: array {name!r}"
+    # the zip directory's sizes are the file's own claims: a compressed size beyond the file's
+    # length would let a bomb pass the ratio check, a stored size beyond it is a lie outright
+    file_bytes = path.stat().st_size
+    if info.compress_size > file_bytes or (info.compress_type == zipfile.ZIP_STORED
+                                           and info.file_size > file_bytes):
+        raise ValueError(f"{where}: its zip entry claims more bytes than the file's "
+                         f"{_size(file_bytes)}")
     if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
         raise ValueError(f"{where} is compressed with zip method {info.compress_type}; "
                          "numpy.savez writes stored or deflated entries only")

@@ -105,3 +105,17 @@ def test_what_is_not_an_npz_is_called_so_never_advice_to_unpickle(tmp_path, kind
         message = str(refused.value)
         assert str(path) in message and expected in message, message
         assert "pickle" not in message
+
+
+def test_a_zip_directory_claiming_more_compressed_bytes_than_the_file_holds_is_refused(tmp_path):
+    import struct
+
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, X=np.zeros((2000, 1000)))  # 16 MB of zeros, about 1000:1
+    data = bytearray(buffer.getvalue())
+    entry = data.rfind(b"PK\x01\x02")  # the central directory's record of X.npy
+    struct.pack_into("<I", data, entry + 20, 10**9)  # a compressed size the ratio check passes
+    path = tmp_path / "forged.npz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match=r"forged.npz: array 'X': its zip entry claims more bytes"):
+        read_npz(path)
