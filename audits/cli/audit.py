@@ -34,6 +34,7 @@ from audits.cli.common import (
     positive_number,
     probability,
 )
+from bounds.conversions import CONVERSIONS
 
 __all__ = ["add_audit_commands", "default_out_dir"]
 
@@ -292,7 +293,7 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
     p.add_argument("--bound", metavar="ID", help="a declared bound certifying it (with "
                    "key=value parameters and --delta; see 'unlearn bounds list')")
     p.add_argument("--delta", type=probability, required=True, help="the certificate's delta")
-    p.add_argument("--conversion", default="mironov",
+    p.add_argument("--conversion", choices=CONVERSIONS, default="mironov",
                    help="Rényi to (epsilon, delta) conversion of a Rényi --bound")
     p.add_argument("--unlearned-accuracy", metavar="ARRAY", help="test accuracies, unlearned")
     p.add_argument("--retrained-accuracy", metavar="ARRAY", help="test accuracies, retrained")
