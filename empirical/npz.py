@@ -24,6 +24,7 @@ import math
 import stat
 import zipfile
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -43,17 +44,15 @@ _SMALL = 1 << 20
 _HEADER_TEXT = 10_000  # numpy's own ceiling on the header text
 
 
+@dataclass(frozen=True)
 class NpzArray:
     """One array entry of a checked ``.npz``: its name, shape, dtype and declared bytes."""
 
-    __slots__ = ("dtype", "name", "nbytes", "shape", "_info")
-
-    def __init__(self, name: str, shape: tuple[int, ...], dtype: np.dtype, nbytes: int,
-                 info: zipfile.ZipInfo) -> None:
-        self.name, self.shape, self.dtype, self.nbytes, self._info = name, shape, dtype, nbytes, info
-
-    def __repr__(self) -> str:
-        return f"NpzArray({self.name!r}, shape={self.shape}, dtype={self.dtype})"
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    nbytes: int
+    info: zipfile.ZipInfo = field(repr=False, compare=False)
 
 
 def _size(n: int) -> str:
@@ -156,7 +155,7 @@ def read_npz(path: str | Path, names: Iterable[str] | None = None, *,
         out = {}
         for name, entry in entries.items():
             try:
-                with archive.open(entry._info) as stream:
+                with archive.open(entry.info) as stream:
                     out[name] = npformat.read_array(stream, allow_pickle=False,
                                                     max_header_size=_HEADER_TEXT)
             except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
