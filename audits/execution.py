@@ -43,7 +43,6 @@ from audits.store import (
     STORE_NAME,
     ChunkStore,
     CorruptChunkError,
-    SchemaError,
     StoreError,
     delete_store,
     inspect_store,
@@ -107,12 +106,16 @@ def printable(text: str, limit: int = 80) -> str:
 
 
 class _Progress:
+    """Chunks done: progress lines with the time left (:func:`audits.progress.counted`) inside
+    a reporting command, else a tqdm bar or a line rewritten in place."""
+
     def __init__(self, total: int, *, enabled: bool, label: str) -> None:
         label = printable(label)
         self.total, self.done, self.enabled, self.label = total, 0, enabled, label
         self._bar = None
         self._start = time.perf_counter()
-        if enabled and total:
+        self._lines = enabled and progress_lines.active()
+        if enabled and total and not self._lines:
             try:
                 from tqdm import tqdm
             except ImportError:
@@ -124,12 +127,13 @@ class _Progress:
         self.done += 1
         if not self.enabled:
             return
+        elapsed = time.perf_counter() - self._start
+        if self._lines:  # one line each, so that heartbeat lines cannot overwrite them
+            progress_lines.counted(self.done, self.total,
+                                   f"{self.done}/{self.total} chunks ({what}), {elapsed:.0f} s")
+            return
         if self._bar is not None:
             self._bar.update(1)
-            return
-        elapsed = time.perf_counter() - self._start
-        if progress_lines.active():  # one line each, so that heartbeat lines cannot overwrite them
-            progress_lines.line(f"{self.done}/{self.total} chunks ({what}), {elapsed:.0f} s")
             return
         line = f"{self.label}: {self.done}/{self.total} chunks ({what}), {elapsed:.0f} s"
         end = "\r" if self._tty and self.done < self.total else "\n"
@@ -138,6 +142,22 @@ class _Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def _work_estimate(mechanism, todo: list[_Plan]) -> str:
+    """The work ahead, said before the first trial: trials and chunks, and what one trial costs
+    when the mechanism says (its optional ``work_per_trial()``: (amount, unit))."""
+    trials = sum(p.n_trials for p in todo)
+    text = f"work ahead: {trials:,} trials in {len(todo):,} chunk(s)"
+    work = getattr(mechanism, "work_per_trial", None)
+    try:
+        per_trial = work() if callable(work) else None
+    except Exception:  # an estimate must never stop the audit
+        per_trial = None
+    if per_trial is not None:
+        amount, unit = per_trial
+        text += (f"; each trial about {amount:,.4g} {unit}, {amount * trials:,.4g} in all")
+    return text
 
 
 # ----------------------------------------------------------------------------------------------
@@ -385,6 +405,8 @@ def _execute(mechanism, plans: list[_Plan], sink, *, backend: str, progress: boo
     elif progress and todo:
         progress_lines.phase(f"computing {len(todo)} chunks of trials")
     bar = _Progress(len(todo), enabled=progress, label=label)
+    if progress and todo and progress_lines.active():
+        progress_lines.counted(0, len(todo), _work_estimate(mechanism, todo))
     cluster = None
     try:
         for phase in (PILOT, MAIN):
@@ -487,10 +509,12 @@ def _check_store(path: Path, *, audit_key: str, spec_json: str, replace: bool,
     try:
         state = inspect_store(path, audit_key=audit_key, spec_json=spec_json,
                               planned={(p.phase, p.chunk): _planned(p) for p in plans})
-    except SchemaError:
+    except StoreError:
+        # another schema, or a file sqlite cannot read: the refusal advises --replace, so
+        # --replace must get past it (check_folder has accepted the folder as the toolkit's)
         if not replace:
             raise
-        delete_store(path)  # written by other code: its keys could never match this code's
+        delete_store(path)
         return set()
     if state is None:
         return set()

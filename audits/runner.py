@@ -44,6 +44,7 @@ from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report.assemble import build_report
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.score_input import score_sides
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
 from audits.statistics import DEFAULT_STATISTICS
@@ -151,9 +152,12 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
     audits (a rerun of the same spec under new code is the same audit), ``"spec_hash"`` for
     audits of a mechanism or of precomputed scores (the hash covers the scores themselves).
     """
-    from audits.report.schema import JSON_NAME
+    from audits.report.schema import HTML_NAME, JSON_NAME
 
-    if out_dir is None or replace:
+    if out_dir is None:
+        return
+    check_folder(out_dir, names=(JSON_NAME, HTML_NAME))  # the toolkit's folder, even to replace
+    if replace:
         return
     existing = Path(out_dir) / JSON_NAME
     if not existing.exists():
@@ -345,7 +349,9 @@ def audit_scores(
     direction: str = "both",
     replace: bool = False,
 ) -> AuditResult:
-    """Audit precomputed attack scores: ``{attack: [n] or [n, E] array}`` per side.
+    """Audit precomputed attack scores: ``{attack: [n] or [n, E] scores}`` per side, or one
+    array or list per side (:func:`audits.score_input.score_sides`: numbers or booleans, the
+    same number of trials on both sides, else refused in one line).
 
     Scores must come from models independent of any choice made with them (a threshold is
     covered by the statistic; an attack tuned on these very scores is not). ``direction`` as in
@@ -354,6 +360,7 @@ def audit_scores(
     other scores or settings is refused unless ``replace``.
     """
     start = time.perf_counter()
+    unlearned, retrained = score_sides(unlearned, retrained)
     batch = TrialBatch(ModelOutputs(scores=unlearned, accuracy=unlearned_accuracy),
                        ModelOutputs(scores=retrained, accuracy=retrained_accuracy))
     settings = AuditSettings(name=name, trials=batch.n_trials, pilot_trials=0,

@@ -49,6 +49,8 @@ from pathlib import Path
 import numpy as np
 import numpy.lib.format as npformat
 
+from audits.folders import check_owned, claim_folder
+
 __all__ = [
     "STORE_NAME",
     "ChunkRecord",
@@ -387,7 +389,7 @@ class ChunkStore:
         self.path = Path(path)
         check_folder(self.path.parent, names=())
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            claim_folder(self.path.parent)
         except OSError as error:
             raise StoreError(f"cannot create the output folder {self.path.parent}: "
                              f"{error.strerror or error}") from None
@@ -695,7 +697,8 @@ def delete_store(path: str | Path) -> None:
 def check_folder(folder: str | Path, *, names: Iterable[str]) -> None:
     """Refuse an output folder where the audit's files (the store, its SQLite side files and
     ``names``) would be symbolic links (dangling or not) or anything but regular files: the
-    audit would write, or ``--replace`` delete, somewhere else."""
+    audit would write, or ``--replace`` delete, somewhere else; and a folder holding files the
+    toolkit did not write (:func:`audits.folders.check_owned`)."""
     folder = Path(folder)
     if os.path.lexists(folder) and not folder.is_dir():
         raise StoreError(f"the output folder {folder} exists and is not a folder")
@@ -716,6 +719,7 @@ def check_folder(folder: str | Path, *, names: Iterable[str]) -> None:
         if not stat.S_ISREG(mode):
             raise StoreError(f"{path} is not a regular file (remove it or choose another "
                              "--out folder)")
+    check_owned(folder)  # after the links: a link is named as one, whoever made it
 
 
 class FolderLock:
@@ -736,7 +740,7 @@ class FolderLock:
             return self
         check_folder(self.folder, names=())
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
+            claim_folder(self.folder)
             fd = os.open(self.folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except OSError as error:
             raise StoreError(f"cannot use the output folder {self.folder}: "

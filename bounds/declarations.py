@@ -86,10 +86,10 @@ class Citation:
                 raise ValueError(f"citation of {self.paper or '?'}: empty {name}")
 
     def describe(self) -> str:
-        """One line: reference, label, section and seed."""
+        """One line for readers: reference (authors, title, venue), label and section. The seed
+        file is the project's own copy of the text, so it is no part of a citation."""
         where = f", {self.section}" if self.section else ""
-        seed = f" [seed {self.seed}]" if self.seed else ""  # textbook results have no seed text
-        return f"{self.reference}, {self.label}{where}{seed}"
+        return f"{self.reference}, {self.label}{where}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,12 +15,14 @@ from __future__ import annotations
 import gzip
 import pickle
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from empirical.npz import npz_arrays, read_npz
 
 __all__ = [
     "check_labels",
@@ -373,13 +375,13 @@ def _find_idx_file(directory: Path, stem: str) -> Path:
 
 
 def _read_npz_splits(path: Path) -> dict[str, np.ndarray]:
-    with np.load(path, allow_pickle=False) as archive:
-        missing = {"x_train", "y_train", "x_test", "y_test"} - set(archive.files)
-        if missing:
-            raise ValueError(f"{path} lacks arrays {sorted(missing)}; expected x_train, "
-                             "y_train, x_test, y_test")
-        return {key: np.asarray(archive[key]) for key in ("x_train", "y_train", "x_test",
-                                                          "y_test")}
+    keys = ("x_train", "y_train", "x_test", "y_test")
+    arrays = read_npz(path, keys)  # headers checked before any data is inflated
+    missing = set(keys) - set(arrays)
+    if missing:
+        raise ValueError(f"{path} lacks arrays {sorted(missing)}; expected x_train, "
+                         "y_train, x_test, y_test")
+    return arrays
 
 
 def _class_pair_dataset(
@@ -418,11 +420,13 @@ def load_mnist(
     ``n_train`` keeps the first records of the pair (seed 000 keeps 11264 of the 3-vs-8 set).
     """
     path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path}: not found")
     if path.is_dir():
         splits = {key: read_idx(_find_idx_file(path, stem))
                   for key, stem in _MNIST_IDX_NAMES.items()}
         source = f"MNIST IDX files in {path}"
-    elif path.is_file() and path.suffix == ".npz":
+    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.npz)
         splits = _read_npz_splits(path)
         source = f"MNIST arrays from {path}"
     else:
@@ -484,6 +488,8 @@ def load_cifar10(
     as given; seed 000's ResNet-18 features are not computed here.
     """
     path = Path(path)
+    if not path.exists():
+        raise ValueError(f"{path}: not found")
     if path.is_dir():
         batch_files = sorted(path.glob("data_batch_*"))
         if not batch_files or not (path / "test_batch").is_file():
@@ -497,7 +503,7 @@ def load_cifar10(
             "y_test": test_y,
         }
         source = f"CIFAR-10 python batches in {path}"
-    elif path.is_file() and path.suffix == ".npz":
+    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.npz)
         splits = _read_npz_splits(path)
         source = f"CIFAR-10 arrays from {path}"
     else:
@@ -513,7 +519,7 @@ def _label_text(value: Any) -> str:
     return repr(value.item() if isinstance(value, np.generic) else value)
 
 
-def _user_split(archive: Any, path: Path, x_key: str, y_key: str,
+def _user_split(archive: Mapping[str, np.ndarray], path: Path, x_key: str, y_key: str,
                 classes: tuple[Any, Any]) -> tuple[np.ndarray, np.ndarray]:
     """X as float64 [n, d] and y mapped to +1 (``classes[0]``) / -1 (``classes[1]``), checked."""
     features, labels = np.asarray(archive[x_key]), np.asarray(archive[y_key])
@@ -551,36 +557,34 @@ def load_arrays(path: str | Path, *, classes: tuple[Any, Any], n_train: int | No
     with the array and row named. Without a test split the last ceil(n / 5) records of X are
     held out as one (said in the provenance). Rows are scaled to unit l2 norm, as the other
     loaders do (the certificates assume ||x|| <= 1); ``n_train`` keeps the first records.
+    Every array's declared shape and dtype are checked before its data is inflated
+    (:mod:`empirical.npz`: a zip bomb or an object array is refused, naming file and array).
     """
     path = Path(path)
     if len(classes) != 2 or classes[0] == classes[1]:
         raise ValueError(f"classes must be two different labels, got {classes!r}")
-    if path.suffix != ".npz" or not path.is_file():
-        raise ValueError(f"{path} is not a .npz file (numpy.savez with arrays X and y)")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as error:
-        raise ValueError(f"{path} cannot be read as a .npz file: {error}") from None
-    with archive:
-        files = set(archive.files)
-        missing = {"X", "y"} - files
-        if missing:
-            raise ValueError(f"{path} lacks array(s) {', '.join(sorted(missing))}; expected X and "
-                             f"y (and optionally X_test, y_test), found {sorted(files) or 'none'}")
-        if ("X_test" in files) != ("y_test" in files):
-            raise ValueError(f"{path} has only one of X_test and y_test: give both or neither")
-        features, labels = _user_split(archive, path, "X", "y", classes)
-        if "X_test" in files:
-            test_features, test_labels = _user_split(archive, path, "X_test", "y_test", classes)
-            held_out = f"test split X_test, y_test ({test_features.shape[0]} records)"
-        else:
-            n_test = -(-features.shape[0] // ARRAY_TEST_FRACTION)
-            if features.shape[0] - n_test < 1:
-                raise ValueError(f"{path}: X has {features.shape[0]} record(s), too few to hold "
-                                 "out a test split; add X_test and y_test")
-            test_features, test_labels = features[-n_test:], labels[-n_test:]
-            features, labels = features[:-n_test], labels[:-n_test]
-            held_out = f"no X_test: the last {n_test} records of X held out as the test split"
+    # every array's header is checked before any data is inflated (empirical.npz)
+    files = set(npz_arrays(path))
+    missing = {"X", "y"} - files
+    if missing:
+        raise ValueError(f"{path} lacks array(s) {', '.join(sorted(missing))}; expected X and "
+                         f"y (and optionally X_test, y_test), found {sorted(files) or 'none'}")
+    if ("X_test" in files) != ("y_test" in files):
+        raise ValueError(f"{path} has only one of X_test and y_test: give both or neither")
+    archive = read_npz(path, ("X", "y", "X_test", "y_test"))
+    features, labels = _user_split(archive, path, "X", "y", classes)
+    if "X_test" in files:
+        test_features, test_labels = _user_split(archive, path, "X_test", "y_test", classes)
+        held_out = f"test split X_test, y_test ({test_features.shape[0]} records)"
+    else:
+        n_test = -(-features.shape[0] // ARRAY_TEST_FRACTION)
+        if features.shape[0] - n_test < 1:
+            raise ValueError(f"{path}: X has {features.shape[0]} record(s), too few to hold "
+                             "out a test split; add X_test and y_test")
+        test_features, test_labels = features[-n_test:], labels[-n_test:]
+        features, labels = features[:-n_test], labels[:-n_test]
+        held_out = f"no X_test: the last {n_test} records of X held out as the test split"
+    del archive
     if test_features.shape[1] != features.shape[1]:
         raise ValueError(f"{path}: X has {features.shape[1]} features per row, X_test "
                          f"{test_features.shape[1]}")

@@ -44,7 +44,7 @@ VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2
 # What Theorems O.1/O.2 assume of a record: the certificate reads the data only through n, d
 # and this domain, so a planted record of it leaves the certificate as it is.
 RECORD_DOMAIN = RecordDomain(
-    norm_bound=1.0, assumption="Theorems O.1/O.2 (Neel et al. 2021, seed 000 App. O): features "
+    norm_bound=1.0, assumption="Theorems O.1/O.2 (Neel et al. 2021, Chien et al. 2024, App. O): features "
     "of norm <= 1 (the logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data "
     "(+-1); the clipped gradients have norm <= M whatever the record")
 
@@ -101,7 +101,7 @@ _PARAMETER_HELP = {
     "l2": "lambda = m, the strong convexity of the regularised loss",
     "clip": "M, per-example gradient clipping norm (the Lipschitz constant)",
     "radius": "R, every step projects onto the ball C_R (diameter 2R in the theorems)",
-    "adjacency": "'theorem' (removals) or 'paper' (replacements as seed 000 runs them)",
+    "adjacency": "'theorem' (removals) or 'paper' (replacements as Chien et al. 2024 run them)",
     "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
 }
 
@@ -219,13 +219,15 @@ class D2DMechanism(SpecMechanism):
     """
 
     fingerprint_tag = "d2d"
+    work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
+    work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.neel2021.D2DConfig
 
     @property
     def description(self) -> str:
         """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
-        return (f"D2D (Neel et al. 2021; seed 000 App. O), internal_state={c.internal_state}: "
+        return (f"D2D (Neel et al. 2021; Chien et al. 2024, App. O), internal_state={c.internal_state}: "
                 f"sigma={c.noise_std!r}, eta={c.step_size!r}, T={c.learn_iterations}, "
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
@@ -244,7 +246,7 @@ class D2DAdapter(AdapterBase):
     """Delete-to-Descent certified by Theorem O.1 (internal state) or O.2 (none)."""
 
     description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
-                   "from Theorem O.1 (internal state) or O.2 (none), seed 000 App. O")
+                   "from Theorem O.1 (internal state) or O.2 (none), Chien et al. 2024, App. O")
     params_type = D2DParams
     parameter_help = _PARAMETER_HELP
     noise_scale_field = "noise_multiplier_scale"
@@ -278,7 +280,7 @@ class D2DAdapter(AdapterBase):
             raise fail("spec.request.size", "D2D's theorems handle one record per update")
         if spec.request.kind == "replace" and params.adjacency != "paper":
             raise fail("spec.request.kind", "D2D's theorems are for add/remove adjacency: use "
-                       "'remove', or set spec.algorithm.adjacency = 'paper' to run seed 000's "
+                       "'remove', or set spec.algorithm.adjacency = 'paper' to run Chien et al. 2024's "
                        "uncertified replacement reading")
 
 
@@ -308,7 +310,7 @@ class D2DAdapter(AdapterBase):
         extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
         if spec.request.kind == "replace":
             extra = ("NOT CERTIFIED: replacement adjacency (adjacency = 'paper'); the theorems "
-                     "are for add/remove, seed 000 applies them to replacement as is",)
+                     "are for add/remove, Chien et al. 2024 apply them to replacement as is",)
         plan = d2d_plan(variant=params.variant, epsilon=spec.certificate.target_epsilon,
                         delta=spec.certificate.resolve_delta(data.dataset.n), n=data.dataset.n,
                         d=data.dataset.dim, l2=params.l2, clip=params.clip, radius=params.radius,

@@ -14,7 +14,7 @@ import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -89,6 +89,9 @@ class KoloskovaMechanism(SpecMechanism):
     """
 
     model: str
+    work_fields: ClassVar[dict[str, int]] = {"learn_steps": 2, "unlearn_steps": 2,
+                                             "finetune_steps": 2}
+    work_unit: ClassVar[str] = "gradient steps"
     forget: tuple[int, ...]
 
     @classmethod

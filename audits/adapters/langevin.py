@@ -155,13 +155,15 @@ class LangevinMechanism(SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
     fingerprint_tag = "langevin"
+    work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
+    work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.chien2024lu.LangevinConfig
 
     @property
     def description(self) -> str:
         """One line naming the mechanism and its numbers, for the report's notes."""
         c = self.config
-        return (f"Langevin unlearning (PNGD, seed 000 App. P): sigma={c.sigma!r}, "
+        return (f"Langevin unlearning (PNGD, Chien et al. 2024, App. P): sigma={c.sigma!r}, "
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
 
@@ -187,7 +189,7 @@ class LangevinAdapter(AdapterBase):
     """Langevin unlearning certified by eq. (98) (one request) or the derived sequence chain."""
 
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
-                   "certified by seed 000 eq. (98); sequences by a derived chain")
+                   "certified by Chien et al. 2024, eq. (98); sequences by a derived chain")
     params_type = LangevinParams
     parameter_help = _PARAMETER_HELP
     noise_scale_field = "noise_multiplier_scale"

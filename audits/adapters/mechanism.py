@@ -40,6 +40,12 @@ class SpecMechanism:
     # How the spec's data are read (:func:`spec_data`'s options, e.g. batch_size_field).
     data_options: ClassVar[Mapping[str, Any]] = {}
 
+    # The config's iteration counts one trial runs, each with how often a trial runs it (the
+    # learning phase twice: the original model and the retrained one), for the work estimate
+    # said before the first trial (:meth:`work_per_trial`); a tuple field counts its sum.
+    work_fields: ClassVar[Mapping[str, int]] = {}
+    work_unit: ClassVar[str] = "iterations"
+
     spec_json: str
     config: Any
     device: str
@@ -64,6 +70,19 @@ class SpecMechanism:
         return plant_features(data, request_spec(self.spec_json),
                               features=np.asarray(self.planted.features),
                               label=self.planted.label, why=self.planted.describe())
+
+    def work_per_trial(self) -> tuple[float, str] | None:
+        """(amount, unit) of the iterations one trial runs, from :attr:`work_fields`; None
+        when the subclass names none."""
+        if not self.work_fields:
+            return None
+        total = 0.0
+        for name, times in self.work_fields.items():
+            value = getattr(self.config, name, 0) or 0
+            total += times * float(sum(value) if isinstance(value, tuple) else value)
+        terms = " + ".join(name if times == 1 else f"{times} x {name}"
+                           for name, times in self.work_fields.items())
+        return total, f"{self.work_unit} ({terms})"
 
     def planted_key(self) -> tuple[str, ...]:
         """What the fingerprint adds for a planted record (nothing without one)."""

@@ -217,6 +217,8 @@ class NoisyGDMechanism(SpecMechanism):
     """
 
     model: str
+    work_fields: ClassVar[dict[str, int]] = {"learn_steps": 2, "unlearn_steps": 1}
+    work_unit: ClassVar[str] = "gradient steps"
     adaptive_requests: int = 0
 
     @property

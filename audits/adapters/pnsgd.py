@@ -215,6 +215,8 @@ class PNSGDMechanism(SpecMechanism):
     """
 
     data_options: ClassVar[dict[str, Any]] = {"batch_size_field": "batch_size"}
+    work_fields: ClassVar[dict[str, int]] = {"learn_epochs": 2, "unlearn_epochs": 1}
+    work_unit: ClassVar[str] = "epochs over the data"
 
     # config is an empirical.mechanisms.chien2024.PNSGDConfig
 

@@ -37,7 +37,8 @@ from audits.cli.common import (
     toolkit_version,
     with_json,
 )
-from audits.progress import reporting
+from audits.progress import json_lines, reporting
+from audits.progress import line as progress_line
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
@@ -266,7 +267,10 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
     from audits.cli.bench import ALL_ALGORITHMS, trials_benchmark, trials_table
 
     def progress(line: str) -> None:
-        print(line, file=sys.stderr, flush=True)
+        if json_lines():  # under --json, one JSON object a line like every progress line
+            progress_line(line.removeprefix("bench trials: "))
+        else:
+            print(line, file=sys.stderr, flush=True)
 
     try:
         # Progress lines go to stderr under --json too (stdout keeps the one JSON object): a
@@ -365,7 +369,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", help="file data (e.g. MNIST) for such a reproduction")
     p.add_argument("--trials", type=int, help="trials per point (default 100)")
     p.add_argument("--device", help="cpu (default), cuda or auto")
-    p.add_argument("--out", help="output folder (default reproduce-out)")
+    p.add_argument("--out", help="output folder (default reproduce-out/<id as a folder name>, "
+                   "':' and '/' of the id written '_')")
     p.add_argument("--reduced", action="store_true",
                    help="a few short points per panel (CI); not the paper's setting")
     p.add_argument("--setting", help="a named variant of the reproduction's constants (listed "
@@ -492,14 +497,16 @@ def _run(argv: list[str]) -> int:
             parser.error(f"unrecognized arguments: {one_line(' '.join(extra), 120)}"
                          + _did_you_mean(parser, argv, extra))
         args.params = [*args.params, *extra]
-    with reporting(_progress_label(args), enabled=_long_running(args)):
+    with reporting(_progress_label(args), enabled=_long_running(args),
+                   as_json=bool(getattr(args, "json", False))):
         args.func(args)
     return 0
 
 
 def _long_running(args: argparse.Namespace) -> bool:
-    """Audits, reproductions and benchmarks print progress (not with --json or --quiet)."""
-    if getattr(args, "json", False) or getattr(args, "quiet", False):
+    """Audits, reproductions and benchmarks print progress on stderr (JSON lines with --json;
+    nothing with --quiet)."""
+    if getattr(args, "quiet", False):
         return False
     if getattr(args, "own_progress", False):  # the command reports its progress itself
         return False

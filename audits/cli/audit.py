@@ -13,6 +13,9 @@ Registered by :func:`audits.cli.build_parser` through :func:`add_audit_commands`
 
 Default folders: ``audit-out/demo-<algorithm>`` for a demo, ``audit-out/<spec file stem>`` for a
 spec (:func:`default_out_dir`), so the demo of each algorithm and each example have their own.
+* ``unlearn audit scores FILE.npz --unlearned A --retrained B (--epsilon E | --bound ID k=v ...)
+  --delta D``: precomputed scores (:func:`audits.runner.audit_scores`), the same report and
+  exit codes; written to ``audit-out/scores-<file stem>`` without ``--out``.
 * ``unlearn audit report DIR``: re-render ``report.html`` and print the summary.
 """
 
@@ -23,7 +26,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from audits.cli.common import CommandError, emit, integer_in
+from audits.cli.common import (
+    CommandError,
+    UsageError,
+    emit,
+    integer_in,
+    positive_number,
+    probability,
+)
+from bounds.conversions import CONVERSIONS
 
 __all__ = ["add_audit_commands", "default_out_dir"]
 
@@ -83,7 +94,7 @@ def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     if args.device is not None:
         spec = spec.replace(device=args.device)
     result = run_audit(spec, out_dir=out_dir, backend=args.backend,
-                       progress=not args.json and not args.quiet,
+                       progress=not args.quiet,  # on stderr; JSON lines under --json
                        ray_address=getattr(args, "ray_address", None),
                        replace=args.replace, resume=args.resume,
                        keep_statistics=args.keep_statistics)
@@ -140,6 +151,72 @@ def cmd_audit_run(args: argparse.Namespace) -> None:
     _run(spec, args, Path(args.out) if args.out else default_out_dir(spec_path=spec_path))
 
 
+def _scores_certificate(args: argparse.Namespace):
+    """``--epsilon E --delta D`` (a certificate you vouch for) or ``--bound ID k=v ... --delta
+    D`` (a declared bound, evaluated by the bound engine: interval upper end, a Rényi bound
+    converted at its best order)."""
+    from audits.cli.common import parse_assignments
+    from audits.protocols import Certificate
+
+    params = parse_assignments(getattr(args, "params", []) or [])
+    if (args.epsilon is None) == (args.bound is None):
+        raise UsageError("give the certificate as --epsilon E --delta D, or as --bound ID "
+                         "key=value ... --delta D (one of the two)")
+    if args.epsilon is not None:
+        if params:
+            raise UsageError(f"key=value parameters ({', '.join(params)}) go with --bound, not "
+                             "with --epsilon")
+        return Certificate(epsilon=args.epsilon, delta=args.delta, bound="user",
+                           provenance={"source": "given on the command line (--epsilon, "
+                                       "--delta); the user vouches for it"})
+    import bounds
+    from audits.certify import certify
+    from audits.fields import SpecError
+
+    bound = bounds.get(args.bound)
+    if "delta" in bound.parameter_names:
+        if "delta" in params:
+            raise UsageError(f"{bound.id} takes delta as a parameter: give it once, as --delta")
+        params["delta"] = args.delta
+    try:
+        return certify(bound, inputs=params, free={}, delta=args.delta, target_epsilon=None,
+                       solve=None, conversion=args.conversion).certificate
+    except SpecError as error:
+        raise CommandError(str(error).removeprefix("spec.certificate: ")) from None
+
+
+def cmd_audit_scores(args: argparse.Namespace) -> None:
+    """``unlearn audit scores FILE.npz``: the audit of precomputed attack scores."""
+    from audits.runner import audit_scores
+    from empirical.npz import npz_arrays, read_npz
+
+    path = Path(args.file)
+    names = {"unlearned": args.unlearned, "retrained": args.retrained,
+             "unlearned accuracy": args.unlearned_accuracy,
+             "retrained accuracy": args.retrained_accuracy}
+    wanted = [n for n in names.values() if n is not None]
+    certificate = _scores_certificate(args)  # a usage error before the file is read
+    arrays = read_npz(path, wanted)
+    for role, name in names.items():
+        if name is not None and name not in arrays:
+            raise _error(f"{path} has no array {name!r} (the {role} scores); it holds "
+                         f"{', '.join(sorted(npz_arrays(path))) or 'none'}")
+    out_dir = Path(args.out) if args.out else _DEFAULT_OUT / f"scores-{_folder_name(path.stem)}"
+    accuracy = {role: None if names[f"{role} accuracy"] is None
+                else arrays[names[f"{role} accuracy"]] for role in ("unlearned", "retrained")}
+    result = audit_scores(
+        unlearned={args.attack: arrays[args.unlearned]},
+        retrained={args.attack: arrays[args.retrained]},
+        certificate=certificate, confidence=args.confidence, direction=args.direction,
+        unlearned_accuracy=accuracy["unlearned"], retrained_accuracy=accuracy["retrained"],
+        out_dir=out_dir, replace=args.replace, name=f"scores from {path.name}")
+    summary = result.summary()
+    summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
+    emit(_outcome(result, out_dir), args.json, summary)
+    if result.status != "CONSISTENT":  # per-status exit codes: audits.report.schema.EXIT_CODES
+        raise SystemExit(result.report["verdict"]["exit_code"])
+
+
 def cmd_audit_report(args: argparse.Namespace) -> None:
     """``unlearn audit report DIR``: re-render and summarise a stored report."""
     from audits.report.schema import HTML_NAME, JSON_NAME, load_report
@@ -163,7 +240,7 @@ def cmd_audit_report(args: argparse.Namespace) -> None:
 
 
 def add_audit_commands(subparsers: Any, with_json: Any) -> None:
-    """Add ``unlearn audit {demo, algorithms, run, report}`` to the ``unlearn`` parser."""
+    """Add ``unlearn audit {demo, algorithms, run, scores, report}`` to the ``unlearn`` parser."""
     p_audit = subparsers.add_parser(
         "audit", help="empirical audits: certified epsilon against empirical lower bounds")
     sub = p_audit.add_subparsers(dest="audit_command", required=True)
@@ -202,6 +279,34 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
     p.add_argument("spec", help="the spec file (see the examples/ folder)")
     common(p, "audit-out/<spec name>")
     p.set_defaults(func=cmd_audit_run)
+
+    p = with_json(sub.add_parser(
+        "scores", help="audit precomputed attack scores from a .npz file against a certificate"))
+    p.add_argument("file", help="a .npz file (numpy.savez) holding the score arrays")
+    p.add_argument("params", nargs="*", metavar="key=value", help="the bound's parameters")
+    p.add_argument("--unlearned", required=True, metavar="ARRAY",
+                   help="the array of the unlearned models' scores ([n] or [n, E])")
+    p.add_argument("--retrained", required=True, metavar="ARRAY",
+                   help="the array of the retrained models' scores (the same n trials)")
+    p.add_argument("--attack", default="score", help="the attack's name in the report")
+    p.add_argument("--epsilon", type=positive_number, help="certified epsilon (with --delta)")
+    p.add_argument("--bound", metavar="ID", help="a declared bound certifying it (with "
+                   "key=value parameters and --delta; see 'unlearn bounds list')")
+    p.add_argument("--delta", type=probability, required=True, help="the certificate's delta")
+    p.add_argument("--conversion", choices=CONVERSIONS, default="mironov",
+                   help="Rényi to (epsilon, delta) conversion of a Rényi --bound")
+    p.add_argument("--unlearned-accuracy", metavar="ARRAY", help="test accuracies, unlearned")
+    p.add_argument("--retrained-accuracy", metavar="ARRAY", help="test accuracies, retrained")
+    p.add_argument("--confidence", type=probability, default=0.95,
+                   help="joint confidence of the lower bounds (default 0.95)")
+    p.add_argument("--direction", choices=("both", "greater", "less"), default="both",
+                   help="score orientation: both (default), greater (higher = unlearned), less")
+    p.add_argument("--out", help="output directory (default: audit-out/scores-<file stem>)")
+    p.add_argument("--replace", action="store_true",
+                   help="the --out folder holds another audit of this toolkit: replace it")
+    p.add_argument("--quiet", action="store_true", help="no progress line (accepted as the "
+                   "other audit commands accept it; scores need no trials)")
+    p.set_defaults(func=cmd_audit_scores)
 
     p = with_json(sub.add_parser("report", help="re-render report.html and print the summary"))
     p.add_argument("dir", help="an audit directory (or its report.json)")

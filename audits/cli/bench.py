@@ -354,7 +354,7 @@ def _cmd_bench_tightness(args: Any) -> None:
                                      factors=args.factors, required=args.required,
                                      early_stop=not args.all_seeds)
     # Progress goes to stderr under --json too (the command runs for minutes to hours).
-    with progress.reporting("bench tightness", enabled=not args.quiet):
+    with progress.reporting("bench tightness", enabled=not args.quiet, as_json=args.json):
         res = tightness_benchmark(settings, progress=progress.line)
     emit(res, args.json, tightness_table(res))
 

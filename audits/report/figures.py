@@ -29,7 +29,7 @@ _CYCLE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e3
           "#7f7f7f", "#bcbd22", "#17becf")
 
 # Margins around one plotting area: room for tick labels, axis labels and the title.
-_LEFT, _RIGHT, _TOP, _BOTTOM = 66.0, 18.0, 34.0, 50.0
+_LEFT, _RIGHT, _TOP, _BOTTOM = 80.0, 18.0, 38.0, 58.0
 
 
 # -- figures -----------------------------------------------------------------------------------
@@ -108,9 +108,9 @@ def _figure_epsilon(report: Mapping) -> Figure:
             _COLOUR_CEILING, 1.4, dash="5,3"))
     rows = max(len(bounds), 1)
     legend_rows = math.ceil(len(legend) / 2)
-    left = max(_LEFT, 20 + max((text_width(t, 8) for t in labels), default=0.0))
-    bottom = _BOTTOM + 8 + 13 * legend_rows
-    figure = Figure(750, 110 + 42 * rows + 13 * legend_rows)
+    left = max(_LEFT, 20 + max((text_width(t, 11) for t in labels), default=0.0))
+    bottom = _BOTTOM + 8 + 16 * legend_rows
+    figure = Figure(780, 120 + 42 * rows + 16 * legend_rows)
     axes = figure.axes(left=left, top=_TOP, width=figure.width - left - _RIGHT,
                        height=figure.height - _TOP - bottom, x=Scale(0.0, right),
                        y=Scale(-0.7, rows - 0.3))
@@ -128,14 +128,14 @@ def _figure_epsilon(report: Mapping) -> Figure:
     if not bounds:
         axes.centre_note("no empirical lower bounds")
     axes.frame(title="Certified ε (upper bound) vs empirical lower bounds", x_label="ε", grid="x",
-               y_ticks=[(row_y(k), label) for k, label in enumerate(labels)], tick_size=8)
+               y_ticks=[(row_y(k), label) for k, label in enumerate(labels)], tick_size=11)
     if legend:
         columns = [legend[:legend_rows], legend[legend_rows:]]
-        widths = [34 + max(text_width(e.label, 8) for e in c) for c in columns if c]
+        widths = [34 + max(text_width(e.label, 10) for e in c) for c in columns if c]
         x0 = (figure.width - sum(widths) - 12 * (len(widths) - 1)) / 2
-        y0 = figure.height - 8 - 13 * legend_rows - 6
+        y0 = figure.height - 8 - 16 * legend_rows - 6
         for column, width in zip((c for c in columns if c), widths, strict=True):
-            figure.add(legend_box(x0, y0, column, frame=False))
+            figure.add(legend_box(x0, y0, column, size=10, frame=False))
             x0 += width + 12
     return figure
 
@@ -211,33 +211,41 @@ def _figure_scores(report: Mapping) -> Figure:
                                             "retrained")):
             axes.histogram(bins.tolist(), hist.tolist(), colour=colour,
                            label=f"{name} (n={values.size})")
-        axes.frame(title=f"attack: {attack}", title_size=10, x_label="attack score",
+        axes.frame(title=f"attack: {attack}", title_size=12, x_label="attack score",
                    y_label="models")
         axes.legend("upper right")
     return figure
 
 
 def _figure_per_example(report: Mapping) -> Figure:
+    """Each record's plug-in estimate with its interval, sorted (drawn only with intervals)."""
     per_example = report["plots"]["per_example_epsilon"]
     values = np.asarray(per_example["values"], dtype=float)
-    certified = number_value(report["certificate"]["epsilon"])
-    hist, edges = np.histogram(values, bins=min(50, max(10, int(np.sqrt(values.size)))))
-    lo, hi = float(edges[0]), float(edges[-1])
-    if math.isfinite(certified):
-        lo, hi = min(lo, certified), max(hi, certified)
+    lower = np.asarray(per_example["lower"], dtype=float)
+    upper = np.asarray(per_example["upper"], dtype=float)
+    order = np.argsort(values, kind="stable")
+    finite = [v for v in (*lower.tolist(), *upper.tolist(), *values.tolist()) if math.isfinite(v)]
     figure = Figure(640, 440)
-    axes = _single(figure, _padded(lo, hi), _histogram_scale([hist]))
-    for k, count in enumerate(hist.tolist()):
-        if count:
-            axes.rect(float(edges[k]), float(edges[k + 1]), 0.0, count, fill=_COLOUR_BOUND,
-                      opacity=0.8)
-    if math.isfinite(certified):
-        axes.vline(certified, colour=_COLOUR_CERTIFICATE, width=2.0,
-                   label=f"certified ε = {fmt(certified, 4)}")
-    axes.frame(title=f"Per-example ε ({values.size} examples)", x_label=per_example["label"],
-               y_label="examples")
-    axes.legend("upper right")
+    axes = _single(figure, Scale(-0.5, values.size - 0.5),
+                   _padded(min(finite, default=0.0), max(finite, default=1.0)))
+    for rank, k in enumerate(order.tolist()):
+        axes.line([rank, rank], [lower[k], upper[k]], colour=_COLOUR_BOUND, width=1.2)
+    axes.points(list(range(values.size)), values[order].tolist(), colour=_COLOUR_BOUND,
+                radius=2.5)
+    axes.frame(title=f"Per-example ε estimates with their intervals ({values.size} records)",
+               x_label="records, sorted by estimate", y_label=per_example["label"][:40])
     return figure
+
+
+def _per_example_note(per_example: Mapping, n_trials: int) -> str:
+    """Why per-example estimates without intervals are not drawn, and what they are."""
+    count = len(per_example["values"])
+    return (f"The {count} per-example plug-in ε estimates ({per_example['label']}) are not drawn: "
+            "they come without their uncertainty. Each is a point estimate from the same "
+            f"{n_trials} trials, not a lower bound; with that few trials a plug-in estimate "
+            "scatters widely around its true value, and the largest of many lies above it by "
+            "chance, so estimates above the certified ε are no evidence of a violation (only the "
+            "lower bounds above are). They are kept in report.json (plots.per_example_epsilon).")
 
 
 def _box(values: np.ndarray) -> tuple[float, float, float, float, float]:
@@ -395,9 +403,10 @@ def report_figures_of(report: Mapping) -> tuple[list[ReportFigure], list[str]]:
             "Line plot of the certified Rényi curve and the empirical lower-bound curve of each "
             "attack against the Rényi order",
             "The certificate bounds D_α of every post-processing of the models, in particular of "
-            "the attack score binned on pilot trials. Each attack's curve is a lower confidence "
-            "bound on that binned D_α at every order at once; a point above the certified "
-            "curve (red) is a violation. The dashed curve is the most these trials could show.",
+            "the attack score binned on pilot trials. The purple curve is the certified ε(α); "
+            "each attack's curve is a lower confidence bound on that binned D_α at every order "
+            "at once, and a point of it above the purple curve, marked by a red dot, is a "
+            "violation. The dashed grey curve is the most these trials could show.",
             lambda: _figure_renyi(report))
     if plots["scores"]:
         add("fig-scores", "Attack scores",
@@ -409,12 +418,17 @@ def report_figures_of(report: Mapping) -> tuple[list[ReportFigure], list[str]]:
             lambda: _figure_scores(report))
     else:
         notes.append("No attack scores in this report (plots.scores is empty).")
-    if plots["per_example_epsilon"] is not None:
+    per_example = plots["per_example_epsilon"]
+    if per_example is not None and per_example.get("lower") is not None:
         add("fig-per-example-epsilon", "Per-example ε",
-            f"Histogram of per-example epsilon: {plots['per_example_epsilon']['label']}",
-            f"One value per example ({plots['per_example_epsilon']['label']}); the vertical "
-            "line is the certified ε.",
+            f"Per-example epsilon estimates with their intervals: {per_example['label']}",
+            f"One point per record ({per_example['label']}) with its interval. These are "
+            "estimates, not lower bounds: the verdict never compares them with the "
+            "certificate, and the largest of many estimates lies above its true value by "
+            "chance.",
             lambda: _figure_per_example(report), half=True)
+    elif per_example is not None:
+        notes.append(_per_example_note(per_example, n_trials))
     else:
         notes.append("No per-example ε in this report (plots.per_example_epsilon is null).")
     if report["utility"] is not None:

@@ -428,8 +428,17 @@ def _check_plots(report: Mapping) -> None:
                            "plots.per_example_epsilon", allow_null=True)
     if per_example is not None:
         path = "plots.per_example_epsilon"
-        _numbers(_get(per_example, "values", path), f"{path}.values", min_length=1)
+        values = _numbers(_get(per_example, "values", path), f"{path}.values", min_length=1)
         _string(_get(per_example, "label", path), f"{path}.label")
+        # optional: each estimate's interval; without one the estimates are not drawn
+        for end in ("lower", "upper"):
+            if per_example.get(end) is not None:
+                ends = _numbers(per_example[end], f"{path}.{end}", min_length=1)
+                if len(ends) != len(values):
+                    raise _invalid(f"{path}.{end}", f"has {len(ends)} values for "
+                                   f"{len(values)} estimates")
+        if (per_example.get("lower") is None) != (per_example.get("upper") is None):
+            raise _invalid(path, "has only one of lower and upper")
     for index, plot in enumerate(_list(plots.get("extra", []), "plots.extra")):
         _check_line_plot(plot, f"plots.extra[{index}]")
 

@@ -218,7 +218,7 @@ class Axes:
         if label is not None:
             self.legend_entries.append(LegendEntry(label, colour, width, dash))
 
-    def label_at(self, x: float, y: float, text: str, *, dx: float = 0.0, size: float = 8,
+    def label_at(self, x: float, y: float, text: str, *, dx: float = 0.0, size: float = 10,
                  anchor: str = "start") -> None:
         """Text at data (x, y), shifted ``dx`` pixels, centred vertically."""
         self._body.append(_text(self.px(x) + dx, self.py(y), text, size=size, anchor=anchor,
@@ -233,8 +233,8 @@ class Axes:
 
     def frame(self, *, title: str = "", x_label: str = "", y_label: str = "",
               grid: str = "", x_ticks: Sequence[tuple[float, str]] | None = None,
-              y_ticks: Sequence[tuple[float, str]] | None = None, title_size: float = 12,
-              tick_size: float = 9) -> None:
+              y_ticks: Sequence[tuple[float, str]] | None = None, title_size: float = 14,
+              tick_size: float = 11) -> None:
         """Axes box, ticks with labels (given, or the scales' own), grid lines ("x", "y" or
         "xy"), axis labels and title."""
         right, bottom = self.left + self.width, self.top + self.height
@@ -267,15 +267,15 @@ class Axes:
             parts.append(_text(self.left + self.width / 2, self.top - 9, title, size=title_size,
                                anchor="middle"))
         if x_label:
-            parts.append(_text(self.left + self.width / 2, bottom + 24, x_label, size=10,
+            parts.append(_text(self.left + self.width / 2, bottom + 26, x_label, size=12,
                                anchor="middle", baseline="hanging"))
         if y_label:
             width = max((text_width(t, tick_size) for _, t in ys), default=0.0)
             parts.append(_text(self.left - width - 16, self.top + self.height / 2, y_label,
-                               size=10, anchor="middle", rotate=True))
+                               size=12, anchor="middle", rotate=True))
         self._frame = parts + self._frame
 
-    def legend(self, where: str = "lower right", *, size: float = 8) -> None:
+    def legend(self, where: str = "lower right", *, size: float = 10) -> None:
         """The legend of the labelled marks, inside the axes at ``where`` ("lower right",
         "upper right", "upper left")."""
         entries = self.legend_entries

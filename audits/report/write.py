@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from audits import progress
+from audits.folders import claim_folder
 from audits.report.html import render_validated_html
 from audits.report.schema import (
     HTML_NAME,
@@ -19,11 +20,11 @@ from audits.report.schema import (
 __all__ = ["write_report", "write_validated_report"]
 
 
-
 def write_report(report: Mapping, out_dir: str | Path) -> ReportPaths:
     """Validate ``report`` and write ``report.json`` and ``report.html`` into ``out_dir``.
 
-    Nothing is written when validation fails.
+    Nothing is written when validation fails, nor into an existing folder that holds files
+    the toolkit did not write (:func:`audits.folders.check_owned`).
     """
     return write_validated_report(validate_report(report), out_dir)
 
@@ -33,8 +34,7 @@ def write_validated_report(plain: dict, out_dir: str | Path) -> ReportPaths:
     (validated once, not copied again while the page is drawn)."""
     progress.phase("writing the report (figures, HTML)")
     page = render_validated_html(plain)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = claim_folder(out_dir)  # never a folder holding files the toolkit did not write
     paths = ReportPaths(json_path=out / JSON_NAME, html_path=out / HTML_NAME)
     atomic_write(paths.json_path, json_pieces(plain))
     atomic_write(paths.html_path, page)

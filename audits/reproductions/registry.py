@@ -10,12 +10,26 @@ attack or audits a mechanism belongs here, in one module per paper under
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["EmpiricalReproduction", "empirical_reproductions", "get_empirical_reproduction",
-           "register_empirical_reproduction", "summary_lines", "table_summary"]
+__all__ = ["REPRODUCE_OUT", "EmpiricalReproduction", "default_reproduction_dir",
+           "empirical_reproductions", "get_empirical_reproduction", "register_empirical_reproduction",
+           "summary_lines", "table_summary"]
+
+REPRODUCE_OUT = Path("reproduce-out")
+
+
+def default_reproduction_dir(reproduction_id: str) -> Path:
+    """Where a reproduction writes without ``--out``: ``reproduce-out/<id>``, the id made one
+    plain folder name as audits make theirs (characters other than letters, digits, ``-``,
+    ``_`` and ``.``, and a leading dot, become ``_``): ``paper:fig1/variant`` writes to
+    ``reproduce-out/paper_fig1_variant``."""
+    safe = re.sub(r"^\.", "_", re.sub(r"[^\w.-]", "_", reproduction_id)[:100])
+    return REPRODUCE_OUT / (safe or "reproduction")
 
 _BUILTINS = "audits.reproductions.builtin"
 

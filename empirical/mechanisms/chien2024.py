@@ -192,7 +192,7 @@ def run_pnsgd(
     if n % batch != 0:
         raise ValueError(
             f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
-            "empirical.data.drop_to_multiple (as seed 000 does)"
+            "empirical.data.drop_to_multiple (as Chien et al. 2024 do)"
         )
     setup = prepare_mechanism(dataset, request, options)
     model = setup.model

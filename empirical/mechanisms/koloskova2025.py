@@ -197,11 +197,11 @@ def build_task(dataset: Dataset, *, model: str, dtype: torch.dtype = torch.float
         if model == "mlp":
             shape: tuple[int, ...] = (train.shape[1],)
             module: nn.Module = TinyMLP(train.shape[1], hidden=5)
-            what = f"seed 004 MLP (Dense(5), ReLU, Dense(2)) on {train.shape[1]} inputs"
+            what = f"Koloskova et al. 2025 MLP (Dense(5), ReLU, Dense(2)) on {train.shape[1]} inputs"
         elif model == "cnn":
             shape = _image_shape(train.shape[1], model)
             module = TinyCNN(shape[0])
-            what = f"seed 004 CNN (conv 32, conv 64, avg-pool, Dense(2)) on {shape}"
+            what = f"Koloskova et al. 2025 CNN (conv 32, conv 64, avg-pool, Dense(2)) on {shape}"
         else:
             train = _frozen_features(train, seed=init_seed)
             test = _frozen_features(test, seed=init_seed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 
@@ -386,3 +387,25 @@ def test_cost_panels_mark_counted_and_planned_points():
                         .read())
     lu = _lines(panel_figure("b", stored["rows"]))["LU (S=10) (planned)"]
     assert lu.get_ydata()[-1] == pytest.approx(1053790)
+
+
+def test_reproduction_pages_look_like_audit_reports_and_own_their_folder(tmp_path, monkeypatch):
+    from audits.folders import ForeignFolderError
+    from audits.report.html import PAGE_CSS
+    from audits.reproductions.chien2024 import _panel_result
+    from audits.reproductions.chien2024.setting import fig3_setting
+
+    monkeypatch.chdir(tmp_path)
+    result = _panel_result("d", fig3_setting(reduced=True), [], seconds=0.0, out_dir=None)
+    folder = tmp_path / "reproduce-out" / "chien2024_fig3d"  # named as audits name theirs
+    assert result["files"]["html"] == str(Path("reproduce-out") / "chien2024_fig3d"
+                                          / "chien2024_fig3d.html")
+    page = (folder / "chien2024_fig3d.html").read_text()
+    assert PAGE_CSS in page and '<header class="verdict reproduction"' in page
+    assert '<section id="points">' in page and "<footer>" in page
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "chien2024_fig3d.html").write_text("my page")
+    with pytest.raises(ForeignFolderError, match="not marked as this toolkit's"):
+        _panel_result("d", fig3_setting(reduced=True), [], seconds=0.0, out_dir=mine)
+    assert (mine / "chien2024_fig3d.html").read_text() == "my page"

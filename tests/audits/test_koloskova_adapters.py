@@ -212,12 +212,13 @@ def test_network_bench_prints_progress_lines_on_stderr_under_json(capsys):
     res = json.loads(captured.out)  # stdout stays one JSON object
     assert res["n_trials"] == 4 and res["loop_matches_batched"] is True
     assert 0 < res["batched_cpu_seconds"] and 0 < res["loop_cpu_seconds"]
-    lines = captured.err.splitlines()
-    assert lines[0] == ("bench trials: head on digits: training A(D) and A(D_r) once, then one "
-                        "warm-up trial")
-    assert any(line.startswith("bench trials: batched: 4/4 trials (8 models) in ")
-               for line in lines)
-    assert lines[-1].startswith("bench trials: one at a time: 4/4 trials (8 models) in ")
+    # under --json each progress line is one JSON object
+    records = [json.loads(line) for line in captured.err.splitlines()]
+    assert all(r["progress"] == "bench trials" for r in records)
+    lines = [r["message"] for r in records]
+    assert lines[0] == "head on digits: training A(D) and A(D_r) once, then one warm-up trial"
+    assert any(line.startswith("batched: 4/4 trials (8 models) in ") for line in lines)
+    assert lines[-1].startswith("one at a time: 4/4 trials (8 models) in ")
 
 
 def test_bench_trials_takes_the_model():

@@ -4,7 +4,9 @@ line when a rerun reuses stored chunks (audits.progress and its callers)."""
 from __future__ import annotations
 
 import io
+import json
 import threading
+import time
 
 from audits import progress
 from audits.cli import main as cli_main
@@ -68,7 +70,7 @@ def test_an_audit_names_its_phases_and_a_rerun_says_it_reuses_stored_chunks(tmp_
     assert "computing 2 chunks" not in second
 
 
-def test_cli_audits_print_progress_unless_json_or_quiet(tmp_path, capsys) -> None:
+def test_cli_audits_print_progress_unless_quiet(tmp_path, capsys) -> None:
     from audits.cli import _long_running, build_parser
 
     def long(*argv: str) -> bool:
@@ -76,7 +78,7 @@ def test_cli_audits_print_progress_unless_json_or_quiet(tmp_path, capsys) -> Non
 
     assert long("audit", "demo") and long("audit", "run", "x.toml") and long("bench", "power")
     assert long("reproduce", "chien2024:table3") and not long("reproduce")
-    assert not long("audit", "demo", "--json") and not long("audit", "demo", "--quiet")
+    assert long("audit", "demo", "--json") and not long("audit", "demo", "--quiet")
     assert not long("bounds", "list") and not long("audit", "report", "d")
     out = str(tmp_path / "d")
     assert cli_main(["audit", "demo", "--trials", "4", "--out", out]) in (0, 4)
@@ -90,3 +92,45 @@ def main_error_is_one_line(capsys) -> bool:
     """A long command failing at once prints its error line only (no progress before it)."""
     assert cli_main(["reproduce", "nobody:table1"]) == 1
     return capsys.readouterr().err.strip().startswith("error: no reproduction")
+
+
+def test_counted_work_gives_the_time_left_in_lines_and_heartbeats() -> None:
+    stream = io.StringIO()
+    with progress.reporting("job", interval=0.05, stream=stream, heartbeat=True):
+        progress.counted(0, 4, "work ahead: 4 chunks", began=0.0)
+        progress.counted(1, 4, "1/4 chunks", began=time.monotonic() - 10.0)  # 10 s a chunk
+        threading.Event().wait(0.2)
+    lines = stream.getvalue().splitlines()
+    assert lines[0] == "job: work ahead: 4 chunks, time left unknown until the first chunk is done"
+    assert lines[1] == "job: 1/4 chunks, about 30 s left"
+    beats = [line for line in lines[2:] if " ... " in line]
+    assert beats and all(line.endswith(("about 30 s left", "about 29 s left")) for line in beats)
+
+
+def test_json_progress_lines_are_one_object_each_with_the_time_left() -> None:
+    stream = io.StringIO()
+    with progress.reporting("job", stream=stream, as_json=True):
+        progress.counted(0, 2, "work ahead")
+        progress.counted(1, 2, "1/2")
+        progress.phase("writing")
+    records = [json.loads(line) for line in stream.getvalue().splitlines()]
+    assert [r["message"] for r in records] == ["work ahead", "1/2", "writing"]
+    assert records[0]["eta_s"] is None and records[1]["eta_s"] >= 0 and records[1]["total"] == 2
+    assert all(r["progress"] == "job" and r["elapsed_s"] >= 0 for r in records)
+    assert "eta_s" not in records[2]  # a new phase: the counted work is over
+
+
+def test_an_audit_under_json_reports_its_work_and_chunks_on_stderr(tmp_path, capsys) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text('trials = 40\npilot_trials = 0\nchunk_size = 20\nattacks = ["loss"]\n'
+                    'estimators = ["auc"]\n[algorithm]\nlearn_epochs = 5\n')
+    assert cli_main(["audit", "run", str(spec), "--out", str(tmp_path / "o"), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["n_trials"] == 40  # stdout: the one result object
+    records = [json.loads(line) for line in captured.err.splitlines()]
+    first = records[0]
+    assert first["message"].startswith("work ahead: 40 trials in 2 chunk(s); each trial about 11 "
+                                       "epochs over the data (2 x learn_epochs + unlearn_epochs)")
+    assert first["done"] == 0 and first["eta_s"] is None
+    chunks = [r for r in records if r["message"].startswith(("1/2 chunks", "2/2 chunks"))]
+    assert [r["done"] for r in chunks] == [1, 2] and chunks[0]["eta_s"] is not None

@@ -29,6 +29,12 @@ ALL_FIGURES = {"fig-roc-linear", "fig-roc-log", "fig-epsilon", "fig-scores",
 # -- fixture factory ---------------------------------------------------------------------------
 
 
+def _per_example(rng) -> dict:
+    values = np.abs(rng.normal(0.3, 0.15, 60))
+    return {"values": values.tolist(), "lower": (values * 0.5).tolist(),
+            "upper": (values * 2.0).tolist(), "label": "per-example plug-in epsilon estimate"}
+
+
 def _roc(positive: np.ndarray, negative: np.ndarray) -> dict:
     """Empirical ROC of the rule 'score >= t', thresholds from +inf down, AUC by Mann-Whitney."""
     thresholds = np.unique(np.concatenate([positive, negative]))[::-1]
@@ -131,9 +137,7 @@ def make_report(*, status: str = "CONSISTENT", n_trials: int = 200, seed: int = 
         },
         "plots": {
             "scores": scores, "roc": roc,
-            "per_example_epsilon": ({"values": np.abs(rng.normal(0.3, 0.15, 60)).tolist(),
-                                     "label": "per-example epsilon lower bound"}
-                                    if per_example else None),
+            "per_example_epsilon": (_per_example(rng) if per_example else None),
         },
         "seeds": {"seed": seed, "trial_seeds": [seed, seed + 1]},
         "timing": {"wall_seconds": 12.5, "chunks": 4, "chunks_resumed": 1},
@@ -309,8 +313,9 @@ def test_write_and_load_round_trip(tmp_path):
                               ensure_ascii=False) + "\n"
     assert load_report(tmp_path / "audit") == report
     assert load_report(paths.json_path) == report
-    # No temporary files are left next to the report.
-    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == ["report.html", "report.json"]
+    # No temporary files are left next to the report (only the folder's marker).
+    assert sorted(p.name for p in (tmp_path / "audit").iterdir()) == [
+        ".unlearn-verify", "report.html", "report.json"]
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o077, 0o002])
@@ -628,3 +633,48 @@ def test_rows_of_one_attack_and_statistic_say_which_score_direction_they_read():
     assert "<th>scores</th>" in page
     text = summary_text(report)
     assert "attack loss, statistic epsilon-delta, higher score = unlearned;" in text
+
+
+def test_per_example_estimates_without_intervals_are_not_drawn_and_the_page_says_why():
+    report = make_report()
+    values = [0.2] * 12 + [1.5, 1.94]  # two estimates above the certified epsilon
+    report["plots"]["per_example_epsilon"] = {"values": values, "label": "plug-in estimate"}
+    page = render_html(report)
+    parsed = _parse(page)
+    assert "fig-per-example-epsilon" not in parsed.figures
+    assert "The 14 per-example plug-in ε estimates (plug-in estimate) are not drawn" in page
+    assert "no evidence of a violation" in page and "1.94" not in page
+    with pytest.raises(ValueError, match=r"plots.per_example_epsilon.lower.*2 values for 14"):
+        validate_report({**report, "plots": {**report["plots"], "per_example_epsilon": {
+            "values": values, "label": "x", "lower": [0.0, 0.1], "upper": [1.0, 2.0]}}})
+
+
+def _last_section(page: str) -> str:
+    main = page[page.index("<main>"):page.index("</main>")]
+    start = main.rindex("<section")
+    assert 'id="next-steps"' in main[start:start + 40]  # the page ends with it
+    return main[start:]
+
+
+def test_every_report_ends_with_what_the_verdict_means_and_what_to_do_next():
+    from audits.report.schema import EXIT_CODES
+
+    violation = _last_section(render_html(make_report(status="VIOLATION")))
+    assert "VIOLATION means" in violation and violation.count("Found by: ε ≥") == 2
+    assert "confidence" in violation and "Next, check:" in violation
+
+    consistent = make_report()
+    page = _last_section(render_html(consistent))
+    assert "CONSISTENT means" in page and "What this audit could have detected: with N = 200" in page
+
+    consistent["verdict"]["detectable"] = {"smallest detectable epsilon": 0.75, "at power": 0.8}
+    page = _last_section(render_html(consistent))
+    assert ("What this audit could have detected: smallest detectable epsilon: 0.75; at power: "
+            "0.8.") in page
+
+    inconclusive = make_report()
+    inconclusive["verdict"].update(status="INCONCLUSIVE", trials_needed=5000,
+                                   exit_code=EXIT_CODES["INCONCLUSIVE"])
+    page = _last_section(render_html(inconclusive))
+    assert "INCONCLUSIVE means these 200 trials" in page
+    assert "at least 5,000 trials per side (--trials 5000)" in page

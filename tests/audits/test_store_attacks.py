@@ -107,7 +107,8 @@ def test_the_cli_refuses_a_folder_in_use_with_one_line(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "in use by another audit" in captured.err
     assert json.loads(captured.out)["error"]["type"] == "store"
-    assert list(out.iterdir()) == []  # the refused run wrote nothing
+    # the refused run wrote nothing: the folder holds only the lock holder's marker
+    assert [p.name for p in out.iterdir()] == [".unlearn-verify"]
 
 
 # -- symbolic links -----------------------------------------------------------------------------
