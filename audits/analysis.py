@@ -234,6 +234,23 @@ def trial_rows(seed: int, n: int) -> np.ndarray:
     return np.random.default_rng(derived_seed(seed, "trial-rows")).permutation(n)
 
 
+def reference_levels(reference: AttackScores, certificate: Certificate, *,
+                      statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
+                      n_eps: int, n_renyi: int, n_attacks: int) -> tuple[float, float]:
+    """(level of each (epsilon, delta) test, of each Rényi test) the design gives the
+    reference attack: its allocation pilot's own choice when it is the only attack; with other
+    attacks, whose pilots may call a kind promising that the reference's rules out, the
+    smallest level of each kind over those possibilities (never more than the design gives)."""
+    chosen = pilot_allocation([reference], certificate, statistics=statistics,
+                              direction=direction, miss=miss, rows=rows, n_eps=n_eps,
+                              n_renyi=n_renyi)
+    if n_attacks == 1 or not chosen.ruled_out:
+        return chosen.alpha_eps, chosen.alpha_renyi
+    options = [allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss, ruled_out=kept)
+               for kept in ((), *((kind,) for kind in chosen.ruled_out), chosen.ruled_out)]
+    return min(a for a, _ in options), min(b for _, b in options)
+
+
 def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[str],
                        n_eps: int, n_renyi: int) -> str | None:
     """Why the allocation must stay fixed for this family (None when the pilot may choose it):

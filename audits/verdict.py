@@ -22,11 +22,10 @@ from audits.analysis import (
     RENYI_MIN_TRIALS,
     RENYI_PILOT_FRACTION,
     AttackScores,
-    allocation,
     certificate_direction,
     effective_curve,
     one_lower_bound,
-    pilot_allocation,
+    reference_levels,
     trial_rows,
 )
 from audits.protocols import Certificate
@@ -36,6 +35,7 @@ from audits.statistics import statistic
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis
+    from audits.detectable import Detectable
     from audits.plan import AuditPlan
 
 __all__ = ["POSSIBLE_CAUSES", "could_refute", "decide", "trials_needed"]
@@ -56,8 +56,20 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
                                n_renyi=len(scored) if analysis.renyi_certificate else 0,
                                n_attacks=len(scored), seed=settings.seed,
                                n_now=analysis.n_trials, direction=settings.direction)
+    seen = None
+    refuted = (any(e.refutes(certificate.epsilon) for e in analysis.lower_bounds)
+               or any(e.violation for e in analysis.renyi))
+    if could and scored and not refuted:
+        from audits.detectable import Design, detectable
+
+        seen = detectable(certificate, Design(
+            n=analysis.n_trials, statistics=tuple(settings.statistics),
+            direction=settings.direction, miss=1.0 - settings.confidence,
+            n_eps=analysis.n_eps_tests,
+            n_renyi=len(analysis.renyi) if analysis.renyi_certificate else 0,
+            n_attacks=len(scored)), seed=settings.seed)
     return _verdict(certificate, analysis, confidence=settings.confidence, could_refute=could,
-                    trials_needed=needed)
+                    trials_needed=needed, detectable=seen)
 
 
 def could_refute(attacks: list[AttackScores], lower_bounds: Sequence[LowerBoundResult],
@@ -84,23 +96,6 @@ _NEEDED_CONFIRMATIONS = 10
 # INCONCLUSIVE, 1.2 and 1.3 times none of 48.
 _NEEDED_MARGIN = Fraction(5, 4)
 _NEEDED_MAX = 10**7
-
-
-def _reference_levels(reference: AttackScores, certificate: Certificate, *,
-                      statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
-                      n_eps: int, n_renyi: int, n_attacks: int) -> tuple[float, float]:
-    """(level of each (epsilon, delta) test, of each Rényi test) the design gives the
-    reference attack: its allocation pilot's own choice when it is the only attack; with other
-    attacks, whose pilots may call a kind promising that the reference's rules out, the
-    smallest level of each kind over those possibilities (never more than the design gives)."""
-    chosen = pilot_allocation([reference], certificate, statistics=statistics,
-                              direction=direction, miss=miss, rows=rows, n_eps=n_eps,
-                              n_renyi=n_renyi)
-    if n_attacks == 1 or not chosen.ruled_out:
-        return chosen.alpha_eps, chosen.alpha_renyi
-    options = [allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss, ruled_out=kept)
-               for kept in ((), *((kind,) for kind in chosen.ruled_out), chosen.ruled_out)]
-    return min(a for a, _ in options), min(b for _, b in options)
 
 
 def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
@@ -134,7 +129,7 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
             u = -u
         reference = AttackScores("reference", u, r, None, {})
         rows = trial_rows(seed + draw, n)
-        alpha_each, beta_renyi = _reference_levels(
+        alpha_each, beta_renyi = reference_levels(
             reference, certificate, statistics=statistics, direction=direction, miss=miss,
             rows=rows, n_eps=n_eps, n_renyi=n_renyi if n >= RENYI_MIN_TRIALS else 0,
             n_attacks=n_attacks)
@@ -186,7 +181,7 @@ POSSIBLE_CAUSES = (
 
 
 def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
-             could_refute: bool, trials_needed: Any) -> dict:
+             could_refute: bool, trials_needed: Any, detectable: Detectable | None) -> dict:
     """CONSISTENT, VIOLATION or INCONCLUSIVE (see docs/audits.md, "Verdicts and statuses")."""
     lower_bounds, renyi, ceiling = analysis.lower_bounds, analysis.renyi, analysis.reach
     family, alpha_each, alpha_renyi = analysis.family, analysis.alpha_each, analysis.alpha_renyi
@@ -264,7 +259,11 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
                    if best is not None else "")
                 + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
                 + f". {levels}. This is absence of evidence against the certificate, not a "
-                "proof of it."
+                "proof of it"
+                + (f": {detectable.summary()}, and saw none." if detectable is not None else ".")
+                + f" The largest lower bound these {n_trials} trials could show at all, on "
+                "perfectly separated scores, is "
+                f"{ceiling:.4g} (empirical.max_certifiable_epsilon)."
             )
     return {"status": status, "exit_code": EXIT_CODES[status],
             "certified_epsilon": finite(certified), "max_lower_bound": max_lb,
@@ -273,6 +272,7 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
             "explanation": explanation, "violations": [e.to_dict() for e in violations],
             "renyi_violations": renyi_violations, "possible_causes": causes,
             "could_show_violation": could_refute, "trials_needed": needed,
+            "detectable": None if detectable is None else detectable.to_dict(),
             "tests": {"family_size": family, "alpha_each": alpha_each,
                       "confidence_each": 1.0 - alpha_each, "alpha_renyi": alpha_renyi,
                       "overall_confidence": confidence, "allocation": allocation}}

@@ -76,12 +76,15 @@ def next_steps(report: Mapping) -> list[str]:
         lines.append("Then rerun with a new seed: a real violation is found again, a false "
                      "alarm (at most 1 minus the confidence, by chance) is not.")
         return lines
-    shown = detectable_lines(verdict.get("detectable"))
+    found = verdict.get("detectable")
+    summary = found.get("summary") if isinstance(found, Mapping) else None
+    shown = [summary] if isinstance(summary, str) else detectable_lines(found)
     lines = ["CONSISTENT means no attack found evidence against the certificate at the stated "
              "confidence. It does not prove the certificate: a leak smaller than what these "
              "trials and attacks can detect would pass unseen."]
     if shown:
-        lines.append("What this audit could have detected: " + "; ".join(shown) + ".")
+        lines.append("What this audit could have detected (simulated with its own tests and "
+                     "levels): " + "; ".join(shown) + ".")
     else:
         lines.append(f"What this audit could have detected: with N = {n} trials no lower bound "
                      f"can exceed {fmt(emp['max_certifiable_epsilon'])}, so it could flag only "

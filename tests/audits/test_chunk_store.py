@@ -8,6 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
+from audits.folders import ForeignFolderError, claim_folder
 from audits.store import (
     STORE_NAME,
     ChunkStore,
@@ -140,9 +141,18 @@ def test_every_read_checks_the_blob_checksum(tmp_path):
 
 
 def test_a_file_that_is_not_a_store_is_one_clear_error(tmp_path):
+    # In the toolkit's own folder (its marker written) a broken store is named as such.
+    claim_folder(tmp_path)
     (tmp_path / STORE_NAME).write_bytes(b"this is not SQLite" * 100)
     with pytest.raises(StoreError, match="cannot use the chunk store"):
         _store(tmp_path)
+
+
+def test_a_store_file_in_a_folder_the_toolkit_did_not_mark_is_left_alone(tmp_path):
+    (tmp_path / STORE_NAME).write_bytes(b"this is not SQLite" * 100)
+    with pytest.raises(ForeignFolderError, match="not marked"):
+        _store(tmp_path)
+    assert (tmp_path / STORE_NAME).read_bytes() == b"this is not SQLite" * 100
 
 
 def test_other_specs_and_replacing_them(tmp_path):
