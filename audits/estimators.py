@@ -43,6 +43,7 @@ _REGISTRY: dict[str, Estimator] = {}
 
 
 def register_estimator(declaration: Estimator) -> Estimator:
+    """Add an estimator to the registry (a name is declared once)."""
     if declaration.name in _REGISTRY:
         raise ValueError(f"estimator {declaration.name!r} is already declared")
     _REGISTRY[declaration.name] = declaration
@@ -50,6 +51,7 @@ def register_estimator(declaration: Estimator) -> Estimator:
 
 
 def estimator(name: str) -> Estimator:
+    """The declaration of ``name``; ValueError naming the known ones otherwise."""
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -57,6 +59,7 @@ def estimator(name: str) -> Estimator:
 
 
 def estimator_summaries() -> dict[str, str]:
+    """name -> one-line summary, for spec validation and help texts."""
     return {name: e.summary for name, e in _REGISTRY.items()}
 
 

@@ -55,9 +55,11 @@ class LowerBoundResult:
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def refutes(self, certified: float) -> bool:
+        """Whether this bound exceeds the certified epsilon."""
         return self.epsilon > certified
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``empirical.lower_bounds[]`` entry."""
         return {
             "attack": self.attack,
             "statistic": self.statistic,
@@ -122,6 +124,7 @@ class RenyiTestResult:
     n_pilot: tuple[int, int]
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``empirical.renyi[]`` entry."""
         return {
             "attack": self.attack,
             "kind": KIND_LOWER_BOUND,
@@ -159,6 +162,7 @@ class EstimateResult:
     method: str
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's ``empirical.estimates[]`` entry."""
         return {"name": self.name, "attack": self.attack, "value": finite(float(self.value)),
                 "kind": KIND_ESTIMATE,
                 "interval": None if self.interval is None else [finite(self.interval[0]),

@@ -125,6 +125,7 @@ def statistic(name: str) -> EpsilonStatistic:
 
 
 def statistic_names() -> tuple[str, ...]:
+    """The declared statistics' names, in declaration order."""
     return tuple(_REGISTRY)
 
 

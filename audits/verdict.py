@@ -67,7 +67,7 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
             direction=settings.direction, miss=1.0 - settings.confidence,
             n_eps=analysis.n_eps_tests,
             n_renyi=len(analysis.renyi) if analysis.renyi_certificate else 0,
-            n_attacks=len(scored)), seed=settings.seed)
+            n_attacks=len(scored)))
     return _verdict(certificate, analysis, confidence=settings.confidence, could_refute=could,
                     trials_needed=needed, detectable=seen)
 

@@ -83,8 +83,7 @@ def next_steps(report: Mapping) -> list[str]:
              "confidence. It does not prove the certificate: a leak smaller than what these "
              "trials and attacks can detect would pass unseen."]
     if shown:
-        lines.append("What this audit could have detected (simulated with its own tests and "
-                     "levels): " + "; ".join(shown) + ".")
+        lines.append("What this audit could have detected: " + "; ".join(shown) + ".")
     else:
         lines.append(f"What this audit could have detected: with N = {n} trials no lower bound "
                      f"can exceed {fmt(emp['max_certifiable_epsilon'])}, so it could flag only "

@@ -136,6 +136,7 @@ class _Cells:
     log_ratio: np.ndarray
 
     def transform(self, scores: np.ndarray) -> np.ndarray:
+        """g(score): the estimated log ratio of the cell each score falls in."""
         return self.log_ratio[np.searchsorted(self.cuts, scores, side="right")]
 
 
@@ -152,6 +153,7 @@ class RegionPlan:
     predicted: float
 
     def ordered(self, scores: np.ndarray) -> np.ndarray:
+        """The value a rule "ordered >= t" reads: g(score) on cells, else sign * score."""
         return self.cells.transform(scores) if self.cells is not None else self.sign * scores
 
 
