@@ -240,3 +240,9 @@ def test_budget_float_is_never_above_a_sixty_digit_value(sigma, epsilon, delta):
         if delta != "1e-4":  # these go through the 30-digit fallback, rounded down
             assert Fraction(ev.value) <= fraction(truth)
         assert abs(ev.value / truth - 1) < 1e-14
+
+
+def test_a_negative_mpmath_input_keeps_its_sign():
+    from bounds.values import resolve_values
+
+    assert resolve_values({"x": mpmath.mpf(-3) / 4})["x"] == Fraction(-3, 4)
