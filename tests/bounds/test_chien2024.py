@@ -326,7 +326,7 @@ def test_thm32_tends_to_a_multiple_of_cor37(params):
 
 
 @SOME
-@given(cor37_draw(), st.integers(0, 30))
+@given(cor37_draw(), st.integers(1, 30))  # Theorem 3.2 needs T >= 1
 def test_thm32_dominates_the_multiple_of_cor37(params, burn_in):
     """When Z_B <= 2R, Thm 3.2 >= ((2 alpha - 1)/(alpha - 1)) Cor 3.7 at every finite T."""
     assume(stationary_distance({**params, "R": 10**30}) <= 2 * _mp(params["R"]))
@@ -462,7 +462,15 @@ def test_improved_bound_is_at_most_the_paper_bound(improved_id, paper_id):
     @given(strategy_for(improved, well_conditioned=True))
     def check(params):
         better = mp_value(improved_id, params)
-        original = mp_value(paper_id, {k: params[k] for k in paper.parameter_names})
+        compared = {k: params[k] for k in paper.parameter_names}
+        if "Kprev" in params and "Kprev" not in compared:
+            # The time-shift sequence form raises Z to Theorem 3.11's least value (its floor);
+            # the weak-triangle form takes Z as given, so compare at the raised Z.
+            from tests.bounds.reference_pnsgd import P, _sequence_start
+
+            with mpmath.workdps(60):
+                compared["Z"] = _sequence_start(P(params))
+        original = mp_value(paper_id, compared)
         assert better <= original * (1 + mpmath.mpf(10) ** -40), (params, better, original)
 
     check()
