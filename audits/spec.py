@@ -319,7 +319,9 @@ class CertificateSpec:
     ``target_epsilon`` None certifies the algorithm's given sigma and K. ``delta`` is a number
     in (0, 1) or ``"1/n"`` (n = training records after dropping the tail to a multiple of b).
     ``calibrate`` names the parameter solved for (the adapter lists the ones it supports).
-    ``bound`` None lets the adapter pick the theorem for the request.
+    ``bound`` None lets the adapter pick the theorem for the request (the paper's); a named id
+    must be one of the sound certificates the adapter lists for its algorithm and request (for
+    instance a tighter one the toolkit proves), and the report names the one used.
     """
 
     target_epsilon: float | None = 1.0

@@ -26,6 +26,7 @@ from bounds.numerics import (
     interval_endpoints,
     interval_ready,
     iv_precision,
+    nstr_directed,
     squeeze,
     stabilise,
 )
@@ -475,6 +476,7 @@ class Bound:
                 args = [to_mp(values[n]) for n in self.parameter_names]
                 args += [to_mp(c) for c in combos]
                 value = self._mp_value(args)
+            notes.extend(_float_range_notes(value, self.guarantee.safe_end))
             return Evaluation(self, value, "mp", digits, None, None, tuple(notes), values)
         with iv_precision(digits):
             args = [to_interval(values[n]) for n in self.parameter_names]
@@ -502,9 +504,13 @@ class Bound:
         """Float value; an overflow, a division by zero or an input outside the float range is
         never rounded silently: a scalar is recomputed in mpmath (with a note), an array refused.
         """
+        scalar = all(is_exact(values[n]) for n in self.parameter_names)
+        if scalar and self._rational:
+            exact_value = self._exact_rational_float(values, notes)
+            if exact_value is not None:
+                return Evaluation(self, exact_value, "float", 16, None, None, tuple(notes), values)
         args = [to_float_array(values[n]) for n in self.parameter_names]
         args += [to_float_array(c) for c in combos]
-        scalar = all(is_exact(values[n]) for n in self.parameter_names)
         lost = [n for n in self.parameter_names if is_exact(values[n]) and _leaves_float_range(values[n])]
         lost += [str(c) for c in combos if is_exact(c) and _leaves_float_range(c)]
         value, flags = call_float(self._split_float, args)
@@ -517,9 +523,11 @@ class Bound:
             with mpmath.workdps(30):
                 exact = self._mp_value([to_mp(values[n]) for n in self.parameter_names]
                                        + [to_mp(c) for c in combos])
-                value = float(exact)
+                value = safe_float(exact, self.guarantee.safe_end)
+            side = {"upper": "up (the safe side)", "lower": "down (the safe side)",
+                    "both": "to nearest"}[self.guarantee.safe_end]
             notes.append(f"float evaluation: {why}, so the value was computed in mpmath at 30 "
-                         "digits and rounded to the nearest float")
+                         f"digits and rounded {side}")
             if exact != 0 and (value == 0 or abs(value) < _FLOAT_TINY):
                 notes.append(f"the value {mpmath.nstr(exact, 6)} is below the normal float range; "
                              "the float shown is rounded (to 0 if below 5e-324): use precision='mp'")
@@ -534,6 +542,40 @@ class Bound:
         check_finite(self.id, value)
         notes.append(_FLOAT_NOTES[self.guarantee.safe_end])
         return Evaluation(self, squeeze(value), "float", 16, None, None, tuple(notes), values)
+
+    @functools.cached_property
+    def _rational(self) -> bool:
+        """Whether the expression is a rational function of the parameters (no Min, log, ...)."""
+        for node in sp.preorder_traversal(self.expression):
+            if node.is_Symbol or node.is_Rational or isinstance(node, (sp.Add, sp.Mul)):
+                continue
+            if isinstance(node, sp.Pow) and node.exp.is_Integer:
+                continue
+            return False
+        return True
+
+    def _exact_rational_float(self, values: Mapping[str, Any], notes: list[str]) -> float | None:
+        """A rational bound's float at scalar inputs, formed exactly and rounded once to the safe
+        side (Guo et al.'s m^2 at m = 2^53 + 1 is not m rounded, then squared); ``None`` where
+        the exact value is undefined (the float path then reports it)."""
+        exact = self.expression.xreplace({real_symbol(n): values[n] for n in self.parameter_names})
+        if not exact.is_Rational:
+            return None
+        end = self.guarantee.safe_end
+        value = safe_float(exact, end)
+        size = abs(exact)
+        with mpmath.workdps(20):
+            shown = mpmath.nstr(to_mp(exact), 6)
+        if size > _FLOAT_MAX and end != "lower":
+            raise BoundError(f"{self.id}: the value {shown} exceeds the float range; "
+                             "use precision='mp'")
+        side = {"upper": "up", "lower": "down", "both": "to nearest"}[end]
+        notes.append(f"float evaluation: a rational function of the inputs, formed exactly and "
+                     f"rounded once {side}" + ("" if end == "both" else " (the safe side)"))
+        if size != 0 and size < _FLOAT_TINY:
+            notes.append(f"the value {shown} is below the normal float range "
+                         "(underflow); use precision='mp'")
+        return value
 
     def _remarks(self, values: Mapping[str, Any]) -> list[str]:
         """Notes on a value that is not a certificate at these inputs (see :attr:`remark`)."""
@@ -677,9 +719,12 @@ class Evaluation:
             "provenance": self.bound.provenance(),
         }
         if self.precision == "mp":
+            out["value"] = safe_float(self.value, self.bound.guarantee.safe_end)
             out["value_digits"] = mpmath.nstr(self.value, self.digits)
         if self.precision == "interval":
-            out["interval"] = [mpmath.nstr(self.lower, self.digits), mpmath.nstr(self.upper, self.digits)]
+            # Rounded outward at the digits printed: the text encloses the exact value too.
+            out["interval"] = [nstr_directed(self.lower, self.digits, "down"),
+                               nstr_directed(self.upper, self.digits, "up")]
             end = self.bound.guarantee.safe_end
             if end in ("upper", "both"):
                 out["certified_upper"] = self.certified_upper
@@ -693,6 +738,33 @@ def _placeholder(index: int) -> sp.Symbol:
 
 
 _FLOAT_TINY = 2.2250738585072014e-308  # the least normal float
+
+
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+def safe_float(value: Any, end: str) -> float:
+    """A real ``value`` as a float on the safe side for a quantity whose safe end is ``end``:
+    rounded up for ``"upper"``, down for ``"lower"``, to nearest for ``"both"`` (no safe side)."""
+    if end == "upper":
+        return float_up(value)
+    if end == "lower":
+        return float_down(value)
+    return float(value)
+
+
+def _float_range_notes(value: Any, end: str) -> list[str]:
+    """Notes for an mp value whose float form (:func:`safe_float`) leaves the normal float range."""
+    size = abs(value)
+    if size == 0 or _FLOAT_TINY <= size <= _FLOAT_MAX:
+        return []
+    shown = safe_float(value, end)
+    side = {"upper": "rounded up, the safe side of this kind", "lower": "rounded down, the safe "
+            "side of this kind", "both": "rounded to nearest: this kind has no safe side"}[end]
+    where = "below the normal float range (underflow)" if size < _FLOAT_TINY else \
+        "beyond the float range (overflow)"
+    return [f"the value {mpmath.nstr(value, 6)} is {where}: its float form is {shown!r} ({side}); "
+            "value_digits holds its digits"]
 
 
 def _leaves_float_range(value: sp.Expr) -> bool:

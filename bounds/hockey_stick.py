@@ -447,6 +447,9 @@ def _analytic_sigma_float(eps: float, delta: float, sens: float) -> float:
 
 def _analytic_sigma_mp(eps: Any, delta: Any, sens: Any, direction: int = +1) -> Any:
     """Bisection in mp; ``direction`` +1 returns a sigma on the safe (large) side."""
+    if mpmath.mp.dps < 20:  # the margin 10^-(dps - 8) would exceed 1 and no sigma pass
+        with mpmath.workdps(20):
+            return _analytic_sigma_mp(eps, delta, sens, direction)
     log_target = mpmath.log(delta)
     margin = mpmath.mpf(10) ** (-(mpmath.mp.dps - 8))
 

@@ -355,6 +355,58 @@ def float_down(x: Any) -> float:
     return f
 
 
+def as_fraction(x: Any) -> Fraction:
+    """``x`` (a float, an int, a Fraction, a sympy Rational or a finite mpf) as an exact Fraction."""
+    if isinstance(x, mpmath.mpf):
+        # _mpf_ is (sign, mantissa, exponent, bits); ``man_exp`` drops the sign.
+        sign, man, exp, _ = x._mpf_
+        return (-1 if sign else 1) * Fraction(int(man)) * Fraction(2) ** int(exp)
+    if isinstance(x, sp.Rational):
+        return Fraction(int(x.p), int(x.q))
+    return Fraction(x)
+
+
+def decimal_directed(x: Any, digits: int, direction: str) -> Fraction:
+    """``x`` rounded to ``digits`` significant decimal digits toward -inf (``"down"``) or +inf
+    (``"up"``), as an exact Fraction: the number a printed lower or upper end must stand for."""
+    if direction not in ("down", "up"):
+        raise ValueError(f"direction must be 'down' or 'up', got {direction!r}")
+    value = as_fraction(x)
+    if value == 0:
+        return value
+    magnitude = abs(value)
+    exponent = len(str(magnitude.numerator)) - len(str(magnitude.denominator))
+    if Fraction(10) ** exponent > magnitude:  # 10^exponent <= |x| < 10^(exponent + 1)
+        exponent -= 1
+    scale = Fraction(10) ** (digits - 1 - exponent)
+    scaled = value * scale
+    steps = math.floor(scaled) if direction == "down" else math.ceil(scaled)
+    return steps / scale
+
+
+def nstr_directed(x: Any, digits: int, direction: str) -> str:
+    """``mpmath.nstr`` text of ``x`` at ``digits`` significant digits, rounded toward -inf
+    (``"down"``) or +inf (``"up"``) instead of to nearest: a printed lower end never exceeds
+    the exact one and a printed upper end is never below it."""
+    if isinstance(x, mpmath.mpf) and not mpmath.isfinite(x):
+        return mpmath.nstr(x, digits)
+    target = decimal_directed(x, digits, direction)
+    # The target has at most ``digits`` significant digits; at 20 more working digits its
+    # nearest rounding to ``digits`` digits is the target itself.
+    with mpmath.workdps(digits + 20):
+        return mpmath.nstr(mpmath.mpf(target.numerator) / target.denominator, digits)
+
+
+def g_directed(x: Any, digits: int, direction: str) -> str:
+    """``f"{x:.{digits}g}"`` rounded toward -inf (``"down"``) or +inf (``"up"``); ``digits`` <= 15,
+    so the rounded decimal survives the trip through a float unchanged."""
+    if not 1 <= digits <= 15:
+        raise ValueError(f"digits must be in [1, 15], got {digits}")
+    if isinstance(x, float) and not math.isfinite(x):
+        return f"{x:g}"
+    return f"{float(decimal_directed(x, digits, direction)):.{digits}g}"
+
+
 @contextlib.contextmanager
 def iv_precision(digits: int) -> Iterator[None]:
     """Set mpmath's interval context to ``digits`` significant digits for a block."""

@@ -308,7 +308,7 @@ def _universe(
                                     log=False))
     pick("Z", lambda: distance(10.0))
     for name in bound.parameter_names:
-        if name not in out and name not in ("eta", "K", "T", "N"):
+        if name not in out and name not in ("eta", "K", "T", "N", "Kprev"):
             pick(name, lambda name=name: _parameter_default(draw, bound, name, wc))
     _repair(draw, bound, out, fixed)
 
@@ -339,6 +339,7 @@ def _universe(
     t_lo = max(0, math.ceil(bound.parameter("T").lower or 0)) if "T" in names else 0
     pick("K", lambda: draw(st.integers(1, k_max)))
     pick("T", lambda: draw(st.integers(t_lo, max(t_lo, t_max))))
+    pick("Kprev", lambda: draw(st.integers(0, k_max)))  # earlier requests' epochs, in total
     n_max = 200 if wc else 10_000
     if wc and "c" in out and out["c"] > 0:
         n_max = max(1, min(n_max, int(_MAX_LOG_DECAY / (-2 * math.log(float(out["c"]))))))

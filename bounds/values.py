@@ -20,7 +20,7 @@ import sympy as sp
 from bounds.backends import IV_FUNCS, MP_FUNCS
 from bounds.errors import BoundError, PreconditionError
 from bounds.expressions import DEFAULT_LIMITS, ExpressionError, parse_expression, shorten
-from bounds.numerics import interval_endpoints, interval_ready, iv_precision, stabilise
+from bounds.numerics import as_fraction, interval_endpoints, interval_ready, iv_precision, stabilise
 
 _LATEX_NAMES_BY_NAME = {
     "alpha": r"\alpha",
@@ -182,8 +182,7 @@ def resolve_values(params: Mapping[str, Any], *, context: str = "") -> dict[str,
         elif isinstance(raw, mpmath.mpf):
             if not mpmath.isfinite(raw):
                 raise PreconditionError(f"{prefix}{name} must be finite, got {raw!r}")
-            man, exp = raw.man_exp
-            exact[name] = sp.Integer(int(man)) * sp.Integer(2) ** int(exp)
+            exact[name] = sp.Rational(as_fraction(raw))
         elif isinstance(raw, (np.ndarray, list, tuple)):
             arr = np.asarray(raw, dtype=float)
             if not np.all(np.isfinite(arr)):

@@ -43,6 +43,7 @@ from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
 from bounds.expressions import shorten
+from bounds.numerics import g_directed, nstr_directed
 from bounds.registry import get_reproduction, list_reproductions
 
 _ECHO_CHARS = 60  # how much of a long argument an error message quotes
@@ -108,7 +109,9 @@ def cmd_bounds_eval(args: argparse.Namespace) -> None:
     ev = b.evaluate(precision=args.precision, digits=args.digits, **params)
     out = ev.to_dict()
     if args.precision == "interval":
-        summary = f"{b.id} = [{mpmath.nstr(ev.lower, 17)}, {mpmath.nstr(ev.upper, 17)}]"
+        # Outward: the printed lower end is rounded down and the upper end up.
+        summary = (f"{b.id} = [{nstr_directed(ev.lower, 17, 'down')}, "
+                   f"{nstr_directed(ev.upper, 17, 'up')}]")
         end = b.guarantee.safe_end
         if end == "both":  # an exact value or a cost: neither end is "the" certificate
             summary += (f"  (encloses the exact value: lower {ev.certified_lower!r}, "
@@ -134,7 +137,12 @@ def cmd_bounds_epsilon(args: argparse.Namespace) -> None:
     conv = best_epsilon(args.id, delta=args.delta, conversion=args.conversion,
                         alpha_min=args.alpha_min, alpha_max=args.alpha_max, **params)
     label = "certified" if conv.certified else "NOT certified"
-    summary = (f"{args.id}: ({conv.epsilon:.6g}, {conv.delta:.3g})-unlearning at alpha = "
+    # Rounded up: a larger epsilon or delta is implied by the certificate, a smaller one is not.
+    # A delta whose short text reads back as the same float (the user's 1e-5) is shown as is.
+    short = f"{conv.delta:.3g}"
+    delta_text = short if float(short) == conv.delta else g_directed(conv.delta, 3, "up")
+    summary = (f"{args.id}: ({g_directed(conv.epsilon, 6, 'up')}, "
+               f"{delta_text})-unlearning at alpha = "
                f"{conv.alpha:.6g} ({conv.conversion} conversion; {label})")
     summary += "".join(f"\n  note: {note}" for note in conv.notes)
     emit(conv.to_dict(), args.json, summary)
@@ -166,7 +174,8 @@ def cmd_calibrate(args: argparse.Namespace) -> None:
         summary = f"{args.id}: {'; '.join(cal.notes)}"
     else:
         label = "certified" if cal.certified else "NOT certified"
-        summary = (f"{cal.parameter} = {cal.value!r}  ({label} {q} {cal.certified_epsilon:.10g}"
+        shown = g_directed(cal.certified_epsilon, 10, "up")  # a certified level: rounded up
+        summary = (f"{cal.parameter} = {cal.value!r}  ({label} {q} {shown}"
                    f" <= {cal.target_epsilon:g}"
                    + (f" at alpha {cal.alpha:.6g}" if cal.alpha else "") + ")")
         if cal.neighbour is not None:

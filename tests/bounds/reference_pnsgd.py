@@ -145,31 +145,53 @@ def thm32_shift(p: Inputs) -> mpmath.mpf:
     return weak_triangle(v.alpha, first, second)
 
 
-def _time_shift(v: P, start: mpmath.mpf) -> mpmath.mpf:
-    """docs/improved.md (e), by cases. K <= T: retraining is T - K epochs on D' and then the
-    same K epochs as unlearning, so PABI runs K n/b steps from W_inf <= min(start + 2R
-    c^{(T-K)n/b}, 2R). K > T: both outputs are T epochs on D' from laws on C_R, so PABI runs
-    T n/b steps from W_inf <= 2R."""
+def _time_shift(v: P, start: mpmath.mpf, noise_variance: mpmath.mpf | None = None) -> mpmath.mpf:
+    """docs/improved.md (e): K <= T: unlearning and retraining end with the same K epochs on D',
+    so PABI runs K n/b steps from W_inf <= min(start + 2R c^{(T-K)n/b}, 2R). K > T: both outputs
+    are T epochs on D' from laws on C_R, so PABI runs T n/b steps from W_inf <= 2R. The noise
+    variance is the papers' eta sigma^2 unless given (2 eta sigma^2 for /exact-noise)."""
     c, per_epoch = contraction(v), batches(v)
-    var = v.eta * v.sigma**2
+    var = v.eta * v.sigma**2 if noise_variance is None else noise_variance
     if v.K <= v.T:
         distance = min(start + 2 * v.R * power(c, (v.T - v.K) * per_epoch), 2 * v.R)
         return pabi_term(v.alpha, distance, v.K * per_epoch, v, var)
     return pabi_term(v.alpha, 2 * v.R, v.T * per_epoch, v, var)
 
 
-def thm32_time_shift(p: Inputs) -> mpmath.mpf:
-    """Start distance: Lemma 3.3 at the worst batch (j0 = n/b - 1) after T epochs."""
-    v = P(p)
+def _learned_distance(v: P) -> mpmath.mpf:
+    """Lemma 3.3 at the worst batch (j0 = n/b - 1) after T epochs, capped at 2R."""
     c, per_epoch = contraction(v), batches(v)
     learned = (2 * v.eta * v.M / v.b * (1 - power(c, v.T * per_epoch))
                / (1 - power(c, per_epoch)))
-    return _time_shift(v, min(learned, 2 * v.R))
+    return min(learned, 2 * v.R)
+
+
+def _sequence_start(v: P) -> mpmath.mpf:
+    """The given Z, raised to Theorem 3.11's least value after T burn-in and Kprev earlier
+    epochs: the recursion starts at 2R c^{Tn/b}, every request adds at least min(Z_B, 2R)."""
+    floor = min(2 * v.R * power(contraction(v), (v.T + v.Kprev) * batches(v))
+                + stationary_distance(v), 2 * v.R)
+    return max(v.Z, floor)
+
+
+def thm32_time_shift(p: Inputs) -> mpmath.mpf:
+    v = P(p)
+    return _time_shift(v, _learned_distance(v))
+
+
+def thm32_time_shift_noise(p: Inputs) -> mpmath.mpf:
+    v = P(p)
+    return _time_shift(v, _learned_distance(v), 2 * v.eta * v.sigma**2)
 
 
 def thm32_time_shift_sequence(p: Inputs) -> mpmath.mpf:
     v = P(p)
-    return _time_shift(v, v.Z)
+    return _time_shift(v, _sequence_start(v))
+
+
+def thm32_time_shift_sequence_noise(p: Inputs) -> mpmath.mpf:
+    v = P(p)
+    return _time_shift(v, _sequence_start(v), 2 * v.eta * v.sigma**2)
 
 
 def lem33(p: Inputs) -> mpmath.mpf:
@@ -422,6 +444,8 @@ REFERENCE: dict[str, Callable[[Inputs], mpmath.mpf]] = {
     "chien2024:thm3.2/optimal-shift": thm32_shift,
     "chien2024:thm3.2/time-shift": thm32_time_shift,
     "chien2024:thm3.2+thm3.11/sequence/time-shift": thm32_time_shift_sequence,
+    "chien2024:thm3.2/time-shift/exact-noise": thm32_time_shift_noise,
+    "chien2024:thm3.2+thm3.11/sequence/time-shift/exact-noise": thm32_time_shift_sequence_noise,
     "chien2024:lem3.3": lem33,
     "chien2024:lem3.4": lem34,
     "chien2024:cor3.7": cor37,

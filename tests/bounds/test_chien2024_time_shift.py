@@ -25,6 +25,8 @@ from bounds.papers.chien2024.schedules import experiment_constants, sequential_e
 
 SINGLE = "chien2024:thm3.2/time-shift"
 SEQUENCE = "chien2024:thm3.2+thm3.11/sequence/time-shift"
+SINGLE_NOISE = "chien2024:thm3.2/time-shift/exact-noise"
+SEQUENCE_NOISE = "chien2024:thm3.2+thm3.11/sequence/time-shift/exact-noise"
 FEW = settings(deadline=None, max_examples=15)
 
 # Seed 000 App. N.3 for MNIST with Figure 3b's sigma and target; Table 2's burn-in T.
@@ -101,9 +103,10 @@ def test_mnist_full_batch_single_request_needs_four_epochs_like_algorithm_7():
     assert printed.value == engine.value
 
 
-def _independent_schedule(p: dict, requests: int) -> list[int]:
+def _independent_schedule(p: dict, requests: int, noise: int = 1) -> list[int]:
     """Least K_s per request: Theorem 3.11's recursion from 2R c^{Tn/b} (Lemma 3.4), each
-    request adding min(Z_B, 2R) and capped at 2R, its K_s epochs contracting by c^{K_s n/b}."""
+    request adding min(Z_B, 2R) and capped at 2R, its K_s epochs contracting by c^{K_s n/b}.
+    ``noise`` = 2 divides the divergence by 2 (the algorithm's variance 2 eta sigma^2)."""
     with mpmath.workdps(50):
         eta, m, big_m, r = mp(p["eta"]), mp(p["m"]), mp(p["M"]), mp(p["R"])
         c, per_epoch = 1 - eta * m, p["n"] // p["b"]
@@ -115,7 +118,7 @@ def _independent_schedule(p: dict, requests: int) -> list[int]:
                 z = c ** (schedule[-1] * per_epoch) * z
             z = min(z + step, 2 * r)
             schedule.append(least_k(
-                lambda k, z=z: closed_form_epsilon(shifted_over_alpha(p, z, k), DELTA) <= 1))
+                lambda k, z=z: closed_form_epsilon(shifted_over_alpha(p, z, k) / noise, DELTA) <= 1))
         return schedule
 
 
@@ -159,7 +162,7 @@ def test_with_learning_distance_as_z_one_request_never_exceeds_the_sequence_form
         c = 1 - eta * lam
         zb = 2 * eta / (128 * (1 - c**88))
         z = min(2 * 100 * c ** (burn_in * 88) + zb, 200)
-        seq = bounds.get(SEQUENCE).evaluate(precision="mp", digits=40, **p, Z=z).value
+        seq = bounds.get(SEQUENCE).evaluate(precision="mp", digits=40, **p, Z=z, Kprev=0).value
         assert single <= seq * (1 + mpmath.mpf(10) ** -30)
 
 
@@ -218,3 +221,103 @@ def test_experiment_constants_are_the_ones_used_here():
                                            "T": 20, "K": 1})
     for name, value in mnist(128).items():
         assert resolved[name] == value, name
+
+
+# --------------------------------------------------------------------------------------------
+# The algorithm's own noise variance (docs/improved.md (b), (e)): exactly half
+# --------------------------------------------------------------------------------------------
+
+
+def test_exact_noise_needs_one_epoch_at_mnist_constants():
+    """MNIST, full batch, sigma = 0.03, T = 1000, (1, 1/n): with the noise Algorithm 1 adds,
+    one unlearning epoch suffices (epsilon about 0.8015), where the papers' variance needs 4."""
+    p = mnist(MNIST_N)
+    with mpmath.workdps(50):
+        start = learning_distance(p)
+        expected_eps = closed_form_epsilon(shifted_over_alpha(p, start, 1) / 2, DELTA)
+    engine = calibrate(SINGLE_NOISE, solve="K", epsilon=1.0, delta=DELTA, **p)
+    assert engine.value == 1 and engine.certified
+    assert abs(engine.certified_epsilon - float(expected_eps)) <= 1e-9
+    assert 0.80 < engine.certified_epsilon < 0.81
+
+
+@pytest.mark.parametrize(("b", "total"), [(MNIST_N, 1385), (128, 100)])
+def test_exact_noise_hundred_requests_schedule_matches_an_independent_recursion(b, total):
+    p = mnist(b)
+    expected = _independent_schedule(p, 100, noise=2)
+    schedule = sequential_epochs(requests=100, epsilon=1.0, delta=DELTA,
+                                 method="time-shift/exact-noise", **p)
+    assert list(schedule.epochs) == expected
+    assert schedule.total_epochs == total and schedule.certified and max(schedule.epsilons) <= 1
+    assert schedule.provenance["theorems"][0] == SEQUENCE_NOISE
+
+
+def test_exact_noise_sigma_is_the_papers_variance_sigma_over_root_two():
+    """The bound is proportional to 1/sigma^2, so halving it divides the least sigma by sqrt 2."""
+    params = {k: v for k, v in mnist(128).items() if k != "sigma"}
+    papers = calibrate(SINGLE, solve="sigma", epsilon=1.0, delta=DELTA, K=1, **params)
+    exact = calibrate(SINGLE_NOISE, solve="sigma", epsilon=1.0, delta=DELTA, K=1, **params)
+    assert exact.certified and exact.certified_epsilon <= 1
+    assert abs(exact.value * 2**0.5 / papers.value - 1) < 1e-8
+
+
+@FEW
+@given(st.integers(1, 5), st.integers(1, 8), st.integers(0, 6), st.fractions(0, 3))
+def test_exact_noise_forms_are_half_the_papers_variance_forms(burn_in, epochs, earlier, z):
+    example = {**bounds.get(SEQUENCE).example, "T": burn_in, "K": epochs, "Kprev": earlier, "Z": z}
+    single = {k: v for k, v in example.items() if k not in ("Z", "Kprev")}
+    for papers_id, exact_id, params in ((SINGLE, SINGLE_NOISE, single),
+                                        (SEQUENCE, SEQUENCE_NOISE, example)):
+        papers = bounds.get(papers_id).evaluate(precision="mp", digits=40, **params).value
+        exact = bounds.get(exact_id).evaluate(precision="mp", digits=40, **params).value
+        with mpmath.workdps(40):
+            assert abs(2 * exact / papers - 1) < mpmath.mpf(10) ** -35
+
+
+# --------------------------------------------------------------------------------------------
+# The sequence forms never use a start distance below Theorem 3.11's recursion
+# --------------------------------------------------------------------------------------------
+
+
+def _short_burn_in() -> dict:
+    """Table 3's example at T = 1: the burn-in term 2R c^{Tn/b} is about 4.3, not negligible."""
+    example = {k: v for k, v in bounds.get(SEQUENCE).example.items() if k not in ("Z", "Kprev")}
+    return {**example, "T": 1, "K": 1}
+
+
+def test_a_start_distance_without_the_burn_in_term_is_raised_to_the_recursion():
+    p = _short_burn_in()
+    with mpmath.workdps(50):
+        eta, m = 1 / mp(Fraction("0.261264")), mp(Fraction("0.011264"))
+        c = 1 - eta * m
+        zb = min(2 * eta / (128 * (1 - c**88)), 200)
+        burn_in_term = 200 * c**88
+        recursion = min(burn_in_term + zb, 200)
+        single_z_t = min((1 - c**88) / (1 - c**88) * 2 * eta / 128, 200)  # Z_T at T = 1
+    assert burn_in_term > 1
+    z_exact = Fraction(str(mpmath.nstr(recursion, 40)))
+    for bound_id in (SEQUENCE, SEQUENCE_NOISE):
+        bound = bounds.get(bound_id)
+        right = bound.evaluate(precision="mp", digits=40, **p, Z=z_exact, Kprev=0)
+        assert not right.notes
+        for wrong in (zb, single_z_t):
+            low = bound.evaluate(precision="mp", digits=40, **p, Z=Fraction(str(mpmath.nstr(wrong, 40))),
+                                 Kprev=0)
+            assert any("below" in note and "sequence_start_distance" in note for note in low.notes)
+            assert abs(low.value / right.value - 1) < mpmath.mpf(10) ** -30
+
+
+@FEW
+@given(st.integers(1, 4), st.lists(st.integers(1, 6), min_size=1, max_size=5))
+def test_the_floor_never_exceeds_the_recursion(burn_in, epochs):
+    """min(2R c^{(T+Kprev)n/b} + min(Z_B, 2R), 2R) <= sequence_start_distance for every schedule,
+    so at the recursion's own Z the value is the one the recursion gives (no note)."""
+    from bounds.papers.chien2024 import sequence_start_distance
+
+    p = {**_short_burn_in(), "T": burn_in, "K": epochs[-1]}
+    z = sequence_start_distance(eta=1 / Fraction("0.261264"), m=Fraction("0.011264"), M=1, n=11264,
+                                b=128, T=burn_in, R=100, sizes=[1] * len(epochs), epochs=epochs)
+    z_exact = Fraction(int(z.man)) * Fraction(2) ** int(z.exp)
+    ev = bounds.get(SEQUENCE).evaluate(precision="mp", digits=30, **p, Z=z_exact,
+                                       Kprev=sum(epochs[:-1]))
+    assert not ev.notes

@@ -26,17 +26,19 @@ in :mod:`bounds.papers.chien2024.schedules`.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import mpmath
 import sympy as sp
 
+from bounds.backends import MP_FUNCS
 from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
 from bounds.errors import BoundError
-from bounds.numerics import interval_endpoints, interval_min, iv_precision
+from bounds.numerics import interval_endpoints, interval_min, iv_precision, stabilise
 from bounds.registry import register
 from bounds.special import GeometricLogMeanExp
-from bounds.values import exact_interval, symbols
+from bounds.values import exact_interval, symbols, to_mp
 
 REFERENCE = (
     "Chien, Wang, Chen, Li. Certified Machine Unlearning via Noisy Stochastic Gradient Descent. "
@@ -800,24 +802,112 @@ THM32_TIME_SHIFT = register(Bound(
     example={**TABLE3_EXAMPLE, "T": 20, "K": 1},
 ))
 
+P_KPREV = Parameter("Kprev", "unlearning epochs run by the earlier requests of the sequence, in "
+                    "total (0 for the first request)", lower=0, integer=True)
+
+# The least value Theorem 3.11's recursion (sequence_start_distance) can take at the start of a
+# request after T burn-in epochs and Kprev earlier unlearning epochs: by induction over the
+# requests, Z_s >= min(2R c^{(T + Kprev) n/b} + min(Z_B, 2R), 2R) (docs/improved.md (e)). A
+# start distance below it (one that omits the burn-in term, or the single-request Z_T) is raised
+# to it, so the sequence forms never certify less than the recursion allows.
+Z_SEQUENCE_FLOOR = sp.Min(2 * R * c ** ((T + symbols("Kprev")[0]) * P) + Z_STATIONARY, 2 * R)
+_SEQUENCE_START = sp.Max(symbols("Z")[0], Z_SEQUENCE_FLOOR)
+
+_FLOOR_NAMES = ("eta", "m", "M", "n", "b", "T", "R", "Kprev")
+
+
+@functools.cache
+def _floor_mp() -> Any:
+    return sp.lambdify(symbols(" ".join(_FLOOR_NAMES)), stabilise(Z_SEQUENCE_FLOOR),
+                       modules=[MP_FUNCS, "mpmath"])
+
+
+def _start_floor_remark(values: Any) -> str | None:
+    """A note when the given Z is below the recursion's least value (which the value then uses)."""
+    with mpmath.workdps(30):
+        floor = _floor_mp()(*[to_mp(values[name]) for name in _FLOOR_NAMES])
+        given = to_mp(values["Z"])
+        if given >= floor:
+            return None
+        return (f"Z = {mpmath.nstr(given, 8)} is below {mpmath.nstr(floor, 8)}, the least start "
+                "distance Theorem 3.11's recursion gives after T burn-in and Kprev earlier "
+                "unlearning epochs (min(2R c^{(T+Kprev)n/b} + min(Z_B, 2R), 2R)); the value uses "
+                "the latter. Compute Z with sequence_start_distance.")
+
+
+_SEQUENCE_NOTES = (
+    "Z bounds W_inf between the law at the start of the last request and the stationary law "
+    "of the final dataset (sequence_start_distance); Lemma 3.4 adds 2R c^{(T-K)n/b} for the "
+    "retraining law T - K epochs in.",
+    "A Z below min(2R c^{(T+Kprev)n/b} + min(Z_B, 2R), 2R), the least value of Theorem 3.11's "
+    "recursion after Kprev earlier unlearning epochs, is raised to it (with a note): a Z that "
+    "omits the burn-in term or is the single-request Z_T never gives a smaller certificate.",
+)
+
 THM32_TIME_SHIFT_SEQUENCE = register(Bound(
     id="chien2024:thm3.2+thm3.11/sequence/time-shift",
     title="Rényi unlearning of the last of a sequence of requests at finite burn-in T without the "
           "weak triangle (time-shift coupling with Theorem 3.11's recursion)",
     citation=cite("Theorem 3.2 with Theorem 3.11 (improved)",
                   "derivation in docs/improved.md, section (e)"),
-    parameters=THM32_SEQUENCE.parameters,
-    expression=alpha * time_shift_distance(symbols("Z")[0]) ** 2 / (2 * eta * sigma**2),
+    parameters=(*THM32_SEQUENCE.parameters, P_KPREV),
+    expression=alpha * time_shift_distance(_SEQUENCE_START) ** 2 / (2 * eta * sigma**2),
     guarantee=RENYI_RU,
     preconditions=THM32_TIME_SHIFT.preconditions,
     assumptions=THM32_SEQUENCE.assumptions + _TIME_SHIFT_ASSUMPTIONS,
     variant="improved",
-    monotone={"sigma": "decreasing", "K": "decreasing", "Z": "increasing", "alpha": "increasing"},
-    notes=(
-        "Z bounds W_inf between the law at the start of the last request and the stationary law "
-        "of the final dataset (sequence_start_distance); Lemma 3.4 adds 2R c^{(T-K)n/b} for the "
-        "retraining law T - K epochs in.",
-        "Never above chien2024:thm3.2+thm3.11/sequence at the same Z.",
-    ),
-    example={**TABLE3_EXAMPLE, "T": 20, "K": 1, "Z": "1/100"},
+    monotone={"sigma": "decreasing", "K": "decreasing", "Z": "increasing", "alpha": "increasing",
+              "Kprev": "decreasing"},
+    notes=(*_SEQUENCE_NOTES,
+           "Never above chien2024:thm3.2+thm3.11/sequence at the same Z (at or above the floor)."),
+    example={**TABLE3_EXAMPLE, "T": 20, "K": 1, "Z": "1/10", "Kprev": 0},
+    remark=_start_floor_remark,
+))
+
+# ----------------------------------------------------------------------------------------------
+# The time-shift certificates with the algorithm's own noise variance (docs/improved.md (e), (b))
+# ----------------------------------------------------------------------------------------------
+
+_EXACT_NOISE_TIME_SHIFT = (
+    "Lemma C applied with the noise Algorithm 1 adds, s^2 = 2 eta sigma^2 (not the papers' eta "
+    "sigma^2, erratum E2): exactly half of chien2024:thm3.2/time-shift, under the same "
+    "assumptions."
+)
+
+THM32_TIME_SHIFT_NOISE = register(Bound(
+    id="chien2024:thm3.2/time-shift/exact-noise",
+    title="Rényi unlearning of PNSGD at finite burn-in T: the time-shift coupling with the "
+          "algorithm's true noise variance",
+    citation=cite("Theorem 3.2 (improved)", "derivation in docs/improved.md, sections (b), (e)"),
+    parameters=THM32_TIME_SHIFT.parameters,
+    expression=alpha * time_shift_distance(Z_LEARN) ** 2 / (4 * eta * sigma**2),
+    guarantee=RENYI_RU,
+    preconditions=THM32_TIME_SHIFT.preconditions,
+    assumptions=THM32_TIME_SHIFT.assumptions,
+    variant="improved",
+    monotone=THM32_TIME_SHIFT.monotone,
+    notes=(_EXACT_NOISE_TIME_SHIFT,
+           "On the isotropic quadratic with aligned gaps it is the exact divergence times "
+           "1/(1 - c^2) (K < T); at c = 0 it is exact."),
+    example=THM32_TIME_SHIFT.example,
+))
+
+THM32_TIME_SHIFT_SEQUENCE_NOISE = register(Bound(
+    id="chien2024:thm3.2+thm3.11/sequence/time-shift/exact-noise",
+    title="Rényi unlearning of the last of a sequence of requests at finite burn-in T: the "
+          "time-shift coupling with the algorithm's true noise variance",
+    citation=cite("Theorem 3.2 with Theorem 3.11 (improved)",
+                  "derivation in docs/improved.md, sections (b), (e)"),
+    parameters=THM32_TIME_SHIFT_SEQUENCE.parameters,
+    expression=alpha * time_shift_distance(_SEQUENCE_START) ** 2 / (4 * eta * sigma**2),
+    guarantee=RENYI_RU,
+    preconditions=THM32_TIME_SHIFT_SEQUENCE.preconditions,
+    assumptions=THM32_TIME_SHIFT_SEQUENCE.assumptions,
+    variant="improved",
+    monotone=THM32_TIME_SHIFT_SEQUENCE.monotone,
+    notes=(_EXACT_NOISE_TIME_SHIFT.replace("chien2024:thm3.2/time-shift",
+                                           "chien2024:thm3.2+thm3.11/sequence/time-shift"),
+           *_SEQUENCE_NOTES),
+    example=THM32_TIME_SHIFT_SEQUENCE.example,
+    remark=_start_floor_remark,
 ))

@@ -88,11 +88,12 @@ def sequential_epochs(
     same with the shift-optimised PABI factor), ``"authors-code"`` (the released code behind
     Figure 3d: paper factor for request 1, optimal-shift afterwards, no 2R cap) and
     ``"alg6/as-printed"`` (constant Z_B; does NOT certify requests after the first, erratum E4).
-    ``"time-shift"`` and ``"thm3.2+thm3.11"`` certify against retraining for the finite burn-in
-    ``T`` (give T and R) at Theorem 3.11's distance started from 2R c^{Tn/b}, with
-    ``chien2024:thm3.2+thm3.11/sequence/time-shift`` (docs/improved.md (e)) or Theorem 3.2's
-    weak triangle (``chien2024:thm3.2+thm3.11/sequence``); the other methods assume a converged
-    learner.
+    ``"time-shift"``, ``"time-shift/exact-noise"`` and ``"thm3.2+thm3.11"`` certify against
+    retraining for the finite burn-in ``T`` (give T and R) at Theorem 3.11's distance started
+    from 2R c^{Tn/b}, with ``chien2024:thm3.2+thm3.11/sequence/time-shift`` (docs/improved.md
+    (e)), its form with the algorithm's noise variance (``.../time-shift/exact-noise``) or
+    Theorem 3.2's weak triangle (``chien2024:thm3.2+thm3.11/sequence``); the other methods assume
+    a converged learner.
     With ``certify`` every request's epsilon is re-checked in interval arithmetic.
     """
     methods = sorted([*SEQUENTIAL_METHODS, *FINITE_BURN_IN_METHODS])
@@ -304,6 +305,7 @@ def algorithm5_least_K(*, epsilon: float, delta: float, bound_id: str = "chien20
 
 FINITE_BURN_IN_METHODS = {
     "time-shift": "chien2024:thm3.2+thm3.11/sequence/time-shift",
+    "time-shift/exact-noise": "chien2024:thm3.2+thm3.11/sequence/time-shift/exact-noise",
     "thm3.2+thm3.11": "chien2024:thm3.2+thm3.11/sequence",
 }
 
@@ -319,7 +321,10 @@ def _finite_burn_in_schedule(*, method: str, requests: int, epsilon: float, delt
     bound = get(FINITE_BURN_IN_METHODS[method])
     exact = resolve_values({"sigma": sigma, "eta": eta, "m": m, "L": L, "M": M, "n": n, "b": b,
                             "T": T, "R": R}, context="sequential_epochs")
-    bound.check({**exact, "alpha": sp.Integer(2), "K": sp.Integer(1), "Z": sp.Integer(0)})
+    # The time-shift forms also take the earlier requests' epochs (their start-distance floor).
+    earlier = "Kprev" in bound.parameter_names
+    bound.check({**exact, "alpha": sp.Integer(2), "K": sp.Integer(1), "Z": sp.Integer(0),
+                 **({"Kprev": sp.Integer(0)} if earlier else {})})
     floats = {k: float(v) for k, v in exact.items()}
     epochs: list[int] = []
     distances: list[float] = []
@@ -332,22 +337,23 @@ def _finite_burn_in_schedule(*, method: str, requests: int, epsilon: float, delt
             eta=exact["eta"], m=exact["m"], M=exact["M"], n=int(exact["n"]), b=int(exact["b"]),
             T=int(exact["T"]), R=exact["R"], sizes=[1] * (len(epochs) + 1), epochs=[*epochs, 1])
         z_exact = sp.Integer(int(z_upper.man)) * sp.Integer(2) ** int(z_upper.exp) if z_upper else 0
+        prior = {"Kprev": sum(epochs)} if earlier else {}
 
-        def meets(k: int, z: float = float(z_upper)) -> bool:
+        def meets(k: int, z: float = float(z_upper), prior: dict = prior) -> bool:
             eps, _ = dp_epsilon_float(bound, delta=delta, conversion=conversion,
-                                      params={**floats, "Z": z, "K": k},
+                                      params={**floats, **prior, "Z": z, "K": k},
                                       alpha_min=alpha_min, alpha_max=alpha_max)
             return eps <= epsilon
 
         k = least_integer(meets, start=1)
         if certify:
             conv = best_epsilon(bound, delta=delta, conversion=conversion, alpha_min=alpha_min,
-                                alpha_max=alpha_max, **exact, Z=z_exact, K=k)
+                                alpha_max=alpha_max, **exact, **prior, Z=z_exact, K=k)
             while conv.epsilon > epsilon:  # float search a hair optimistic: one more epoch
                 k += 1
                 conv = best_epsilon(bound, delta=delta, conversion=conversion,
-                                    alpha_min=alpha_min, alpha_max=alpha_max, **exact, Z=z_exact,
-                                    K=k)
+                                    alpha_min=alpha_min, alpha_max=alpha_max, **exact, **prior,
+                                    Z=z_exact, K=k)
             epsilons.append(conv.epsilon)
             alphas.append(conv.alpha)
         epochs.append(k)
