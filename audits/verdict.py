@@ -12,6 +12,7 @@ with no privacy at all (:func:`trials_needed`). The verdict reads an
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -59,7 +60,7 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
     seen = None
     refuted = (any(e.refutes(certificate.epsilon) for e in analysis.lower_bounds)
                or any(e.violation for e in analysis.renyi))
-    if could and scored and not refuted:
+    if could and scored and not refuted and simulate_detectable():
         from audits.detectable import Design, detectable
 
         seen = detectable(certificate, Design(
@@ -70,6 +71,17 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
             n_attacks=len(scored)))
     return _verdict(certificate, analysis, confidence=settings.confidence, could_refute=could,
                     trials_needed=needed, detectable=seen)
+
+
+# Set to "0" to skip the simulation of what a CONSISTENT audit could have seen (a few seconds
+# per design; the report then says it was skipped). The project's own test suite sets it.
+DETECTABLE_VARIABLE = "UNLEARN_DETECTABLE"
+
+
+def simulate_detectable() -> bool:
+    """Whether CONSISTENT verdicts simulate what they could have seen (:mod:`audits.detectable`):
+    yes unless the environment variable :data:`DETECTABLE_VARIABLE` is "0"."""
+    return os.environ.get(DETECTABLE_VARIABLE, "").strip() != "0"
 
 
 def could_refute(attacks: list[AttackScores], lower_bounds: Sequence[LowerBoundResult],
@@ -260,7 +272,8 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
                 + ("; no Rényi lower bound exceeds the certified curve" if renyi else "")
                 + f". {levels}. This is absence of evidence against the certificate, not a "
                 "proof of it"
-                + (f": {detectable.summary()}, and saw none." if detectable is not None else ".")
+                + (f": {detectable.summary()}, and saw none." if detectable is not None else
+                   f" (what it could have seen was not simulated: {DETECTABLE_VARIABLE}=0).")
                 + f" The largest lower bound these {n_trials} trials could show at all, on "
                 "perfectly separated scores, is "
                 f"{ceiling:.4g} (empirical.max_certifiable_epsilon)."

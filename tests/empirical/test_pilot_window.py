@@ -46,6 +46,7 @@ def _peer(p: np.ndarray, q: np.ndarray, delta: float) -> float:
 # Against the peer, on identical scores.
 
 
+@pytest.mark.slow  # a power study beside the peer, 40 cases
 def test_default_is_at_least_as_strong_as_jax_privacy_on_the_forty_gaussian_cases():
     """40 cases (mu from 0.5 to 3 in 20 steps, delta 1e-5 and 1e-3, N = 10^4 per side), four
     seeded draws each; per case the mean bound over the draws is compared. The peer splits its
@@ -96,6 +97,7 @@ def test_default_is_never_significantly_weaker_than_jax_privacy_on_any_of_the_fo
     assert np.median(ratios) >= 1.02
 
 
+@pytest.mark.slow  # a power study beside the peer
 @pytest.mark.parametrize(("mu", "delta"), [(1.0, 1e-5), (2.0, 1e-5), (1.5, 1e-3), (3.0, 1e-3)])
 def test_audit_scores_default_bound_beats_jax_privacy_on_fixed_scores(mu, delta):
     """Through the public API with default settings, mean over three seeded draws."""
