@@ -197,7 +197,8 @@ def screen_worst_case(mechanism: Any, data: SpecData, *, domain: RecordDomain,
                       paths: int = SCREEN_PATHS) -> PlantedRecord:
     """The worst-case record of this module's rule for ``mechanism`` (a
     :class:`~audits.adapters.mechanism.SpecMechanism`) on its spec's ``data``: the screened
-    candidate with the largest :func:`noiseless_shift` (``seed``: the audit's trial seed)."""
+    candidate with the largest :func:`noiseless_shift` (``seed``: the screening's own seed,
+    derived from the audit's, so that no audit trial is reused)."""
     request = request_spec(mechanism.spec_json)
     if any(r.replacement_features is not None for r in data.requests) \
             and request.replacement != "flip":
@@ -241,8 +242,9 @@ def plant_worst_case(spec: Any, mechanism: Any, data: SpecData, *, domain: Recor
     (checked inside ``domain``), its data, and a note stating the rule and the choice."""
     if spec.request.forget != "worst-case":
         return mechanism, data, ()
+    # The screening's noiseless trials get a seed of their own: never the audit's trials 0, 1.
     record = screen_worst_case(mechanism, data, domain=domain, noise_field=noise_field,
-                               seed=spec.seed)
+                               seed=derived_seed(spec.seed, "worst-case/screening"))
     planted = dataclasses.replace(mechanism, planted=record)
     planted_data = planted.data()
     for row in data.indices:

@@ -1,0 +1,55 @@
+"""Leaks beyond shifts (empirical/benchmarks/leaks.py): the verdict against the best set one
+could fix in advance knowing the truth, and stating a Rényi curve never seeing less than the
+same (epsilon, delta) alone. A study: slow."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from audits.protocols import Certificate
+from audits.runner import audit_scores
+from empirical.benchmarks.leaks import LEAKS, truth_chosen_power
+
+CURVE = Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=2)
+PLAIN = Certificate(epsilon=CURVE.epsilon, delta=CURVE.delta)
+RUNS = 10
+
+
+def _rate(leak, n: int, certificate: Certificate, runs: int = RUNS) -> tuple[float, list[str]]:
+    statuses = []
+    for seed in range(runs):
+        unlearned, retrained = leak.draw(np.random.default_rng([31_337, n, seed]), n)
+        statuses.append(audit_scores(unlearned={"s": unlearned}, retrained={"s": retrained},
+                                     certificate=certificate, seed=seed,
+                                     estimators=[]).status)
+    return statuses.count("VIOLATION") / runs, statuses
+
+
+def _slack(rate: float, runs: int) -> float:
+    """Two standard errors of a rate estimated from ``runs`` draws (at least one draw)."""
+    return max(1.0 / runs, 2.0 * math.sqrt(max(rate * (1 - rate), 0.0) / runs))
+
+
+@pytest.mark.slow  # 5 leaks x 2 sizes x 2 certificates x 10 audits, up to 20,000 per side
+@pytest.mark.parametrize("n", [2_000, 20_000])
+@pytest.mark.parametrize("leak", [leak for leak in LEAKS if not leak.no_privacy
+                                  and "inner" not in leak.name],
+                         ids=lambda leak: leak.name)
+def test_the_verdict_sees_what_a_set_chosen_with_the_truth_sees(leak, n):
+    truth, _ = truth_chosen_power(leak, n=n, epsilon=PLAIN.epsilon, delta=PLAIN.delta)
+    plain, _ = _rate(leak, n, PLAIN)
+    with_curve, _ = _rate(leak, n, CURVE)
+    assert plain >= 0.8 * truth - _slack(truth, RUNS), (plain, truth)
+    # stating more never sees less
+    assert with_curve >= plain - _slack(plain, RUNS), (with_curve, plain)
+
+
+@pytest.mark.slow
+def test_a_mechanism_whose_scores_interleave_the_worlds_is_never_consistent():
+    leak = next(leak for leak in LEAKS if leak.no_privacy)
+    for certificate in (PLAIN, CURVE):
+        _, statuses = _rate(leak, 20_000, certificate, runs=5)
+        assert "CONSISTENT" not in statuses, statuses
