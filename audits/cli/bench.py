@@ -19,8 +19,8 @@ from audits.adapters.mechanism import time_batched_and_loop
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
-__all__ = ["ALL_ALGORITHMS", "add_exact_command", "add_power_command", "add_tightness_command", "bounds_benchmark",
-           "power_summary", "trials_benchmark", "trials_table"]
+__all__ = ["ALL_ALGORITHMS", "add_exact_command", "add_power_command", "add_tightness_command",
+           "bounds_benchmark", "power_summary", "trials_benchmark", "trials_table"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
