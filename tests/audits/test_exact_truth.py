@@ -136,3 +136,19 @@ def test_a_certificate_below_the_exact_loss_is_reported() -> None:
                                        "certified_epsilon": row["exact_epsilon"] / 2}]}
     assert not violations(row)
     assert violations(broken)
+
+
+def test_bench_exact_prints_one_row_per_instance_with_the_documented_fields(capsys) -> None:
+    import json
+
+    from audits.cli import main
+
+    assert main(["bench", "exact", "--algorithm", "output-perturbation,d2d", "--json"]) == 0
+    out, err = capsys.readouterr()
+    rows = json.loads(out)["rows"]
+    assert [r["algorithm"] for r in rows] == ["output-perturbation", "d2d"]
+    for row in rows:
+        assert {"algorithm", "instance", "delta", "certified_epsilon", "exact_epsilon",
+                "exact_error", "renyi_ratio", "violations"} <= set(row)
+        assert row["certified_epsilon"] >= row["exact_epsilon"] + row["exact_error"]
+    assert "bench exact: d2d: certified" in err
