@@ -41,8 +41,9 @@ class Certified:
 @dataclass(frozen=True)
 class ExactCase:
     """A small instance: ``algorithm``, its parameters ``instance`` (JSON-able), ``build``
-    (grid size -> (unlearned, retrained) laws), the grid ``size``, ``delta`` and the
-    certificates (the first is the one the algorithm's adapter issues)."""
+    (grid size -> (unlearned, retrained) laws), the grid ``size``, ``delta``, the
+    certificates (the first is the one the algorithm's adapter issues) and a short ``label``
+    that tells the algorithm's instances apart in the table."""
 
     algorithm: str
     instance: Mapping[str, Any]
@@ -51,6 +52,7 @@ class ExactCase:
     delta: float
     certified: tuple[Certified, ...]
     notes: tuple[str, ...] = field(default=())
+    label: str = ""
 
 
 def certified_renyi(bound_id: str, alpha: float, inputs: Mapping[str, Any]) -> float:
@@ -99,6 +101,7 @@ def evaluate_case(case: ExactCase) -> dict[str, Any]:
     main = rows[0]
     return {
         "algorithm": case.algorithm,
+        "label": case.label,
         "instance": dict(case.instance),
         "delta": case.delta,
         "bound": main["bound"],
@@ -132,11 +135,12 @@ def violations(row: Mapping[str, Any]) -> list[str]:
     eps, eps_err = row["exact_epsilon"], row["exact_error"]
     for cert in row["certificates"]:
         if not cert["certified_epsilon"] >= eps + eps_err:
-            out.append(f"{cert['bound']}: certified epsilon {cert['certified_epsilon']!r} < exact "
+            out.append(f"{row['algorithm']} ({row['label']}) {cert['bound']}: certified epsilon "
+                       f"{cert['certified_epsilon']!r} < exact "
                        f"{eps!r} (error {eps_err!r}) at delta {row['delta']!r}")
         exact = cert["exact_renyi"]
         if exact is not None and not cert["certified_renyi"] >= exact + cert["exact_renyi_error"]:
-            out.append(f"{cert['bound']}: certified D_{cert['alpha']:g} "
+            out.append(f"{row['algorithm']} ({row['label']}) {cert['bound']}: certified D_{cert['alpha']:g} "
                        f"{cert['certified_renyi']!r} < exact {exact!r} "
                        f"(error {cert['exact_renyi_error']!r})")
     return out
@@ -144,13 +148,14 @@ def violations(row: Mapping[str, Any]) -> list[str]:
 
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The text table of ``unlearn bench exact``."""
-    head = ("algorithm", "bound", "delta", "certified eps", "exact eps", "error", "alpha",
+    head = ("algorithm", "instance", "bound", "delta", "certified eps", "exact eps", "error", "alpha",
             "cert/exact D_alpha")
     lines = [" | ".join(head)]
     for r in rows:
         ratio = r["renyi_ratio"]
         lines.append(" | ".join([
-            r["algorithm"], r["bound"], f"{r['delta']:.3g}", f"{r['certified_epsilon']:.6g}",
+            r["algorithm"], r.get("label", ""), r["bound"], f"{r['delta']:.3g}",
+            f"{r['certified_epsilon']:.6g}",
             f"{r['exact_epsilon']:.6g}", f"{r['exact_error']:.2g}",
             "-" if r["alpha"] is None else f"{r['alpha']:.4g}",
             "-" if ratio is None else f"{ratio:.6g}"]))

@@ -18,7 +18,7 @@ from typing import Any
 
 from audits.exact_truth import Certified, ExactCase, renyi_certificate
 
-__all__ = ["DEFAULT_CASES", "d2d_case", "default_cases", "langevin_case", "model_clipping_case",
+__all__ = ["DEFAULT_CASES", "d2d_case", "default_cases", "guo_case", "langevin_case", "model_clipping_case",
            "gradient_clipping_case", "noisy_gd_case", "output_perturbation_case", "pnsgd_case",
            "pnsgd_stationary_case"]
 
@@ -75,7 +75,8 @@ def pnsgd_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: 
                 "sigma": sigma, "eta": eta, "b": batch_size, "T": learn_epochs,
                 "K": unlearn_epochs, "R": radius, "partition": partition
                 if isinstance(partition, str) else [list(b) for b in partition]}
-    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified)
+    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified,
+                     label=f"T={learn_epochs} K={unlearn_epochs} from 0")
 
 
 def pnsgd_stationary_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0,
@@ -113,7 +114,8 @@ def pnsgd_stationary_case(*, x: Sequence[float], y: Sequence[float], forget: int
                 "sigma": sigma, "eta": eta, "b": batch_size, "K": unlearn_epochs,
                 "R": radius, "start": "stationary law on D",
                 "partition": [list(b) for b in batches]}
-    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified)
+    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified,
+                     label=f"K={unlearn_epochs} from the stationary law")
 
 
 def langevin_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: float,
@@ -140,7 +142,7 @@ def langevin_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, la
                 "sigma": sigma, "eta": eta, "K": unlearn_steps, "R": radius,
                 "start": "limit law on D"}
     return ExactCase("langevin", instance, build, _odd(2 * radius / (noise / 12)), delta,
-                     certified)
+                     certified, label=f"K={unlearn_steps} from the limit law")
 
 
 def noisy_gd_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: float,
@@ -170,7 +172,7 @@ def noisy_gd_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, la
                 "sigma": sigma, "eta": eta, "K_A": learn_steps, "K_Abar": unlearn_steps}
     step_sd = math.sqrt(2 * eta) * sigma
     return ExactCase("noisy-gd", instance, build, _odd(width / (step_sd / 12), high=2001),
-                     delta, certified)
+                     delta, certified, label=f"K_A={learn_steps} K_Abar={unlearn_steps}")
 
 
 def d2d_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: float,
@@ -202,7 +204,8 @@ def d2d_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: fl
                 "sigma": sigma, "eta": eta, "T": learn_steps, "I": unlearn_steps, "R": radius}
     cert = Certified("neel2021:thm9", float(epsilon), None, None,
                      "sigma = Theorem 9's noise scale for (epsilon, delta) (interval upper end)")
-    return ExactCase("d2d", instance, build, 801, delta, (cert,))
+    return ExactCase("d2d", instance, build, 801, delta, (cert,),
+                     label=f"T={learn_steps} I={unlearn_steps}")
 
 
 def output_perturbation_case(*, x_hat: float, x_hat_r: float, c0: float, epsilon: float,
@@ -221,7 +224,8 @@ def output_perturbation_case(*, x_hat: float, x_hat_r: float, c0: float, epsilon
     cert = Certified("koloskova2025:eq1/analytic", float(epsilon), None, None,
                      "sigma = eq. (1)'s least sigma for (epsilon, delta) (interval upper end)")
     return ExactCase("output-perturbation", {"x_hat": x_hat, "x_hat_r": x_hat_r, "C0": c0,
-                                             "sigma": sigma}, build, 801, delta, (cert,))
+                                             "sigma": sigma}, build, 801, delta, (cert,),
+                     label=f"C0={c0}")
 
 
 def gradient_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0,
@@ -248,7 +252,8 @@ def gradient_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: in
                 "x_hat_r": x_hat_r, "C0": c0, "C1": c1, "gamma": gamma, "lambda": lam,
                 "sigma": sigma, "T": steps}
     return ExactCase("koloskova-gradient-clipping", instance, build,
-                     _odd(width / (sigma / 12), high=2001), delta, certified)
+                     _odd(width / (sigma / 12), high=2001), delta, certified,
+                     label=f"T={steps}")
 
 
 def model_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0,
@@ -275,29 +280,86 @@ def model_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int =
                 "x_hat_r": x_hat_r, "C0": c0, "C2": c2, "gamma": gamma, "sigma0": sigma0,
                 "sigma": sigma, "T": steps}
     return ExactCase("koloskova-model-clipping", instance, build,
-                     _odd(width / (min(sigma, sigma0 or sigma) / 12), high=2001), delta, (cert,))
+                     _odd(width / (min(sigma, sigma0 or sigma) / 12), high=2001), delta, (cert,),
+                     label=f"T={steps}")
+
+
+def guo_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: float,
+             delta: float, budget: float | None = None, sigma: float | None = None,
+             epsilon: float | None = None) -> ExactCase:
+    """Newton removal with loss perturbation, certified by Theorem 3 (ii) at eps'.
+
+    ``budget`` given: Algorithm 2 as the adapter runs it (publish the Newton step when
+    Corollary 2's bound is within eps' = ``budget``, else retrain with a fresh b). ``budget``
+    None: Algorithm 1 (always publish) with eps' the largest residual the Newton step leaves
+    over w* (computed on a fine grid, times 1 + 1e-6), so Theorem 3 (ii)'s hypothesis holds for
+    every b. ``sigma`` given, or calibrated from ``epsilon`` = c eps' / sigma."""
+    import bounds
+    from bounds.numerics import float_up
+    from empirical.exact_laws.guo2020 import NewtonRemoval, newton_removal_pair
+
+    if (sigma is None) == (epsilon is None):
+        raise ValueError("give sigma or epsilon")
+    # the residual is a function of w* alone; sigma only sets the window searched (40 sd of
+    # b, at least that of sigma = 1)
+    probe = NewtonRemoval(tuple(map(float, x)), tuple(map(float, y)), forget, lam,
+                          max(1.0, sigma or 0.0), math.inf)
+    eps_prime = (float_up(Fraction(probe.largest_residual()) * Fraction(1_000_001, 1_000_000))
+                 if budget is None else budget)
+    if sigma is None:
+        sigma = bounds.get("guo2020:thm3ii/sigma").evaluate(
+            precision="interval", eps_prime=eps_prime, epsilon=epsilon,
+            delta=delta).certified_upper
+    instance = NewtonRemoval(probe.x, probe.y, forget, lam, sigma,
+                             math.inf if budget is None else budget)
+    value = bounds.get("guo2020:thm3ii").evaluate(
+        precision="interval", eps_prime=eps_prime, sigma=sigma, delta=delta).certified_upper
+    mode = ("Algorithm 2: retrain when Corollary 2's bound exceeds eps'" if budget is not None
+            else "Algorithm 1: eps' = the largest residual over w*")
+
+    def build(size: int) -> Any:
+        return newton_removal_pair(size=size, instance=instance)[:2]
+
+    retrain = newton_removal_pair(size=101, instance=instance)[2]
+    cert = Certified("guo2020:thm3ii", float(value), None, None,
+                     f"Theorem 3 (ii) at eps' = {eps_prime!r} (interval upper end); {mode}")
+    inst = {"x": list(x), "y": list(y), "forget": forget, "lambda": lam, "sigma": sigma,
+            "eps_prime": eps_prime, "mode": mode, "retrain_probability": retrain}
+    label = ("Algorithm 1" if budget is None
+             else f"Algorithm 2, P(retrain)={retrain:.2g}")
+    return ExactCase("guo2020-newton", inst, build, 801, delta, (cert,), label=label)
 
 
 _X = (1.0, -0.5, 0.8, 0.3)
 _Y = (1.0, -1.0, -1.0, 1.0)
 
-DEFAULT_CASES: dict[str, Callable[[], ExactCase]] = {
-    "pnsgd": lambda: pnsgd_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1, batch_size=2,
-                                learn_epochs=3, unlearn_epochs=1, radius=1.0, delta=1e-3),
-    "noisy-gd": lambda: noisy_gd_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1, learn_steps=6,
-                                      unlearn_steps=2, delta=1e-3),
-    "langevin": lambda: langevin_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1,
-                                      unlearn_steps=2, radius=1.0, delta=1e-3),
-    "d2d": lambda: d2d_case(x=_X, y=_Y, lam=0.5, clip=0.2, epsilon=1.0, delta=1e-3,
-                            unlearn_steps=2, radius=1.0),
-    "output-perturbation": lambda: output_perturbation_case(x_hat=0.7, x_hat_r=-0.4, c0=0.5,
-                                                            epsilon=1.0, delta=1e-3),
-    "koloskova-gradient-clipping": lambda: gradient_clipping_case(
+DEFAULT_CASES: dict[str, tuple[Callable[[], ExactCase], ...]] = {
+    "pnsgd": (
+        lambda: pnsgd_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1, batch_size=2,
+                           learn_epochs=3, unlearn_epochs=1, radius=1.0, delta=1e-3),
+        lambda: pnsgd_stationary_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1, batch_size=2,
+                                      unlearn_epochs=1, radius=1.0, delta=1e-3),
+    ),
+    "noisy-gd": (lambda: noisy_gd_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1,
+                                       learn_steps=6, unlearn_steps=2, delta=1e-3),),
+    "langevin": (lambda: langevin_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1,
+                                       unlearn_steps=2, radius=1.0, delta=1e-3),),
+    "d2d": (lambda: d2d_case(x=_X, y=_Y, lam=0.5, clip=0.2, epsilon=1.0, delta=1e-3,
+                             unlearn_steps=2, radius=1.0),),
+    # Algorithm 1 (eps' = the largest residual), then Algorithm 2 as the adapter runs it with a
+    # budget that Corollary 2's bound exceeds for about a quarter of the b drawn
+    "guo2020-newton": (
+        lambda: guo_case(x=_X, y=_Y, lam=0.1, delta=1e-3, epsilon=1.0),
+        lambda: guo_case(x=_X, y=_Y, lam=0.1, delta=1e-3, epsilon=1.0, budget=0.2),
+    ),
+    "output-perturbation": (lambda: output_perturbation_case(
+        x_hat=0.7, x_hat_r=-0.4, c0=0.5, epsilon=1.0, delta=1e-3),),
+    "koloskova-gradient-clipping": (lambda: gradient_clipping_case(
         x=_X, y=_Y, x_hat=2.0, x_hat_r=-1.0, c0=1.0, c1=0.5, gamma=0.5, sigma=0.5, steps=4,
-        delta=1e-3),
-    "koloskova-model-clipping": lambda: model_clipping_case(
+        delta=1e-3),),
+    "koloskova-model-clipping": (lambda: model_clipping_case(
         x=_X, y=_Y, x_hat=2.0, x_hat_r=-1.0, c0=1.0, c2=0.5, gamma=0.5, sigma=0.5,
-        epsilon=1.0, delta=1e-3),
+        epsilon=1.0, delta=1e-3),),
 }
 
 
@@ -308,4 +370,4 @@ def default_cases(names: Sequence[str] | None = None) -> list[ExactCase]:
     if unknown:
         raise KeyError(f"no exact instance for {', '.join(unknown)}; known: "
                        f"{', '.join(DEFAULT_CASES)}")
-    return [DEFAULT_CASES[n]() for n in chosen]
+    return [make() for n in chosen for make in DEFAULT_CASES[n]]

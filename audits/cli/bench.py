@@ -412,12 +412,11 @@ def _cmd_bench_exact(args: Any) -> None:
     rows = []
     started = time.perf_counter()
     with progress.reporting("bench exact", enabled=not args.quiet):
-        for name in names:
-            case = default_cases([name])[0]
+        for case in default_cases(names):
             row = evaluate_case(case)
             row["violations"] = violations(row)
             rows.append(row)
-            progress.line(f"{name}: certified {row['certified_epsilon']:.6g}, exact "
+            progress.line(f"{case.algorithm}: {row['bound']} certified {row['certified_epsilon']:.6g}, exact "
                           f"{row['exact_epsilon']:.6g} +- {row['exact_error']:.2g} "
                           f"({time.perf_counter() - started:.1f} s)")
     result = {"rows": rows, "seconds": time.perf_counter() - started}

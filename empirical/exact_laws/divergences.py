@@ -16,9 +16,11 @@ the quadrature's error in the total mass does not enter a divergence to first or
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import CubicSpline
+from scipy.optimize import brentq
 from scipy.special import logsumexp
 
 from empirical.exact_laws.grid import Grid, GridLaw
@@ -94,10 +96,68 @@ def renyi_divergence(p: GridLaw, q: GridLaw, alpha: float) -> float:
 HOCKEY_STICK_REFINE = 8
 
 
+@dataclass(frozen=True)
+class _SplinePair:
+    """Both laws' normalised densities as cubic splines on the shared grid, the spline of
+    their log ratio (for the crossings), and their atoms on the union of positions."""
+
+    density_p: CubicSpline
+    density_q: CubicSpline
+    log_ratio: CubicSpline
+    atoms_p: np.ndarray
+    atoms_q: np.ndarray
+    lo: float
+    hi: float
+
+    def hockey_stick(self, epsilon: float) -> float:
+        """Atoms' (p_a - e^eps q_a)_+ plus the integral of (p - e^eps q)_+ over the grid, the
+        pieces between the crossings of log(p/q) = eps integrated exactly on the splines."""
+        scale = math.exp(epsilon)
+        atoms = self.atoms_p - scale * self.atoms_q
+        total = float(np.sum(atoms[atoms > 0]))
+        roots = self.log_ratio.solve(epsilon, extrapolate=False)
+        cuts = np.concatenate([[self.lo], np.sort(roots[np.isfinite(roots)]), [self.hi]])
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            if b <= a or float(self.log_ratio((a + b) / 2)) <= epsilon:
+                continue
+            part = float(self.density_p.integrate(a, b)) - scale * float(
+                self.density_q.integrate(a, b))
+            total += max(part, 0.0)
+        return total
+
+
+def _spline_pair(p: GridLaw, q: GridLaw) -> _SplinePair | None:
+    """The spline form of (p, q), or None where a density vanishes somewhere on the grid (the
+    discrete form is used there)."""
+    if p.grid != q.grid:
+        raise ValueError("the two laws must live on one grid")
+    if not (np.all(np.isfinite(p.log_density)) and np.all(np.isfinite(q.log_density))):
+        return None
+    positions = np.union1d(p.atom_positions, q.atom_positions)
+    lw = p.grid.log_weights
+    x = p.grid.points
+
+    def parts(law: GridLaw) -> tuple[np.ndarray, np.ndarray, float]:
+        atoms = np.full(positions.size, -np.inf)
+        atoms[np.searchsorted(positions, law.atom_positions)] = law.atom_log_masses
+        norm = float(logsumexp(np.concatenate([lw + law.log_density, atoms])))
+        return law.log_density - norm, atoms - norm, norm
+
+    dp, ap, _ = parts(p)
+    dq, aq, _ = parts(q)
+    return _SplinePair(CubicSpline(x, np.exp(dp)), CubicSpline(x, np.exp(dq)),
+                       CubicSpline(x, dp - dq), np.exp(ap), np.exp(aq), float(x[0]),
+                       float(x[-1]))
+
+
 def hockey_stick(p: GridLaw, q: GridLaw, epsilon: float, *,
                  refine: int = HOCKEY_STICK_REFINE) -> float:
-    """H_eps(p || q) = sum (p_i - e^eps q_i)_+ of the normalised discrete measures (the log
-    densities interpolated ``refine`` times finer first)."""
+    """H_eps(p || q): on the splines of the two densities where both are positive on the grid,
+    else sum (p_i - e^eps q_i)_+ of the discrete measures (the log densities interpolated
+    ``refine`` times finer first)."""
+    pair = _spline_pair(p, q)
+    if pair is not None:
+        return pair.hockey_stick(epsilon)
     lp, lq = aligned_log_masses(p, q, refine=refine)
     terms = np.exp(lp) - np.exp(epsilon + lq)
     return float(np.sum(terms[terms > 0]))
@@ -105,10 +165,28 @@ def hockey_stick(p: GridLaw, q: GridLaw, epsilon: float, *,
 
 def epsilon_at_delta(p: GridLaw, q: GridLaw, delta: float, *,
                      refine: int = HOCKEY_STICK_REFINE) -> float:
-    """The smallest eps >= 0 with H_eps(p || q) <= delta (inf when no finite eps reaches it),
-    for the discrete measures with the log densities interpolated ``refine`` times finer."""
+    """The smallest eps >= 0 with H_eps(p || q) <= delta (inf when no finite eps reaches it):
+    solved on the splines (:func:`hockey_stick`) where both densities are positive on the grid,
+    else exactly for the discrete measures (log densities interpolated ``refine`` times finer)."""
     if not 0 < delta < 1:
         raise ValueError(f"delta must lie in (0, 1), got {delta!r}")
+    discrete = _discrete_epsilon(p, q, delta, refine)
+    pair = _spline_pair(p, q)
+    if pair is None or math.isinf(discrete):
+        return discrete
+    if pair.hockey_stick(0.0) <= delta:
+        return 0.0
+    hi = max(discrete, 1e-3)
+    while pair.hockey_stick(hi) > delta:
+        hi *= 2
+        if hi > 1e4:
+            return math.inf
+    return float(brentq(lambda e: pair.hockey_stick(e) - delta, 0.0, hi, xtol=1e-14,
+                        rtol=1e-14, maxiter=200))
+
+
+def _discrete_epsilon(p: GridLaw, q: GridLaw, delta: float, refine: int) -> float:
+    """:func:`epsilon_at_delta` of the discrete measures."""
     lp, lq = aligned_log_masses(p, q, refine=refine)
     keep = np.isfinite(lp)
     lp, lq = lp[keep], lq[keep]
