@@ -86,8 +86,9 @@ def pnsgd_stationary_case(*, x: Sequence[float], y: Sequence[float], forget: int
                           ids: Sequence[str] = STATIONARY_IDS) -> ExactCase:
     """PNSGD unlearning from the stationary law on D (a fixed partition), against the
     stationary law on D': Corollaries 3.7 and 3.8 and their improved forms."""
+    from empirical.exact_laws.chien2024 import pnsgd_stationary_pair
     from empirical.exact_laws.grid import Grid
-    from empirical.exact_laws.noisy_gradient import StepRule, run_epochs, stationary_law
+    from empirical.exact_laws.noisy_gradient import StepRule
 
     n = len(x)
     batches = ([tuple(range(i, i + batch_size)) for i in range(0, n, batch_size)]
@@ -102,13 +103,9 @@ def pnsgd_stationary_case(*, x: Sequence[float], y: Sequence[float], forget: int
     noise = math.sqrt(2 * eta) * sigma
 
     def build(size: int) -> Any:
-        grid = Grid(-radius, radius, size, True)
-        start, _ = stationary_law(grid, rule, learn, noise_std=noise, radius=radius,
-                                  batches=batches)
-        target, _ = stationary_law(grid, rule, final, noise_std=noise, radius=radius,
-                                   batches=batches)
-        return run_epochs(start, rule, final, batches, epochs=unlearn_epochs,
-                          noise_std=noise, radius=radius), target
+        return pnsgd_stationary_pair(grid=Grid(-radius, radius, size, True), learn=learn,
+                                     final=final, rule=rule, sigma=sigma, batches=batches,
+                                     unlearn_epochs=unlearn_epochs, radius=radius)
 
     instance = {"x": list(x), "y": list(y), "forget": forget, "lambda": lam, "M": clip,
                 "sigma": sigma, "eta": eta, "b": batch_size, "K": unlearn_epochs,

@@ -27,7 +27,7 @@ from empirical.exact_laws.noisy_gradient import (
     stationary_law,
 )
 
-__all__ = ["langevin_pair", "pnsgd_pair"]
+__all__ = ["langevin_pair", "pnsgd_pair", "pnsgd_stationary_pair"]
 
 
 def pnsgd_pair(*, size: int, learn: Records, final: Records, rule: StepRule, sigma: float,
@@ -72,3 +72,19 @@ def langevin_pair(*, size: int, learn: Records, final: Records, rule: StepRule, 
                        radius=radius), target)
 
 
+
+
+def pnsgd_stationary_pair(*, grid: Grid, learn: Records, final: Records, rule: StepRule,
+                          sigma: float, batches: Sequence[Sequence[int]], unlearn_epochs: int,
+                          radius: float | None) -> tuple[GridLaw, GridLaw]:
+    """(unlearned, retrained) laws of PNSGD unlearning from the stationary law on ``learn``
+    (the epoch map over the fixed ``batches``), K epochs on ``final``, against the stationary
+    law on ``final`` (Corollaries 3.7 and 3.8). ``radius`` None: no projection (an open
+    ``grid``)."""
+    noise = math.sqrt(2 * rule.eta * sigma**2)
+    start, _ = stationary_law(grid, rule, learn, noise_std=noise, radius=radius,
+                              batches=batches)
+    target, _ = stationary_law(grid, rule, final, noise_std=noise, radius=radius,
+                               batches=batches)
+    return (run_epochs(start, rule, final, batches, epochs=unlearn_epochs, noise_std=noise,
+                       radius=radius), target)

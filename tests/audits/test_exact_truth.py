@@ -223,3 +223,30 @@ def test_guo_algorithm_2_retraining_on_the_residual_bound_breaks_theorem_3ii() -
     exact = float(np.exp(lq[region]).sum() - math.exp(eps) * np.exp(lp[region]).sum())
     assert simulated == pytest.approx(exact, abs=0.01)
     assert simulated > 50 * row["delta"]
+
+
+@pytest.mark.parametrize("j0, K, alpha", [(0, 1, 2.0), (1, 2, 10.0)])
+def test_pnsgd_on_a_quadratic_loss_without_projection_matches_the_exact_gaussian_divergence(
+        j0: int, K: int, alpha: float) -> None:
+    """The grid laws of stationary PNSGD on (1/2)(w - a_i)^2 (Gaussian) against the closed
+    form chien2024:exact-quadratic, to 1e-9 relative."""
+    import bounds
+    from empirical.exact_laws.chien2024 import pnsgd_stationary_pair
+    from empirical.exact_laws.divergences import renyi_divergence
+    from empirical.exact_laws.grid import Grid
+    from empirical.exact_laws.noisy_gradient import Records, StepRule
+
+    eta, sigma, big_m = 0.5, 0.3, 0.2
+    learn = Records((0.1, -0.3, 0.4, 0.0), (1.0,) * 4, (1.0,) * 4)
+    batches = [(0, 1), (2, 3)]
+    replaced = batches[j0][0]
+    final = learn.replaced(replaced, x=learn.x[replaced] + 2 * big_m, y=1.0)
+    rule = StepRule(eta=eta, l2=0.0, clip=None, loss="quadratic")
+    unlearned, retrained = pnsgd_stationary_pair(
+        grid=Grid(-6.0, 6.0, 1201, False), learn=learn, final=final, rule=rule, sigma=sigma,
+        batches=batches, unlearn_epochs=K, radius=None)
+    exact = float(bounds.get("chien2024:exact-quadratic").evaluate(
+        precision="mp", alpha=alpha, sigma=sigma, eta=eta, m=1, M=big_m, n=4, b=2, K=K,
+        j0=j0).value)
+    assert renyi_divergence(unlearned, retrained, alpha) == pytest.approx(exact, rel=1e-9)
+    assert renyi_divergence(retrained, unlearned, alpha) == pytest.approx(exact, rel=1e-9)
