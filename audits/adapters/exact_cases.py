@@ -277,7 +277,7 @@ def model_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int =
                 "x_hat_r": x_hat_r, "C0": c0, "C2": c2, "gamma": gamma, "sigma0": sigma0,
                 "sigma": sigma, "T": steps}
     return ExactCase("koloskova-model-clipping", instance, build,
-                     _odd(width / (min(sigma, sigma0 or sigma) / 12), high=2001), delta, (cert,),
+                     _odd(width / (min(sigma, sigma0 or sigma) / 48), high=4001), delta, (cert,),
                      label=f"T={steps}")
 
 
@@ -324,7 +324,7 @@ def guo_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: fl
             "eps_prime": eps_prime, "mode": mode, "retrain_probability": retrain}
     label = ("Algorithm 1" if budget is None
              else f"Algorithm 2, P(retrain)={retrain:.2g}")
-    return ExactCase("guo2020-newton", inst, build, 801, delta, (cert,), label=label)
+    return ExactCase("guo2020-newton", inst, build, 6401, delta, (cert,), label=label)
 
 
 _X = (1.0, -0.5, 0.8, 0.3)

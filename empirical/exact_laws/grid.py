@@ -28,6 +28,7 @@ from scipy.special import log_ndtr, logsumexp
 __all__ = ["Grid", "GridLaw", "gaussian_law", "mixture", "noisy_step", "point_mass"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
+_BLOCK = 256
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,12 @@ def noisy_step(law: GridLaw, drift: Callable[[np.ndarray], np.ndarray], *, noise
     lm = lm[keep]
     y = grid.points
     inv = 1.0 / (2 * noise_std**2)
-    log_density = (logsumexp(lm[None, :] - (y[:, None] - z[None, :]) ** 2 * inv, axis=1)
-                   - math.log(noise_std) - _LOG_SQRT_2PI)
+    log_density = np.empty(y.size)
+    for start in range(0, y.size, _BLOCK):  # blocks of rows keep the memory at O(size)
+        rows = y[start:start + _BLOCK]
+        log_density[start:start + _BLOCK] = logsumexp(
+            lm[None, :] - (rows[:, None] - z[None, :]) ** 2 * inv, axis=1)
+    log_density -= math.log(noise_std) + _LOG_SQRT_2PI
     above = logsumexp(lm + log_ndtr((z - grid.hi) / noise_std))
     below = logsumexp(lm + log_ndtr((grid.lo - z) / noise_std))
     # The step keeps the mass exactly; the quadrature of the density part does not quite, and

@@ -105,3 +105,13 @@ def test_ordered_partitions_are_the_distinct_batch_sequences() -> None:
     parts = list(ordered_partitions(4, 2))
     assert len(parts) == 6 == len(set(parts))
     assert all(sorted(i for b in p for i in b) == [0, 1, 2, 3] for p in parts)
+
+
+def test_a_crossing_next_to_a_grid_point_is_found_and_h0_is_the_total_variation() -> None:
+    """The log ratio of two Gaussians crosses 0 within 0.002 of a grid point here."""
+    grid = Grid(-41.5945122981953, 41.6945122981953, 801, False)
+    sigma = 2.574657018637206
+    p, q = (noisy_step(point_mass(grid, c), lambda x: x, noise_std=sigma) for c in (0.5, -0.4))
+    mu = 0.9 / sigma
+    total_variation = math.erf(mu / (2 * math.sqrt(2)))
+    assert hockey_stick(p, q, 0.0) == pytest.approx(total_variation, rel=1e-9)
