@@ -20,7 +20,7 @@ from audits.exact_truth import Certified, ExactCase, renyi_certificate
 
 __all__ = ["DEFAULT_CASES", "d2d_case", "default_cases", "guo_case", "langevin_case", "model_clipping_case",
            "gradient_clipping_case", "noisy_gd_case", "output_perturbation_case", "pnsgd_case",
-           "pnsgd_stationary_case"]
+           "pnsgd_sequence_case", "pnsgd_stationary_case", "pnsgd_stationary_sequence_case"]
 
 PNSGD_IDS = ("chien2024:thm3.2", "chien2024:thm3.2/time-shift", "chien2024:thm3.2/capped",
              "chien2024:thm3.2/optimal-shift")
@@ -77,6 +77,103 @@ def pnsgd_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: 
                 if isinstance(partition, str) else [list(b) for b in partition]}
     return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified,
                      label=f"T={learn_epochs} K={unlearn_epochs} from 0")
+
+
+SEQUENCE_IDS = ("chien2024:thm3.2+thm3.11/sequence",
+                "chien2024:thm3.2+thm3.11/sequence/time-shift")
+
+
+def pnsgd_sequence_case(*, x: Sequence[float], y: Sequence[float], forget: Sequence[int],
+                        epochs: Sequence[int], lam: float, clip: float, sigma: float,
+                        batch_size: int, learn_epochs: int, radius: float, delta: float,
+                        partition: str | Sequence[Sequence[int]] = "random",
+                        ids: Sequence[str] = SEQUENCE_IDS) -> ExactCase:
+    """PNSGD serving removals of ``forget`` one request at a time (K = ``epochs`` per request),
+    certified for the last request by Theorem 3.2 with Theorem 3.11's start distance Z, as
+    the adapter certifies a sequence."""
+    from bounds.papers.chien2024 import sequence_start_distance
+    from empirical.exact_laws.chien2024 import pnsgd_sequence_pair
+    from empirical.exact_laws.noisy_gradient import StepRule
+
+    if len(forget) != len(epochs) or len(set(forget)) != len(forget):
+        raise ValueError("one K per request, each removing another record")
+    L = Fraction(1, 4) + Fraction(lam)
+    eta = _eta(1.0, L)
+    learn, _ = _records(x, y, forget[0])
+    requests, current = [], learn
+    for index, k in zip(forget, epochs, strict=True):
+        current = current.without(index)
+        requests.append((current, k))
+    rule = StepRule(eta=eta, l2=lam, clip=clip)
+    n = len(x)
+    z = sequence_start_distance(eta=eta, m=lam, M=clip, n=n, b=batch_size, T=learn_epochs,
+                                R=radius, sizes=[1] * len(forget), epochs=list(epochs))
+    from bounds.numerics import float_up
+
+    inputs = {"sigma": sigma, "eta": eta, "m": lam, "L": L, "M": clip, "n": n,
+              "b": batch_size, "T": learn_epochs, "K": epochs[-1], "R": radius,
+              "Z": float_up(z)}
+    certified = tuple(renyi_certificate(i, inputs=inputs, delta=delta) for i in ids)
+    noise = math.sqrt(2 * eta) * sigma
+
+    def build(size: int) -> Any:
+        return pnsgd_sequence_pair(size=size, learn=learn, requests=requests, rule=rule,
+                                   sigma=sigma, batch_size=batch_size, learn_epochs=learn_epochs,
+                                   radius=radius, partition=partition)
+
+    instance = {"x": list(x), "y": list(y), "forget": list(forget), "K": list(epochs),
+                "lambda": lam, "M": clip, "sigma": sigma, "eta": eta, "b": batch_size,
+                "T": learn_epochs, "R": radius, "Z": inputs["Z"], "partition": partition
+                if isinstance(partition, str) else [list(b) for b in partition]}
+    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified,
+                     label=f"{len(forget)} requests, K={list(epochs)}")
+
+
+STATIONARY_SEQUENCE_IDS = ("chien2024:thm3.11+cor3.7", "chien2024:thm3.11+cor3.7/optimal-shift")
+
+
+def pnsgd_stationary_sequence_case(*, x: Sequence[float], y: Sequence[float],
+                                   forget: Sequence[int], lam: float, clip: float,
+                                   sigma: float, batch_size: int, unlearn_epochs: int,
+                                   radius: float, delta: float,
+                                   ids: Sequence[str] = STATIONARY_SEQUENCE_IDS) -> ExactCase:
+    """PNSGD from the stationary law on D, the s = len(``forget``) removals one request at a
+    time with K epochs each (fixed consecutive partition), against the stationary law on the
+    last dataset: Theorem 3.11 with Corollary 3.7."""
+    from empirical.exact_laws.grid import Grid
+    from empirical.exact_laws.noisy_gradient import StepRule, run_epochs, stationary_law
+
+    n = len(x)
+    batches = [tuple(range(i, i + batch_size)) for i in range(0, n, batch_size)]
+    L = Fraction(1, 4) + Fraction(lam)
+    eta = _eta(1.0, L)
+    learn, _ = _records(x, y, forget[0])
+    datasets, current = [], learn
+    for index in forget:
+        current = current.without(index)
+        datasets.append(current)
+    rule = StepRule(eta=eta, l2=lam, clip=clip)
+    inputs = {"sigma": sigma, "eta": eta, "m": lam, "L": L, "M": clip, "n": n,
+              "b": batch_size, "K": unlearn_epochs, "R": radius, "s": len(forget)}
+    certified = tuple(renyi_certificate(i, inputs=inputs, delta=delta) for i in ids)
+    noise = math.sqrt(2 * eta) * sigma
+
+    def build(size: int) -> Any:
+        grid = Grid(-radius, radius, size, True)
+        law, _ = stationary_law(grid, rule, learn, noise_std=noise, radius=radius,
+                                batches=batches)
+        for records in datasets:
+            law = run_epochs(law, rule, records, batches, epochs=unlearn_epochs,
+                             noise_std=noise, radius=radius)
+        target, _ = stationary_law(grid, rule, datasets[-1], noise_std=noise, radius=radius,
+                                   batches=batches)
+        return law, target
+
+    instance = {"x": list(x), "y": list(y), "forget": list(forget), "lambda": lam, "M": clip,
+                "sigma": sigma, "eta": eta, "b": batch_size, "K": unlearn_epochs,
+                "R": radius, "start": "stationary law on D"}
+    return ExactCase("pnsgd", instance, build, _odd(2 * radius / (noise / 12)), delta, certified,
+                     label=f"{len(forget)} requests, K={unlearn_epochs} from the stationary law")
 
 
 def pnsgd_stationary_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0,
@@ -336,6 +433,9 @@ DEFAULT_CASES: dict[str, tuple[Callable[[], ExactCase], ...]] = {
                            learn_epochs=3, unlearn_epochs=1, radius=1.0, delta=1e-3),
         lambda: pnsgd_stationary_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1, batch_size=2,
                                       unlearn_epochs=1, radius=1.0, delta=1e-3),
+        lambda: pnsgd_sequence_case(x=_X, y=_Y, forget=(0, 2), epochs=(1, 1), lam=0.5,
+                                    clip=0.2, sigma=0.1, batch_size=2, learn_epochs=3,
+                                    radius=1.0, delta=1e-3),
     ),
     "noisy-gd": (lambda: noisy_gd_case(x=_X, y=_Y, lam=0.5, clip=0.2, sigma=0.1,
                                        learn_steps=6, unlearn_steps=2, delta=1e-3),),

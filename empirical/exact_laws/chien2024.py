@@ -27,7 +27,7 @@ from empirical.exact_laws.noisy_gradient import (
     stationary_law,
 )
 
-__all__ = ["langevin_pair", "pnsgd_pair", "pnsgd_stationary_pair"]
+__all__ = ["langevin_pair", "pnsgd_pair", "pnsgd_sequence_pair", "pnsgd_stationary_pair"]
 
 
 def pnsgd_pair(*, size: int, learn: Records, final: Records, rule: StepRule, sigma: float,
@@ -88,3 +88,33 @@ def pnsgd_stationary_pair(*, grid: Grid, learn: Records, final: Records, rule: S
                                batches=batches)
     return (run_epochs(start, rule, final, batches, epochs=unlearn_epochs, noise_std=noise,
                        radius=radius), target)
+
+
+def pnsgd_sequence_pair(*, size: int, learn: Records, requests: Sequence[tuple[Records, int]],
+                        rule: StepRule, sigma: float, batch_size: int, learn_epochs: int,
+                        radius: float, partition: str | Sequence[Sequence[int]] = "random"
+                        ) -> tuple[GridLaw, GridLaw]:
+    """(unlearned, retrained) laws after a sequence of requests (Theorem 3.11): learning T
+    epochs on ``learn``, then for each request (its dataset, its K) K epochs on that dataset,
+    with one partition throughout; retraining T epochs on the last dataset."""
+    grid = Grid(-radius, radius, size, True)
+    noise = math.sqrt(2 * rule.eta * sigma**2)
+    final = requests[-1][0]
+
+    def unlearned(batches: Sequence[Sequence[int]]) -> GridLaw:
+        law = run_epochs(point_mass(grid, 0.0), rule, learn, batches, epochs=learn_epochs,
+                         noise_std=noise, radius=radius)
+        for records, epochs in requests:
+            law = run_epochs(law, rule, records, batches, epochs=epochs, noise_std=noise,
+                             radius=radius)
+        return law
+
+    def retrained(batches: Sequence[Sequence[int]]) -> GridLaw:
+        return run_epochs(point_mass(grid, 0.0), rule, final, batches, epochs=learn_epochs,
+                          noise_std=noise, radius=radius)
+
+    if partition == "random":
+        return (mixture_over_partitions(unlearned, learn.n, batch_size),
+                mixture_over_partitions(retrained, learn.n, batch_size))
+    batches = [tuple(b) for b in partition]  # type: ignore[union-attr]
+    return unlearned(batches), retrained(batches)

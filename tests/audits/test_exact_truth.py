@@ -42,6 +42,19 @@ def test_pnsgd_theorem_3_2_and_its_improved_forms_hold_against_the_exact_loss(
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
+@given(x=features, y=labels, order=st.permutations(range(4)), lam=st.floats(0.1, 2.0),
+       clip=st.floats(0.05, 1.0), sigma=st.floats(0.1, 0.4), T=st.integers(1, 3),
+       epochs=st.lists(st.integers(1, 2), min_size=2, max_size=3), radius=st.floats(0.2, 1.0),
+       partition=st.sampled_from(["random", [(0, 1), (2, 3)]]))
+def test_the_sequence_certificates_hold_for_the_last_of_several_requests(
+        x, y, order, lam, clip, sigma, T, epochs, radius, partition) -> None:
+    _holds(cases.pnsgd_sequence_case(x=x, y=y, forget=order[:len(epochs)], epochs=epochs,
+                                     lam=lam, clip=clip, sigma=sigma, batch_size=2,
+                                     learn_epochs=T, radius=radius, delta=1e-3,
+                                     partition=partition))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(x=features, y=labels, forget=forget, lam=st.floats(0.1, 2.0), clip=st.floats(0.05, 1.0),
        sigma=st.floats(0.1, 0.4), K=st.integers(1, 2), radius=st.floats(0.2, 1.0),
        b=st.sampled_from([2, 4]))
@@ -50,6 +63,17 @@ def test_corollaries_3_7_and_3_8_hold_from_the_stationary_law(
     _holds(cases.pnsgd_stationary_case(x=x, y=y, forget=forget, lam=lam, clip=clip,
                                        sigma=sigma, batch_size=b, unlearn_epochs=K,
                                        radius=radius, delta=1e-3))
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(x=features, y=labels, order=st.permutations(range(4)), s=st.integers(1, 3),
+       lam=st.floats(0.1, 2.0), clip=st.floats(0.05, 1.0), sigma=st.floats(0.1, 0.4),
+       K=st.integers(1, 2), radius=st.floats(0.2, 1.0))
+def test_theorem_3_11_with_corollary_3_7_holds_for_the_s_th_request(
+        x, y, order, s, lam, clip, sigma, K, radius) -> None:
+    _holds(cases.pnsgd_stationary_sequence_case(x=x, y=y, forget=order[:s], lam=lam, clip=clip,
+                                                sigma=sigma, batch_size=2, unlearn_epochs=K,
+                                                radius=radius, delta=1e-3))
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
