@@ -374,7 +374,7 @@ def model_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int =
                 "x_hat_r": x_hat_r, "C0": c0, "C2": c2, "gamma": gamma, "sigma0": sigma0,
                 "sigma": sigma, "T": steps}
     return ExactCase("koloskova-model-clipping", instance, build,
-                     _odd(width / (min(sigma, sigma0 or sigma) / 48), high=4001), delta, (cert,),
+                     _odd(width / (min(sigma, sigma0 or sigma) / 32), high=2001), delta, (cert,),
                      label=f"T={steps}")
 
 

@@ -18,6 +18,7 @@ from audits.exact_truth import evaluate_case, violations
 from bounds.conversions import gaussian_epsilon
 
 EXAMPLES = 8
+FEW = 4  # the open-grid mechanisms whose windows need the largest grids
 features = st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=4, max_size=4)
 labels = st.lists(st.sampled_from([-1.0, 1.0]), min_size=4, max_size=4)
 forget = st.integers(0, 3)
@@ -85,7 +86,7 @@ def test_langevin_eq98_holds_from_the_limit_law(x, y, forget, lam, clip, sigma, 
                                unlearn_steps=K, radius=radius, delta=1e-3))
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=FEW, deadline=None)
 @given(x=features, y=labels, forget=forget, lam=st.floats(0.2, 2.0), clip=st.floats(0.05, 0.5),
        sigma=st.floats(0.1, 0.4), KA=st.integers(1, 6), K=st.integers(1, 3))
 def test_noisy_gd_deletion_curve_holds(x, y, forget, lam, clip, sigma, KA, K) -> None:
@@ -105,10 +106,10 @@ def test_gradient_clipping_theorem_a9_holds(x, y, forget, x_hat, x_hat_r, c0, c1
                                         delta=1e-3, lam=lam))
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=FEW, deadline=None)
 @given(x=features, y=labels, forget=forget, x_hat=st.floats(-3, 3), x_hat_r=st.floats(-3, 3),
-       c0=st.floats(0.2, 1.5), c2=st.floats(0.2, 1.0), gamma=st.floats(0.1, 1.0),
-       sigma=st.floats(0.4, 1.0))
+       c0=st.floats(0.2, 1.0), c2=st.floats(0.2, 0.6), gamma=st.floats(0.1, 1.0),
+       sigma=st.floats(0.5, 1.0))
 def test_model_clipping_adaptive_accountant_holds(x, y, forget, x_hat, x_hat_r, c0, c2, gamma,
                                                   sigma) -> None:
     _holds(cases.model_clipping_case(x=x, y=y, forget=forget, x_hat=x_hat, x_hat_r=x_hat_r,
