@@ -94,7 +94,7 @@ def test_noisy_gd_deletion_curve_holds(x, y, forget, lam, clip, sigma, KA, K) ->
                                learn_steps=KA, unlearn_steps=K, delta=1e-3))
 
 
-@settings(max_examples=EXAMPLES, deadline=None)
+@settings(max_examples=FEW, deadline=None)
 @given(x=features, y=labels, forget=forget, x_hat=st.floats(-3, 3), x_hat_r=st.floats(-3, 3),
        c0=st.floats(0.2, 2.0), c1=st.floats(0.1, 1.0), gamma=st.floats(0.1, 1.0),
        sigma=st.floats(0.3, 1.0), steps=st.integers(1, 5),
