@@ -52,11 +52,18 @@ def pnsgd_pair(*, size: int, learn: Records, final: Records, rule: StepRule, sig
     if partition == "random":
         return (mixture_over_partitions(unlearned, n, batch_size),
                 mixture_over_partitions(retrained, n, batch_size))
-    batches = [tuple(b) for b in partition]  # type: ignore[union-attr]
+    batches = _checked(partition, n, batch_size)
+    return unlearned(batches), retrained(batches)
+
+
+def _checked(partition: Sequence[Sequence[int]], n: int,
+             batch_size: int) -> list[tuple[int, ...]]:
+    """``partition`` as batches, refused unless it splits range(n) into batches of b."""
+    batches = [tuple(b) for b in partition]
     if sorted(i for b in batches for i in b) != list(range(n)) or any(
             len(b) != batch_size for b in batches):
         raise ValueError(f"the partition must split range({n}) into batches of {batch_size}")
-    return unlearned(batches), retrained(batches)
+    return batches
 
 
 def langevin_pair(*, size: int, learn: Records, final: Records, rule: StepRule, sigma: float,
@@ -116,5 +123,5 @@ def pnsgd_sequence_pair(*, size: int, learn: Records, requests: Sequence[tuple[R
     if partition == "random":
         return (mixture_over_partitions(unlearned, learn.n, batch_size),
                 mixture_over_partitions(retrained, learn.n, batch_size))
-    batches = [tuple(b) for b in partition]  # type: ignore[union-attr]
+    batches = _checked(partition, learn.n, batch_size)
     return unlearned(batches), retrained(batches)
