@@ -359,8 +359,10 @@ def model_clipping_case(*, x: Sequence[float], y: Sequence[float], forget: int =
     from empirical.exact_laws.koloskova2025 import model_clipping_pair
 
     _, retain = _records(x, y, forget)
-    steps = int(bounds.get("koloskova2025:thm4.2/adaptive").evaluate(
-        epsilon=epsilon, delta=delta, C0=c0, C2=c2, sigma0=sigma0, sigma=sigma).value)
+    # the least sufficient T, an integer; its interval upper end rounded up stays sufficient
+    steps = max(1, math.ceil(bounds.get("koloskova2025:thm4.2/adaptive").evaluate(
+        precision="interval", epsilon=epsilon, delta=delta, C0=c0, C2=c2, sigma0=sigma0,
+        sigma=sigma).certified_upper))
     width = 2 * (max(c2, c0) + 16 * max(sigma, sigma0))
 
     def build(size: int) -> Any:
