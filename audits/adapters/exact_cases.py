@@ -423,7 +423,7 @@ def guo_case(*, x: Sequence[float], y: Sequence[float], forget: int = 0, lam: fl
             "eps_prime": eps_prime, "mode": mode, "retrain_probability": retrain}
     label = ("Algorithm 1" if budget is None
              else f"Algorithm 2, P(retrain)={retrain:.2g}")
-    return ExactCase("guo2020-newton", inst, build, 6401, delta, (cert,), label=label)
+    return ExactCase("guo2020-newton", inst, build, 1601, delta, (cert,), label=label)
 
 
 _X = (1.0, -0.5, 0.8, 0.3)

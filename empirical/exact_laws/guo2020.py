@@ -115,9 +115,10 @@ def newton_removal_pair(*, size: int, instance: NewtonRemoval,
     """(unlearned, retrained) laws covering the retrained law's b within +-``tails`` sigma, and
     the probability of Algorithm 2's retraining branch.
 
-    The published density jumps where Corollary 2's bound crosses the budget, so the laws are
+    The published density jumps where Corollary 2's bound crosses the budget; then the laws are
     discrete measures on Gauss-Legendre nodes (8 per panel, ``size`` // 8 panels) of the pieces
-    between those jumps (atoms of a :class:`GridLaw`, the same nodes for both laws)."""
+    between those jumps (atoms of a :class:`GridLaw`, the same nodes for both laws). Without a
+    jump in the window they are densities on a uniform grid of ``size`` points."""
     s = instance.sigma
     span = 4 * tails * s / instance.lam + 10.0
     lo = _solve(instance.b_of_retrained, tails * s, -span, span)
@@ -136,7 +137,10 @@ def newton_removal_pair(*, size: int, instance: NewtonRemoval,
     edges = [g_edge for g_edge in (float(instance.newton(np.array([w]))[0][0])
                                    for w in _budget_edges(instance, w_lo, w_hi))
              if lo < g_edge < hi]
-    y, weights = _nodes(sorted([lo, *edges, hi]), panels=max(size // 8, 4))
+    if edges:
+        y, weights = _nodes(sorted([lo, *edges, hi]), panels=max(size // 8, 4))
+    else:  # no jump inside the window: a uniform grid, so the spline divergences apply
+        y, weights = Grid(lo, hi, size, False).points, None
 
     def inverse(target: np.ndarray) -> np.ndarray:
         w = np.interp(target, g, w_grid)
@@ -156,6 +160,10 @@ def newton_removal_pair(*, size: int, instance: NewtonRemoval,
     unlearned = published
     if retrain_probability > 0:
         unlearned = np.logaddexp(published, math.log(retrain_probability) + retrained)
+    if weights is None:
+        grid = Grid(lo, hi, size, False)
+        return (GridLaw(grid, unlearned, np.empty(0), np.empty(0)),
+                GridLaw(grid, retrained, np.empty(0), np.empty(0)), retrain_probability)
     grid = Grid(lo, hi, 5, False)
     empty = np.full(5, -np.inf)
     log_w = np.log(weights)
