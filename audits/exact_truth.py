@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Certified", "ExactCase", "certified_renyi", "evaluate_case", "renyi_certificate",
-           "violations"]
+__all__ = ["Certified", "ExactCase", "audit_lower_bound", "certified_renyi", "evaluate_case",
+           "renyi_certificate", "violations"]
 
 
 @dataclass(frozen=True)
@@ -120,6 +120,35 @@ def evaluate_case(case: ExactCase) -> dict[str, Any]:
     }
 
 
+def audit_lower_bound(case: ExactCase, row: Mapping[str, Any], *, trials: int,
+                      seed: int = 0) -> dict[str, Any]:
+    """The audit of ``row``'s certificate on ``trials`` draws per side from the exact laws,
+    scored by their exact log-likelihood ratio (the most powerful test): its largest lower
+    bound on epsilon and its verdict (:func:`audits.runner.audit_scores`, defaults)."""
+    import numpy as np
+
+    from audits.protocols import Certificate
+    from audits.runner import audit_scores
+    from empirical.exact_laws.divergences import aligned_log_masses
+
+    p, q = case.build(case.size)
+    lp, lq = aligned_log_masses(p, q)
+    rng = np.random.default_rng(seed)
+
+    def draw(log_masses: np.ndarray) -> np.ndarray:
+        masses = np.where(np.isfinite(log_masses), np.exp(log_masses), 0.0)
+        return rng.choice(masses.size, size=trials, p=masses / masses.sum())
+
+    with np.errstate(invalid="ignore"):
+        ratio = np.nan_to_num(lp - lq, nan=0.0, posinf=1e6, neginf=-1e6)
+    certificate = Certificate(epsilon=float(row["certified_epsilon"]), delta=float(row["delta"]),
+                              bound=str(row["bound"]))
+    result = audit_scores(unlearned={"likelihood-ratio": ratio[draw(lp)]},
+                          retrained={"likelihood-ratio": ratio[draw(lq)]},
+                          certificate=certificate, seed=seed, estimators=[])
+    return {"trials": trials, "lower_bound": result.max_lower_bound, "status": result.status}
+
+
 def _ratio(certified: float | None, exact: float | None) -> float | None:
     if certified is None or exact is None:
         return None
@@ -149,7 +178,7 @@ def violations(row: Mapping[str, Any]) -> list[str]:
 def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
     """The text table of ``unlearn bench exact``."""
     head = ("algorithm", "instance", "bound", "delta", "certified eps", "exact eps", "error", "alpha",
-            "cert/exact D_alpha")
+            "cert/exact D_alpha", "audit lower bound")
     lines = [" | ".join(head)]
     for r in rows:
         ratio = r["renyi_ratio"]
@@ -158,5 +187,7 @@ def format_table(rows: Sequence[Mapping[str, Any]]) -> str:
             f"{r['certified_epsilon']:.6g}",
             f"{r['exact_epsilon']:.6g}", f"{r['exact_error']:.2g}",
             "-" if r["alpha"] is None else f"{r['alpha']:.4g}",
-            "-" if ratio is None else f"{ratio:.6g}"]))
+            "-" if ratio is None else f"{ratio:.6g}",
+            "-" if "audit" not in r else f"{r['audit']['lower_bound']:.4g} "
+                                         f"({r['audit']['status']}, N = {r['audit']['trials']})"]))
     return "\n".join(lines)

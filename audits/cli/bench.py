@@ -401,7 +401,7 @@ def _cmd_bench_exact(args: Any) -> None:
 
     from audits.adapters.exact_cases import DEFAULT_CASES, default_cases
     from audits.cli.common import CommandError, emit
-    from audits.exact_truth import evaluate_case, format_table, violations
+    from audits.exact_truth import audit_lower_bound, evaluate_case, format_table, violations
 
     names = (list(DEFAULT_CASES) if args.algorithm == "all"
              else [a.strip() for a in args.algorithm.split(",") if a.strip()])
@@ -415,6 +415,8 @@ def _cmd_bench_exact(args: Any) -> None:
         for case in default_cases(names):
             row = evaluate_case(case)
             row["violations"] = violations(row)
+            if args.audit:
+                row["audit"] = audit_lower_bound(case, row, trials=args.audit)
             rows.append(row)
             progress.line(f"{case.algorithm}: {row['bound']} certified {row['certified_epsilon']:.6g}, exact "
                           f"{row['exact_epsilon']:.6g} +- {row['exact_error']:.2g} "
@@ -428,6 +430,8 @@ def _cmd_bench_exact(args: Any) -> None:
 
 def add_exact_command(bench_subparsers: Any) -> None:
     """Register ``unlearn bench exact`` under the ``bench`` subcommands."""
+    from audits.cli.common import integer_in
+
     p = bench_subparsers.add_parser(
         "exact", help="certified against exact epsilon and Rényi divergence on small instances",
         description="For each algorithm, one small one-dimensional instance inside its "
@@ -439,4 +443,7 @@ def add_exact_command(bench_subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--algorithm", default="all", metavar="NAMES",
                    help="an algorithm, a comma-separated list, or 'all' (default)")
+    p.add_argument("--audit", type=integer_in(0, 1_000_000), default=0, metavar="N",
+                   help="also audit each certificate on N draws per side from the exact laws, "
+                        "scored by their log-likelihood ratio (default 0: no audit)")
     p.set_defaults(func=_cmd_bench_exact, own_progress=True)

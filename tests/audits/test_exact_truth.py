@@ -275,3 +275,16 @@ def test_pnsgd_on_a_quadratic_loss_without_projection_matches_the_exact_gaussian
         j0=j0).value)
     assert renyi_divergence(unlearned, retrained, alpha) == pytest.approx(exact, rel=1e-9)
     assert renyi_divergence(retrained, unlearned, alpha) == pytest.approx(exact, rel=1e-9)
+
+
+def test_the_audit_of_the_exact_laws_stays_below_the_exact_epsilon(capsys) -> None:
+    import json
+
+    from audits.cli import main
+
+    assert main(["bench", "exact", "--algorithm", "output-perturbation", "--audit", "4000",
+                 "--json", "--quiet"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert row["audit"]["trials"] == 4000
+    assert 0 < row["audit"]["lower_bound"] <= row["exact_epsilon"]
+    assert row["audit"]["status"] == "CONSISTENT"
