@@ -80,6 +80,7 @@ COMMANDS: list[tuple[list[str], list[str]]] = [
     (["bench", "bounds"], ["--points", "10"]),
     (["bench", "trials"], ["--n", "-4"]),
     (["bench", "tightness"], ["--seeds", "0"]),
+    (["bench", "exact"], ["--algorithm", "nobody"]),
     (["audit", "demo"], ["--trials", "0"]),
     (["audit", "run"], ["--trials", "1e99"]),
     ([], []),
