@@ -325,6 +325,9 @@ def interval_min(x: Any, y: Any) -> Any:
 
 
 
+_LARGEST = 1.7976931348623157e308  # the largest finite float
+
+
 def _exact_compare(f: float, x: Any) -> int:
     """Sign of ``f - x`` computed exactly, for ``x`` an int, Fraction, sympy Rational or mpmath
     number (an mpf is a binary fraction, so the mpf comparison is exact)."""
@@ -341,6 +344,9 @@ def float_up(x: Any) -> float:
     """The smallest float that is >= ``x`` (an exact number or an mpmath number): the safe side
     for a quantity that must reach its bound (a noise, an epsilon)."""
     f = float(x)  # nearest, so at most one step away
+    if math.isinf(f):
+        # beyond the float range: +inf is above x; -inf rounds up to the most negative float
+        return f if f > 0 else -_LARGEST
     if _exact_compare(f, x) < 0:
         f = math.nextafter(f, math.inf)
     return f
@@ -350,6 +356,8 @@ def float_down(x: Any) -> float:
     """The largest float that is <= ``x`` (an exact number or an mpmath number): the safe side
     for a quantity that must not exceed its bound (a step size, a budget)."""
     f = float(x)
+    if math.isinf(f):
+        return f if f < 0 else _LARGEST
     if _exact_compare(f, x) > 0:
         f = math.nextafter(f, -math.inf)
     return f

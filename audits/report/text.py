@@ -134,7 +134,12 @@ def summary_text(report: Mapping) -> str:
                      f"(the mechanism's Gaussian laws, mu {fmt(exact['gaussian_mu'])}); best lower "
                      f"bound / exact {exact_ratio(verdict['max_lower_bound'], exact['epsilon'])}")
     lines.append(f"  largest showable    epsilon {fmt(emp['max_certifiable_epsilon'])}: the largest "
-                 f"lower bound N = {emp['n_trials']} trials could show")
+                 f"lower bound N = {emp['n_trials']} trials could show (perfectly separated "
+                 "scores)")
+    seen = verdict.get("detectable")
+    if isinstance(seen, dict) and isinstance(seen.get("summary"), str):
+        lines.append(f"  could have seen     {seen['summary']} (simulated, "
+                     "verdict.detectable)")
     if blind_spot(report):
         lines.append("  warning             N trials cannot show a lower bound above the "
                      "certificate: this audit cannot detect a violation")

@@ -54,3 +54,14 @@ def test_one_over_l_of_the_demo_is_the_largest_float_not_above_it() -> None:
     assert Fraction(0.8) > exact
     assert float_down(exact) == math.nextafter(0.8, 0.0)
     assert float_up(exact) == 0.8
+
+
+def test_directed_floats_of_exact_values_beyond_the_float_range_stay_on_their_side():
+    """10^400 rounds up to +inf and down to the largest float; -10^400 the mirror image (an
+    exact value the float range cannot hold is never rounded onto the unsafe side)."""
+    import sys
+
+    big = sp.Rational(10) ** 400
+    largest = sys.float_info.max
+    assert float_up(big) == math.inf and float_down(big) == largest
+    assert float_up(-big) == -largest and float_down(-big) == -math.inf
