@@ -113,7 +113,13 @@ def pnsgd_sequence_case(*, x: Sequence[float], y: Sequence[float], forget: Seque
     inputs = {"sigma": sigma, "eta": eta, "m": lam, "L": L, "M": clip, "n": n,
               "b": batch_size, "T": learn_epochs, "K": epochs[-1], "R": radius,
               "Z": float_up(z)}
-    certified = tuple(renyi_certificate(i, inputs=inputs, delta=delta) for i in ids)
+    import bounds
+
+    # The time-shift sequence forms also read the earlier requests' unlearning epochs (their
+    # floor on Z, docs/improved.md (e)); the weak-triangle form does not declare them.
+    certified = tuple(renyi_certificate(
+        i, inputs={**inputs, "Kprev": sum(epochs[:-1])}
+        if "Kprev" in bounds.get(i).parameter_names else inputs, delta=delta) for i in ids)
     noise = math.sqrt(2 * eta) * sigma
 
     def build(size: int) -> Any:
