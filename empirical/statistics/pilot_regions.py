@@ -144,13 +144,16 @@ class _Cells:
 class RegionPlan:
     """What the pilot chose: ``sign`` of the score (or +1 on g), ``cells`` (None: the score
     itself), the rules (threshold on the ordered value, reverse inequality?), the placement and
-    the forecast epsilon."""
+    the forecast epsilon; ``exclusive`` cells and their rules (threshold on their g, reverse?)
+    where the pilot saw scores of one world only (:func:`_exclusive_rules`)."""
 
     sign: float
     cells: _Cells | None
     rules: tuple[tuple[float, bool], ...]
     placement: str
     predicted: float
+    exclusive: _Cells | None = None
+    exclusive_rules: tuple[tuple[float, bool], ...] = ()
 
     def ordered(self, scores: np.ndarray) -> np.ndarray:
         """The value a rule "ordered >= t" reads: g(score) on cells, else sign * score."""
@@ -159,16 +162,20 @@ class RegionPlan:
 
 def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
     pooled = np.sort(np.concatenate([positive, negative]))
-    values = np.unique(pooled)
+    values, multiplicity = np.unique(pooled, return_counts=True)
     n_cells = int(min(values.size, max(4, pooled.size // _CELL_SCORES)))
     if values.size <= n_cells:
-        cuts = (values[:-1] + values[1:]) / 2
+        marks = np.arange(1, values.size)
     else:
         # Equal pooled counts, each cut moved up to the next change of value (ties stay whole).
         marks = np.searchsorted(values, pooled[(np.arange(1, n_cells) * pooled.size) // n_cells],
                                 side="right")
-        marks = np.unique(marks[(marks > 0) & (marks < values.size)])
-        cuts = (values[marks - 1] + values[marks]) / 2
+        # A value the pilot saw more than once is an atom (a continuous law never ties): it gets
+        # a cell of its own, so that an output only one world gives is not diluted.
+        atoms = np.flatnonzero(multiplicity > 1)
+        marks = np.concatenate([marks, atoms, atoms + 1])
+    marks = np.unique(marks[(marks > 0) & (marks < values.size)])
+    cuts = (values[marks - 1] + values[marks]) / 2
     cell_p = np.bincount(np.searchsorted(cuts, positive, side="right"), minlength=cuts.size + 1)
     cell_q = np.bincount(np.searchsorted(cuts, negative, side="right"), minlength=cuts.size + 1)
     width = _PSEUDO * (cuts.size + 1)
@@ -220,27 +227,6 @@ def _lower_rate(sorted_x: np.ndarray, t: np.ndarray) -> np.ndarray:
     scale = max(float(np.mean(anchor - bottom)), 1e-12 * max(1.0, abs(float(anchor))))
     model = (m / k) * np.exp(-np.maximum(anchor - t, 0.0) / scale)
     return np.where(counts >= m, counts / k, np.minimum(model, m / k))
-
-
-def _rule_forecast(rules: list[tuple[float, bool]] | tuple[tuple[float, bool], ...],
-                   positive: np.ndarray, negative: np.ndarray, *, n_positive: int,
-                   n_negative: int, delta: float, gamma_small: float,
-                   gamma_large: float) -> float:
-    """The best forecast epsilon of fixed rules "ordered value >= t" on held-out pilot values
-    (their rates as :func:`_upper_rate` estimates them), Clopper-Pearson at the expected counts
-    of the tested sizes."""
-    pos, neg = np.sort(positive), np.sort(negative)
-    thresholds = np.array([t for t, _ in rules])
-    reverse = np.array([r for _, r in rules])
-    fpr = _upper_rate(neg, thresholds)
-    fnr = _lower_rate(pos, thresholds)
-    fpr_hi = clopper_pearson_upper(fpr * n_negative, n_negative,
-                                   np.where(reverse, gamma_large, gamma_small))
-    fnr_hi = clopper_pearson_upper(fnr * n_positive, n_positive,
-                                   np.where(reverse, gamma_small, gamma_large))
-    values = np.where(reverse, _reverse_only(fpr_hi, fnr_hi, delta), np.asarray(
-        epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta, direction="forward")))
-    return float(np.max(values))
 
 
 def _candidates(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
@@ -295,7 +281,12 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
             epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta, direction="forward")))
         # The detected mass itself is never extrapolated: pilot scores must show it.
         values = np.where(detected >= _MIN_DETECTED, values, 0.0)
-        binding = np.maximum(fnr if reverse else fpr, 1e-300)
+        # The window's other rules sit where the binding rate is half and twice the optimum's,
+        # read off each world's own rates with an exponential tail past its last scores: past
+        # the last pilot score of the binding world the forecast cannot tell candidates apart,
+        # and the half rule then moves further out (towards an atom only one world has).
+        binding = np.maximum(_lower_rate(pos, candidates) if reverse
+                             else _upper_rate(neg, candidates), 1e-300)
         i = int(np.argmax(values))
         best = max(best, float(values[i]))
         for factor in EMPIRICAL_WINDOW:
@@ -349,20 +340,17 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
 
     if min(pilot_positive.size, pilot_negative.size) < 8:
         return normal(pilot_positive, pilot_negative)
-    # Cross-fitting: each kind of plan is made on the pilot's first half and forecast on its
-    # second half by one estimator, so that no kind wins by fitting the noise it is judged on.
+    # Cross-fitting for the ordering: cells are fitted on the pilot's first half and judged on
+    # its second half, so that they never win by fitting the noise they are judged on.
     half_p, half_q = pilot_positive.size // 2, pilot_negative.size // 2
     fit_p, fit_q = pilot_positive[:half_p], pilot_negative[:half_q]
     held_p, held_q = pilot_positive[half_p:], pilot_negative[half_q:]
 
-    def held_out(plan: RegionPlan) -> float:
-        return _rule_forecast(plan.rules, plan.ordered(held_p), plan.ordered(held_q),
-                              n_positive=n_positive, n_negative=n_negative, delta=delta,
-                              gamma_small=gamma_small, gamma_large=gamma_large)
-
-    score_plan = (normal(pilot_positive, pilot_negative)
-                  if _looks_normal(pilot_positive) and _looks_normal(pilot_negative)
-                  else on_score(pilot_positive, pilot_negative))
+    score_plan = _with_exclusive(
+        normal(pilot_positive, pilot_negative)
+        if _looks_normal(pilot_positive) and _looks_normal(pilot_negative)
+        else on_score(pilot_positive, pilot_negative), pilot_positive, pilot_negative,
+        inequalities)
     if both_orientations:
         # Cells only where the score's order misses the leak: on the held-out half their
         # ordering separates the worlds better than either orientation of the score by more
@@ -375,6 +363,59 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         if gain > _AUC_MARGIN * se:
             return on_cells(pilot_positive, pilot_negative)
     return score_plan
+
+
+def _exclusive_rules(cells: _Cells, positive: np.ndarray, negative: np.ndarray,
+                     inequalities: tuple[bool, ...]) -> tuple[_Cells, tuple[tuple[float, bool],
+                                                                          ...]]:
+    """Rules on the atoms the pilot saw in one world only (a tied value seen at least
+    :data:`_MIN_DETECTED` times there, never in the other): an output only one world gives,
+    which a half-line of the score may not isolate. Forward: the positives' atoms; reverse:
+    the negatives' atoms as the complement S' of the rule."""
+    cell_p = np.bincount(np.searchsorted(cells.cuts, positive, side="right"),
+                         minlength=cells.log_ratio.size)
+    cell_q = np.bincount(np.searchsorted(cells.cuts, negative, side="right"),
+                         minlength=cells.log_ratio.size)
+    # Atoms only: a cell of one tied value (a continuous law never ties, so a half-line's noise
+    # in a thin tail is never taken for an output one world lacks).
+    pooled = np.concatenate([positive, negative])
+    index = np.searchsorted(cells.cuts, pooled, side="right")
+    lowest = np.full(cells.log_ratio.size, np.inf)
+    highest = np.full(cells.log_ratio.size, -np.inf)
+    np.minimum.at(lowest, index, pooled)
+    np.maximum.at(highest, index, pooled)
+    atom = lowest == highest
+    # The rules read a map of the cells: +1 on atoms of the positives only, -1 on atoms of the
+    # negatives only, 0 elsewhere; "map >= 1" is the first set, the complement of "map >= 0"
+    # the second.
+    only_p = atom & (cell_p >= _MIN_DETECTED) & (cell_q == 0)
+    only_q = atom & (cell_q >= _MIN_DETECTED) & (cell_p == 0)
+    marks = only_p.astype(float) - only_q.astype(float)
+    rules = []
+    for reverse in inequalities:
+        if (only_q if reverse else only_p).any():
+            rules.append((0.0 if reverse else 1.0, reverse))
+    return _Cells(cells.cuts, marks), tuple(rules)
+
+
+def _with_exclusive(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray,
+                    inequalities: tuple[bool, ...]) -> RegionPlan:
+    """``plan`` with each inequality's last window rule (twice the optimum's binding rate)
+    replaced by a rule on the cells only one world's pilot scores reached, where there are
+    such cells: the number of rules, and so every level, stays the same."""
+    marks, extra = _exclusive_rules(_fit_cells(positive, negative), positive, negative,
+                                    inequalities)
+    if not extra:
+        return plan
+    replaced = {reverse for _, reverse in extra}
+    rules, seen = [], dict.fromkeys(replaced, 0)
+    for threshold, reverse in plan.rules:
+        if reverse in replaced:
+            seen[reverse] += 1
+            if seen[reverse] == len(EMPIRICAL_WINDOW):
+                continue  # the window's last rule makes room for the exclusive one
+        rules.append((threshold, reverse))
+    return dataclasses.replace(plan, rules=tuple(rules), exclusive=marks, exclusive_rules=extra)
 
 
 def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
@@ -459,21 +500,33 @@ def pilot_regions_epsilon_lower_bound(
             index = np.minimum(np.searchsorted(pooled, [t for t, _ in rules], side="left"),
                                pooled.size - 1)
             rules = [(float(pooled[i]), r) for i, (_, r) in zip(index, rules, strict=True)]
-    pos_sorted, neg_sorted = plan.ordered(test_pos), plan.ordered(test_neg)
-    pos_sorted.sort()
-    neg_sorted.sort()
-    thresholds = np.array([t for t, _ in rules])
-    reverse = np.array([r for _, r in rules])
-    false_positives = neg_sorted.size - np.searchsorted(neg_sorted, thresholds, side="left")
-    false_negatives = np.searchsorted(pos_sorted, thresholds, side="left")
-    fpr_hi = clopper_pearson_upper(false_positives, neg_sorted.size,
+    # Each rule is a fixed set of scores: "ordered >= t" on the plan's ordering, or on the
+    # map of one-world atoms for the exclusive rules; counts are read off sorted copies.
+    groups = [(plan.ordered, rules)]
+    if plan.exclusive_rules:
+        groups.append((plan.exclusive.transform, list(plan.exclusive_rules)))
+    counts = []
+    for transform, group in groups:
+        pos_sorted, neg_sorted = transform(test_pos), transform(test_neg)
+        pos_sorted.sort()
+        neg_sorted.sort()
+        at = np.array([t for t, _ in group])
+        counts.append((neg_sorted.size - np.searchsorted(neg_sorted, at, side="left"),
+                       np.searchsorted(pos_sorted, at, side="left")))
+    thresholds = np.array([t for _, group in groups for t, _ in group])
+    reverse = np.array([r for _, group in groups for _, r in group])
+    false_positives = np.concatenate([fp for fp, _ in counts])
+    false_negatives = np.concatenate([fn for _, fn in counts])
+    fpr_hi = clopper_pearson_upper(false_positives, test_neg.size,
                                    np.where(reverse, gamma_large, gamma_small))
-    fnr_hi = clopper_pearson_upper(false_negatives, pos_sorted.size,
+    fnr_hi = clopper_pearson_upper(false_negatives, test_pos.size,
                                    np.where(reverse, gamma_small, gamma_large))
     values = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                                  direction=direction))
     i = int(np.argmax(values))
-    on_cells = plan.cells is not None
+    exclusive = i >= len(rules)
+    on_cells = plan.cells is not None or exclusive
+    cells = plan.cells if plan.cells is not None else plan.exclusive
     return PilotRegionsEpsilonLowerBound(
         epsilon=float(values[i]),
         delta=delta,
@@ -484,13 +537,14 @@ def pilot_regions_epsilon_lower_bound(
         fnr_upper=float(fnr_hi[i]),
         false_positives=int(false_positives[i]),
         false_negatives=int(false_negatives[i]),
-        n_positive=int(pos_sorted.size),
-        n_negative=int(neg_sorted.size),
+        n_positive=int(test_pos.size),
+        n_negative=int(test_neg.size),
         n_rules_considered=n_rules,
         n_pilot_positive=k_pos,
         n_pilot_negative=k_neg,
-        ordering="likelihood-ratio cells" if on_cells else "score",
+        ordering=("one-world atoms" if exclusive else "likelihood-ratio cells" if on_cells
+                  else "score"),
         placement=plan.placement,
-        n_cells=0 if plan.cells is None else int(plan.cells.cuts.size + 1),
+        n_cells=0 if not on_cells or cells is None else int(cells.cuts.size + 1),
         predicted_epsilon=plan.predicted,
     )
