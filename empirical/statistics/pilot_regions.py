@@ -21,8 +21,13 @@ chosen by the scores) decides, before any tested score is read:
    fits (pilot-window's rules exactly) when the pilot looks normal (Jarque-Bera at 1% in each
    world, no ties): normal tails extrapolate to the rates of order 1/N a pilot cannot see.
    Otherwise (heavy or light tails, skew, several modes, atoms), and always on g, they come from
-   the pilot's empirical rates, the binding rate estimated with one pseudo-count so that a pilot
-   tail with no negative is not read as a zero rate.
+   the pilot's empirical rates: each small count moved one standard deviation against the rule
+   (the best of many noisy forecasts is optimistic), the detected mass never extrapolated, and
+   the binding rate past the pilot's last score read off an exponential tail only at a support
+   edge (where the rule detects a tenth of the other world). A tied value is an atom (a
+   continuous law never ties) and gets a cell of its own; an atom the pilot saw at least three
+   times in one world and never in the other (an output only that world gives) takes the
+   window's last rule of its inequality, so the number of rules, and every level, stays.
 
 The remaining rows test the rules: Clopper-Pearson upper bounds on each rule's FPR and FNR
 (Clopper and Pearson 1934) in the (epsilon, delta) region (Kairouz, Oh, Viswanath 2015,
