@@ -175,12 +175,14 @@ def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
         # Equal pooled counts, each cut moved up to the next change of value (ties stay whole).
         marks = np.searchsorted(values, pooled[(np.arange(1, n_cells) * pooled.size) // n_cells],
                                 side="right")
-        # A value the pilot saw more than once is an atom (a continuous law never ties): it gets
-        # a cell of its own, so that an output only one world gives is not diluted.
-        atoms = np.flatnonzero(multiplicity > 1)
-        marks = np.concatenate([marks, atoms, atoms + 1])
     marks = np.unique(marks[(marks > 0) & (marks < values.size)])
     cuts = (values[marks - 1] + values[marks]) / 2
+    if values.size > n_cells:
+        # A value the pilot saw more than once is an atom (a continuous law never ties): its
+        # cell is that value alone, [v, next float), so an output only one world gives is
+        # neither diluted by its neighbours nor shared with a nearby score of the other world.
+        atoms = values[multiplicity > 1]
+        cuts = np.unique(np.concatenate([cuts, atoms, np.nextafter(atoms, np.inf)]))
     cell_p = np.bincount(np.searchsorted(cuts, positive, side="right"), minlength=cuts.size + 1)
     cell_q = np.bincount(np.searchsorted(cuts, negative, side="right"), minlength=cuts.size + 1)
     width = _PSEUDO * (cuts.size + 1)

@@ -171,3 +171,18 @@ def test_the_pilot_alone_decides_the_regions():
     assert (first.cells is None) == (second.cells is None)
     if first.cells is not None:
         assert np.array_equal(first.cells.cuts, second.cells.cuts)
+
+
+def test_an_output_only_unlearned_models_give_is_caught_inside_the_bulk():
+    """With probability 0.05 the unlearned score is exactly 0.25 (inside both worlds' bulk, where
+    no half-line isolates it): the atom gets its own cell and its own rule, with no false
+    positive, since the retrained law is continuous."""
+    rng = np.random.default_rng(21)
+    n = 20_000
+    p = np.where(rng.random(n) < 0.05, 0.25, rng.normal(0.5, 1.0, n))
+    q = rng.normal(0.0, 1.0, n)
+    result = pilot_regions_epsilon_lower_bound(p, q, delta=1e-5, seed=3)
+    assert result.ordering == "one-world atoms" and result.false_positives == 0
+    # about log(0.05 n / log(1 / level)): far above what any half-line shows here
+    assert result.epsilon > 4.0
+    assert pilot_window_epsilon_lower_bound(p, q, delta=1e-5, seed=3).epsilon < 2.0
