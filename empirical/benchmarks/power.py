@@ -146,7 +146,7 @@ def peer_comparison(*, mus: Sequence[float] = PEER_MUS, deltas: Sequence[float] 
 
 
 # The shortfall factors of the detection table (factor 1: honest noise).
-DETECTION_FACTORS: tuple[float, ...] = (1.0, 1.05, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5)
+DETECTION_FACTORS: tuple[float, ...] = (1.0, 1.05, 1.08, 1.1, 1.15, 1.2, 1.25, 1.3, 1.5)
 
 # A whole-audit verdict on one draw: (unlearned scores, retrained scores, run) -> VIOLATION?
 Verdict = Callable[[np.ndarray, np.ndarray, int], bool]
