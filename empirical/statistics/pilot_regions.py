@@ -357,7 +357,8 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         normal(pilot_positive, pilot_negative)
         if _looks_normal(pilot_positive) and _looks_normal(pilot_negative)
         else on_score(pilot_positive, pilot_negative), pilot_positive, pilot_negative,
-        inequalities)
+        inequalities, n_positive=n_positive, n_negative=n_negative, delta=delta,
+        gamma_small=gamma_small, gamma_large=gamma_large)
     if both_orientations:
         # Cells only where the score's order misses the leak: on the held-out half their
         # ordering separates the worlds better than either orientation of the score by more
@@ -406,14 +407,26 @@ def _exclusive_rules(cells: _Cells, positive: np.ndarray, negative: np.ndarray,
 
 
 def _with_exclusive(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray,
-                    inequalities: tuple[bool, ...]) -> RegionPlan:
+                    inequalities: tuple[bool, ...], *, n_positive: int, n_negative: int,
+                    delta: float, gamma_small: float, gamma_large: float) -> RegionPlan:
     """``plan`` with each inequality's last window rule (twice the optimum's binding rate)
-    replaced by a rule on the cells only one world's pilot scores reached, where there are
-    such cells: the number of rules, and so every level, stays the same."""
+    replaced by a rule on the atoms only one world's pilot showed, where there are such atoms:
+    the number of rules, and so every level, stays the same. Such a rule's forecast reads its
+    binding count as 0 (an output the other world never gave) and its detected mass as seen;
+    the plan's forecast is the larger of the two."""
     marks, extra = _exclusive_rules(_fit_cells(positive, negative), positive, negative,
                                     inequalities)
     if not extra:
         return plan
+    predicted = plan.predicted
+    for _, reverse in extra:
+        detected = np.mean(marks.transform(negative if reverse else positive)
+                           == (-1.0 if reverse else 1.0))
+        n_binding, n_other = (n_positive, n_negative) if reverse else (n_negative, n_positive)
+        binding_hi = float(clopper_pearson_upper(0, n_binding, gamma_small))
+        other_hi = float(clopper_pearson_upper((1.0 - detected) * n_other, n_other, gamma_large))
+        if 1.0 - delta - other_hi > 0:
+            predicted = max(predicted, math.log((1.0 - delta - other_hi) / binding_hi))
     replaced = {reverse for _, reverse in extra}
     rules, seen = [], dict.fromkeys(replaced, 0)
     for threshold, reverse in plan.rules:
@@ -422,7 +435,8 @@ def _with_exclusive(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray
             if seen[reverse] == len(EMPIRICAL_WINDOW):
                 continue  # the window's last rule makes room for the exclusive one
         rules.append((threshold, reverse))
-    return dataclasses.replace(plan, rules=tuple(rules), exclusive=marks, exclusive_rules=extra)
+    return dataclasses.replace(plan, rules=tuple(rules), exclusive=marks, exclusive_rules=extra,
+                               predicted=predicted)
 
 
 def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
