@@ -214,12 +214,17 @@ def test_recentred_percentile_interval_by_hand():
     assert value == 1.0 and hi == math.inf
 
 
+_COVERAGE_ALLOWANCE = int(stats.binom.ppf(1 - 1e-5 / 15, 40, 0.05))  # 11
+
+
 @settings(max_examples=5, deadline=None)
 @given(mu=st.floats(min_value=0.0, max_value=2.0), dim=st.integers(min_value=1, max_value=12),
        n=st.integers(min_value=20, max_value=600), seed=st.integers(0, 10**6))
 def test_shared_isotropic_intervals_cover(mu, dim, n, seed):
-    """The noncentral-F interval is exact under the model: 40 draws, at most 6 misses per
-    estimator (binomial(40, 0.05) exceeds 6 with probability < 0.2%)."""
+    """The noncentral-F interval is exact under the model: 40 draws, misses per estimator
+    Binomial(40, 0.05). The allowance is that law's quantile at 1 - 1e-5 / 15 (3 estimators
+    times 5 examples a run: a correct interval fails a run with probability below 1e-5),
+    while an interval covering only 85% would exceed it in 3% of estimators a draw."""
     rng = np.random.default_rng(seed)
     shift = np.zeros(dim)
     shift[0] = mu
@@ -237,7 +242,7 @@ def test_shared_isotropic_intervals_cover(mu, dim, n, seed):
             lo, hi = est.interval
             assert est.kind == "estimate" and lo <= hi
             misses[est.divergence] += not (lo - 1e-12 <= truths[est.divergence] <= hi + 1e-12)
-    assert max(misses.values()) <= 6
+    assert max(misses.values()) <= _COVERAGE_ALLOWANCE
 
 
 @pytest.mark.slow
