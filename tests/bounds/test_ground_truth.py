@@ -188,13 +188,18 @@ def problems(draw, *, isotropic: bool = False, max_batches: int = 4) -> Problem:
                   for _ in range(dim))
     h_mp = tuple(mpf(x) for x in h)
     grad_gap = mpmath.sqrt(sum((hk * uk) ** 2 for hk, uk in zip(h_mp, shift, strict=True)))
+    # The theorems need eta <= 1/L of the numbers the engine sees (the mpf's exact binary
+    # values): eta is rounded down and kept at most 1/L of the rounded L, so a draw at the
+    # boundary eta = 1/L stays inside the domain.
+    eta_mp = min(mpmath.fdiv(eta.numerator, eta.denominator, rounding="d"),
+                 mpmath.fdiv(1, max(h_mp), rounding="d"))
     return Problem(
-        process=Quadratic(h=h_mp, eta=mpf(eta), sigma=mpf(draw(_fractions(0.05, 2.0))), b=b),
+        process=Quadratic(h=h_mp, eta=eta_mp, sigma=mpf(draw(_fractions(0.05, 2.0))), b=b),
         data=data,
         shift=shift,
         alpha=1 + mpf(draw(_fractions(0.05, 50.0))),
-        m=mpf(m),
-        L=mpf(L),
+        m=h_mp[0],
+        L=max(h_mp),
         M=grad_gap / 2,
         n=n,
         K=draw(st.integers(1, 4)),
