@@ -64,9 +64,7 @@ from empirical.statistics.checks import (
     check_alpha,
     check_delta,
     check_direction,
-    check_probability,
     epsilon_from_error_rates,
-    split_order,
 )
 from empirical.statistics.pilot_window import (
     MIN_PILOT_TRIALS,
@@ -75,6 +73,8 @@ from empirical.statistics.pilot_window import (
     _levels,
     _plan,
     _without_pilot,
+    checked_inputs,
+    pilot_split,
 )
 from empirical.statistics.thresholds import EpsilonLowerBound, clopper_pearson_upper
 
@@ -484,29 +484,17 @@ def pilot_regions_epsilon_lower_bound(
     in that orientation are considered (no cells). ``rows`` and ``pilot_fraction`` as in
     :func:`~empirical.statistics.pilot_window.pilot_window_epsilon_lower_bound`.
     """
-    positive = as_scores(scores_positive, "scores_positive")
-    negative = as_scores(scores_negative, "scores_negative")
-    delta = check_delta(delta)
-    alpha = check_alpha(alpha)
-    direction = check_direction(direction)
-    pilot_fraction = check_probability(pilot_fraction, "pilot_fraction", open_low=True,
-                                       open_high=True)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    positive, negative, delta, alpha, direction, pilot_fraction = checked_inputs(
+        scores_positive, scores_negative, delta=delta, alpha=alpha, direction=direction,
+        pilot_fraction=pilot_fraction, seed=seed)
     if min(positive.size, negative.size) < MIN_PILOT_TRIALS:
         return dataclasses.replace(
             _without_pilot(positive, negative, delta=delta, alpha=alpha,
                            both_orientations=both_orientations, direction=direction),
             strategy="pilot-regions")
-    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
-    positive, negative = positive[order_pos], negative[order_neg]
-    del order_pos, order_neg
-    k_pos = max(2, int(round(pilot_fraction * positive.size)))
-    k_neg = max(2, int(round(pilot_fraction * negative.size)))
-    if k_pos > positive.size - 2 or k_neg > negative.size - 2:
-        raise ValueError("pilot_fraction leaves fewer than 2 tested scores on a side")
-    pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
-    pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
+    pilot_pos, test_pos, pilot_neg, test_neg = pilot_split(
+        positive, negative, pilot_fraction=pilot_fraction, rows=rows, seed=seed)
+    k_pos, k_neg = pilot_pos.size, pilot_neg.size
 
     n_rules, gamma_small, gamma_large = _levels(alpha, direction)
     plan = pilot_regions_plan(pilot_pos, pilot_neg, n_positive=test_pos.size,

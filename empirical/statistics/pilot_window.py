@@ -208,6 +208,34 @@ def pilot_window_prediction(pilot_positive, pilot_negative, *, n_positive: int,
                  both_orientations=both_orientations, direction=check_direction(direction))[1]
 
 
+def checked_inputs(scores_positive, scores_negative, *, delta: float, alpha: float,
+                   direction: str, pilot_fraction: float, seed: int):
+    """(positive, negative, delta, alpha, direction, pilot_fraction) checked, for the pilot
+    statistics; ValueError naming the bad input."""
+    positive = as_scores(scores_positive, "scores_positive")
+    negative = as_scores(scores_negative, "scores_negative")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"seed must be an integer, got {seed!r}")
+    return (positive, negative, check_delta(delta), check_alpha(alpha),
+            check_direction(direction),
+            check_probability(pilot_fraction, "pilot_fraction", open_low=True, open_high=True))
+
+
+def pilot_split(positive: np.ndarray, negative: np.ndarray, *, pilot_fraction: float, rows,
+                seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(pilot positives, tested positives, pilot negatives, tested negatives): each side in the
+    order of ``rows`` (:func:`~empirical.statistics.checks.split_order`), its first
+    ``pilot_fraction`` (at least 2) the pilot."""
+    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
+    positive, negative = positive[order_pos], negative[order_neg]
+    del order_pos, order_neg  # each as large as its side's scores
+    k_pos = max(2, int(round(pilot_fraction * positive.size)))
+    k_neg = max(2, int(round(pilot_fraction * negative.size)))
+    if k_pos > positive.size - 2 or k_neg > negative.size - 2:
+        raise ValueError("pilot_fraction leaves fewer than 2 tested scores on a side")
+    return positive[:k_pos], positive[k_pos:], negative[:k_neg], negative[k_neg:]
+
+
 def pilot_window_epsilon_lower_bound(
     scores_positive,
     scores_negative,
@@ -232,28 +260,15 @@ def pilot_window_epsilon_lower_bound(
     the scores (:func:`~empirical.statistics.checks.split_order`), whose first
     ``pilot_fraction`` of each side is the pilot.
     """
-    positive = as_scores(scores_positive, "scores_positive")
-    negative = as_scores(scores_negative, "scores_negative")
-    delta = check_delta(delta)
-    alpha = check_alpha(alpha)
-    direction = check_direction(direction)
-    pilot_fraction = check_probability(pilot_fraction, "pilot_fraction", open_low=True,
-                                       open_high=True)
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
-        raise ValueError(f"seed must be an integer, got {seed!r}")
+    positive, negative, delta, alpha, direction, pilot_fraction = checked_inputs(
+        scores_positive, scores_negative, delta=delta, alpha=alpha, direction=direction,
+        pilot_fraction=pilot_fraction, seed=seed)
     if min(positive.size, negative.size) < MIN_PILOT_TRIALS:
         return _without_pilot(positive, negative, delta=delta, alpha=alpha,
                               both_orientations=both_orientations, direction=direction)
-
-    order_pos, order_neg = split_order(rows, positive.size, negative.size, seed=seed)
-    positive, negative = positive[order_pos], negative[order_neg]
-    del order_pos, order_neg  # each as large as its side's scores
-    k_pos = max(2, int(round(pilot_fraction * positive.size)))
-    k_neg = max(2, int(round(pilot_fraction * negative.size)))
-    if k_pos > positive.size - 2 or k_neg > negative.size - 2:
-        raise ValueError("pilot_fraction leaves fewer than 2 tested scores on a side")
-    pilot_pos, test_pos = positive[:k_pos], positive[k_pos:]
-    pilot_neg, test_neg = negative[:k_neg], negative[k_neg:]
+    pilot_pos, test_pos, pilot_neg, test_neg = pilot_split(
+        positive, negative, pilot_fraction=pilot_fraction, rows=rows, seed=seed)
+    k_pos, k_neg = pilot_pos.size, pilot_neg.size
 
     n_rules, gamma_small, gamma_large = _levels(alpha, direction)
     sign, _, rules = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
