@@ -258,6 +258,48 @@ def reference_levels(reference: AttackScores, certificate: Certificate, *,
     return min(a for a, _ in options), min(b for _, b in options)
 
 
+def design_refutes(attack: AttackScores, certificate: Certificate, *,
+                   statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
+                   seed: int, n_eps: int, n_renyi: int, n_attacks: int,
+                   with_renyi: bool = True) -> bool:
+    """Whether a design -- these statistics and score direction, the error budget ``miss``
+    over ``n_eps`` (epsilon, delta) and ``n_renyi`` Rényi tests of ``n_attacks`` attacks, at the
+    levels :func:`reference_levels` gives one attack -- refutes the certificate on ``attack``'s
+    scores (``rows``: the shared row order; ``with_renyi=False`` leaves the Rényi test out).
+    The verdict's planning (:func:`audits.verdict.trials_needed`) and its simulated detectable
+    violations (:mod:`audits.detectable`) both ask this of synthetic scores."""
+    n = attack.unlearned.size
+    n_renyi = n_renyi if n >= RENYI_MIN_TRIALS else 0
+    alpha_eps, alpha_renyi = reference_levels(
+        attack, certificate, statistics=statistics, direction=direction, miss=miss, rows=rows,
+        n_eps=n_eps, n_renyi=n_renyi, n_attacks=n_attacks)
+    privacy_direction = certificate_direction(certificate)
+    for name in statistics:
+        declared = statistic(name)
+        if declared.ceiling(n=n, delta=certificate.delta, alpha=alpha_eps, seed=seed,
+                            direction=privacy_direction) <= certificate.epsilon:
+            continue  # not even zero errors would refute: skip the run
+        for orientation in declared.orientations(direction):
+            try:
+                bound = one_lower_bound(attack, declared=declared, orientation=orientation,
+                                        delta=certificate.delta, alpha_each=alpha_eps,
+                                        seed=seed, privacy_direction=privacy_direction,
+                                        rows=rows)
+            except ValueError:
+                continue
+            if bound.epsilon > certificate.epsilon:
+                return True
+    if with_renyi and n_renyi and certificate.renyi_curve:
+        from empirical.renyi_audit import renyi_audit
+
+        curve = dict(effective_curve(certificate))
+        return renyi_audit(attack.unlearned, attack.retrained, certified=curve.__getitem__,
+                           two_sided=certificate.renyi_direction == "both", orders=list(curve),
+                           beta=alpha_renyi, pilot_fraction=RENYI_PILOT_FRACTION,
+                           rows=rows).violation
+    return False
+
+
 def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[str],
                        n_eps: int, n_renyi: int) -> str | None:
     """Why the allocation must stay fixed for this family (None when the pilot may choose it):

@@ -36,19 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from audits.analysis import (
-    RENYI_MIN_TRIALS,
-    RENYI_PILOT_FRACTION,
-    AttackScores,
-    certificate_direction,
-    effective_curve,
-    one_lower_bound,
-    reference_levels,
-    trial_rows,
-)
+from audits.analysis import AttackScores, design_refutes, effective_curve, trial_rows
 from audits.protocols import Certificate
 from audits.seeds import derived_seed
-from audits.statistics import statistic
 
 __all__ = ["DRAWS", "FAMILIES", "REFUTATIONS", "Design", "Detectable", "FamilyResult",
            "detectable", "gaussian_equivalent_mu"]
@@ -199,41 +189,6 @@ class Design:
     n_attacks: int
 
 
-def _refutes(unlearned: np.ndarray, retrained: np.ndarray, *, certificate: Certificate,
-             design: Design, seed: int, with_renyi: bool) -> bool:
-    """Whether the design's tests refute the certificate on one synthetic attack."""
-    n = unlearned.size
-    rows = trial_rows(seed, n)
-    attack = AttackScores("synthetic", unlearned, retrained, None, {})
-    privacy_direction = certificate_direction(certificate)
-    n_renyi = design.n_renyi if n >= RENYI_MIN_TRIALS else 0
-    alpha_eps, alpha_renyi = reference_levels(
-        attack, certificate, statistics=design.statistics, direction=design.direction,
-        miss=design.miss, rows=rows, n_eps=design.n_eps, n_renyi=n_renyi,
-        n_attacks=design.n_attacks)
-    for name in design.statistics:
-        declared = statistic(name)
-        for orientation in declared.orientations(design.direction):
-            try:
-                bound = one_lower_bound(attack, declared=declared, orientation=orientation,
-                                        delta=certificate.delta, alpha_each=alpha_eps,
-                                        seed=seed, privacy_direction=privacy_direction,
-                                        rows=rows)
-            except ValueError:
-                continue
-            if bound.epsilon > certificate.epsilon:
-                return True
-    if with_renyi and alpha_renyi > 0 and certificate.renyi_curve and n_renyi:
-        from empirical.renyi_audit import renyi_audit
-
-        curve = dict(effective_curve(certificate))
-        return renyi_audit(unlearned, retrained, certified=curve.__getitem__,
-                           two_sided=certificate.renyi_direction == "both", orders=list(curve),
-                           beta=alpha_renyi, pilot_fraction=RENYI_PILOT_FRACTION,
-                           rows=rows).violation
-    return False
-
-
 def detectable(certificate: Certificate, design: Design,
                families: Sequence[Family] = FAMILIES) -> Detectable:
     """The smallest member of each family ``design`` detects with 80% power (module
@@ -259,8 +214,11 @@ def _detectable(key: tuple) -> Detectable:
         for draw in range(DRAWS):
             draw_seed = derived_seed(seed, f"detectable/{family.name}/{index}/{draw}")
             u, r = family.draw(np.random.default_rng(draw_seed), n, mu, value)
-            if _refutes(u, r, certificate=certificate, design=design, seed=draw_seed,
-                        with_renyi=family.with_renyi):
+            if design_refutes(AttackScores("synthetic", u, r, None, {}), certificate,
+                              statistics=design.statistics, direction=design.direction,
+                              miss=design.miss, rows=trial_rows(draw_seed, n), seed=draw_seed,
+                              n_eps=design.n_eps, n_renyi=design.n_renyi,
+                              n_attacks=design.n_attacks, with_renyi=family.with_renyi):
                 hits += 1
                 if hits >= REFUTATIONS:
                     return True, hits, draw + 1

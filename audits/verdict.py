@@ -20,19 +20,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audits.analysis import (
-    RENYI_MIN_TRIALS,
-    RENYI_PILOT_FRACTION,
     AttackScores,
-    certificate_direction,
-    effective_curve,
-    one_lower_bound,
-    reference_levels,
+    design_refutes,
     trial_rows,
 )
 from audits.protocols import Certificate
 from audits.report.schema import EXIT_CODES
 from audits.results import LowerBoundResult, RenyiTestResult, finite
-from audits.statistics import statistic
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis
@@ -52,7 +46,7 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
         needed = trials_needed(certificate, statistics=settings.statistics,
-                               delta=certificate.delta, miss=1.0 - settings.confidence,
+                               miss=1.0 - settings.confidence,
                                n_eps=analysis.n_eps_tests,
                                n_renyi=len(scored) if analysis.renyi_certificate else 0,
                                n_attacks=len(scored), seed=settings.seed,
@@ -110,9 +104,9 @@ _NEEDED_MARGIN = Fraction(5, 4)
 _NEEDED_MAX = 10**7
 
 
-def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta: float,
-                  miss: float, n_eps: int, n_renyi: int, n_attacks: int, seed: int,
-                  n_now: int, direction: str) -> int | None:
+def trials_needed(certificate: Certificate, *, statistics: Sequence[str], miss: float,
+                  n_eps: int, n_renyi: int, n_attacks: int, seed: int, n_now: int,
+                  direction: str) -> int | None:
     """Smallest number of trials per side (to 5%) at which this design -- the same tests,
     orientations, pilot fractions, bin rule and allocation of the error budget ``miss`` over
     ``n_eps`` (epsilon, delta) and ``n_renyi`` Rényi tests of ``n_attacks`` attacks -- shows a
@@ -127,11 +121,8 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
 
     from bounds.calibration import least_integer
     from bounds.errors import SolverError
-    from empirical.renyi_audit import renyi_audit
 
-    privacy_direction = certificate_direction(certificate)
-    renyi = n_renyi > 0
-    curve = dict(effective_curve(certificate)) if renyi else {}
+    curve = bool(n_renyi and certificate.renyi_curve)
 
     def refutes_at(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
@@ -139,32 +130,10 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], delta:
         u, r = 3.0 + rng.random(n), rng.random(n)
         if direction == "less":
             u = -u
-        reference = AttackScores("reference", u, r, None, {})
-        rows = trial_rows(seed + draw, n)
-        alpha_each, beta_renyi = reference_levels(
-            reference, certificate, statistics=statistics, direction=direction, miss=miss,
-            rows=rows, n_eps=n_eps, n_renyi=n_renyi if n >= RENYI_MIN_TRIALS else 0,
-            n_attacks=n_attacks)
-        for name in statistics:
-            declared = statistic(name)
-            if declared.ceiling(n=n, delta=delta, alpha=alpha_each, seed=seed,
-                                direction=privacy_direction) <= certificate.epsilon:
-                continue  # not even zero errors would refute: skip the run
-            for orientation in declared.orientations(direction):
-                try:
-                    lb = one_lower_bound(reference, declared=declared, orientation=orientation,
-                                         delta=delta, alpha_each=alpha_each, seed=seed + draw,
-                                         privacy_direction=privacy_direction, rows=rows)
-                except ValueError:
-                    continue
-                if lb.epsilon > certificate.epsilon:
-                    return True
-        if curve and n >= RENYI_MIN_TRIALS:
-            return renyi_audit(u, r, certified=curve.__getitem__,
-                               two_sided=certificate.renyi_direction == "both",
-                               orders=list(curve), beta=beta_renyi,
-                               pilot_fraction=RENYI_PILOT_FRACTION, rows=rows).violation
-        return False
+        return design_refutes(AttackScores("reference", u, r, None, {}), certificate,
+                              statistics=statistics, direction=direction, miss=miss,
+                              rows=trial_rows(seed + draw, n), seed=seed + draw, n_eps=n_eps,
+                              n_renyi=n_renyi, n_attacks=n_attacks)
 
     n = max(n_now, 1)
     try:  # doubling from the trials run, then bisection: 5% resolution is enough to plan a run
