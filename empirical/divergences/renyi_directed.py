@@ -42,6 +42,24 @@ sizes minus one standard error of that forecast. Only then are the tested counts
 one bound at one order is computed with the whole level beta. Since D_alpha is non-decreasing
 in alpha (van Erven and Harremoës 2014, Theorem 3), the bound at alpha* also bounds every
 larger order. Float rounding is absorbed by shrinking the bound by 1e-9 times its terms' size.
+
+(4) Paired rows: one test instead of two. When the two worlds' scores come in rows (trial i of
+both worlds; rows i.i.d., whatever the dependence inside a row), Z_i = X(S_i^P) - k Y(S_i^Q)
+with k > 0 fixed by the pilot is i.i.d., bounded in [min x - k max y, max x - k min y], and has
+mean A - k B (A = E_P X, B = E_Q Y). One betting bound at the whole level beta gives t with
+P(A - k B < t) <= beta. On that event A >= t + k B, and since the bound of (1) increases in A,
+
+    D_alpha >= min over B > 0 of alpha/(alpha-1) log(t + k B) - log B
+             = alpha/(alpha-1) log(alpha t) - log((alpha - 1) t / k)      (t > 0),
+
+the minimum at B = (alpha - 1) t / k (a one-variable convex problem: set the derivative to 0).
+No level is split between the worlds, and the two worlds' noise adds in variance instead of in
+standard deviation: at a Gaussian noise shortfall this roughly halves the detectable excess.
+With k = kappa A / B (kappa = (alpha-1)/alpha) the bound is tight at the true A, B; the pilot
+chooses k among multiples of that value estimated on it, and chooses g among the candidates
+of (3) and among smooth ones on finer bins: a line and a parabola in the score fitted as the
+log-ratio of two normal laws (one shared variance or one each) to the pilot, and the
+quadratic smoothing of (3) evaluated on the finer bins. Any g fixed by the pilot is valid.
 """
 
 from __future__ import annotations
@@ -62,7 +80,8 @@ from empirical.divergences.renyi_histogram import (
 )
 
 __all__ = ["DirectedChoice", "betting_lower_mean", "choose_directed", "directed_curve",
-           "directed_lower_bound"]
+           "directed_lower_bound", "paired_bound_from_mean", "paired_directed_lower_bound",
+           "paired_lower_bound"]
 
 # ----------------------------------------------------------------------------------------------
 # The directed test (module docstring, "The directed test").
@@ -140,7 +159,9 @@ class DirectedChoice:
     """What the pilot chose for the directed test: ``direction`` ("forward": D(P || Q),
     "backward": D(Q || P)), ``order``, the bin ``edges``, ``g`` (one value per bin, clipped and
     shifted to max 0, oriented for ``direction``), the stakes of the two bounds and the
-    predicted lower bound minus the certified value (a pilot forecast, not a bound)."""
+    predicted lower bound minus the certified value (a pilot forecast, not a bound).
+    ``paired_weight`` k > 0 selects the paired test of the module docstring, (4) (stake
+    ``lam_first``); 0 the two separate bounds of (2)."""
 
     direction: str
     order: float
@@ -149,6 +170,7 @@ class DirectedChoice:
     lam_first: float
     lam_second: float
     predicted_margin: float
+    paired_weight: float = 0.0
 
 
 def _directed_values(g: np.ndarray, order: float) -> tuple[np.ndarray, np.ndarray]:
@@ -169,32 +191,187 @@ def _directed_bound(x: np.ndarray, y: np.ndarray, first: np.ndarray, second: np.
     return a - b - ROUNDING_SHRINK * (1.0 + abs(a) + abs(b))
 
 
-def _smoothed_log_ratio(pooled: np.ndarray, edges: np.ndarray, g: np.ndarray, cp: np.ndarray,
-                        cq: np.ndarray) -> np.ndarray:
-    """The bins' log-ratios ``g`` smoothed by a weighted polynomial fit in the bins' median
-    pooled pilot score (weights: inverse variances of the smoothed log-ratios). Any g is
-    valid; this one is less noisy where the log-ratio is smooth in the score."""
-    index = bin_counts(pooled, edges)  # to find bins holding pilot scores
+def _bin_centres(pooled: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Median pooled pilot score of each bin (NaN for a bin the pilot left empty)."""
     where = np.searchsorted(edges, pooled, side="right")
-    centres = np.array([np.median(pooled[where == j]) if index[j] else np.nan
-                        for j in range(edges.size + 1)])
+    return np.array([np.median(pooled[where == j]) if np.any(where == j) else np.nan
+                     for j in range(edges.size + 1)])
+
+
+def _smoothed_log_ratio(pooled: np.ndarray, edges: np.ndarray, g: np.ndarray, cp: np.ndarray,
+                        cq: np.ndarray, at_edges: np.ndarray | None = None) -> np.ndarray:
+    """The bins' log-ratios ``g`` smoothed by a weighted polynomial fit in the bins' median
+    pooled pilot score (weights: inverse variances of the smoothed log-ratios), evaluated on the
+    bins of ``edges`` or, when given, of ``at_edges``. Any g is valid; this one is less noisy
+    where the log-ratio is smooth in the score."""
+    centres = _bin_centres(pooled, edges)
     known = np.isfinite(centres)
     degree = min(_DIRECTED_SMOOTH_DEGREE, int(known.sum()) - 1)
+    target = centres if at_edges is None else _bin_centres(pooled, at_edges)
     if degree < 1:
-        return g
+        return g if at_edges is None else np.zeros(target.size)
     weights = 1.0 / np.sqrt(1.0 / (cp + _DIRECTED_SMOOTHING) + 1.0 / (cq + _DIRECTED_SMOOTHING))
     scale = float(np.std(centres[known])) or 1.0
-    x = (centres - float(np.mean(centres[known]))) / scale
-    coef = np.polyfit(x[known], g[known], degree, w=weights[known])
-    out = np.polyval(coef, np.where(known, x, 0.0))
-    return np.where(known, out, g)
+    mean = float(np.mean(centres[known]))
+    coef = np.polyfit((centres[known] - mean) / scale, g[known], degree, w=weights[known])
+    out = np.polyval(coef, np.where(np.isfinite(target), (target - mean) / scale, 0.0))
+    if at_edges is None:
+        return np.where(known, out, g)
+    return np.where(np.isfinite(target), out, 0.0)
+
+
+# ----------------------------------------------------------------------------------------------
+# The paired test (module docstring, (4)).
+
+# Multiples of the pilot's tight weight kappa A / B the pilot chooses k from (a smaller k
+# trades a looser bound for less noise from the heavy-tailed Y), and quantile levels at which
+# the paired test may clip g (finer than the separate bounds': the noise adds in variance).
+_PAIRED_WEIGHTS: tuple[float, ...] = (0.5, 0.75, 1.0)
+_PAIRED_CLIPS: tuple[float, ...] = (0.0, 0.005, 0.02, 0.05, 0.1)
+# Most bins of the smooth candidate g, and pooled pilot scores per bin.
+_FINE_MAX_BINS = 64
+_FINE_PER_BIN = 40
+
+
+def paired_bound_from_mean(t: float, *, order: float, weight: float) -> float:
+    """min over B > 0 of order/(order-1) log(t + weight B) - log B, shrunk for rounding (0 when
+    t <= 0: the bound shows nothing). Module docstring, (4)."""
+    if not (t > 0.0 and weight > 0.0):
+        return 0.0
+    a = order / (order - 1.0) * math.log(order * t)
+    b = math.log((order - 1.0) * t / weight)
+    return max(0.0, a - b - ROUNDING_SHRINK * (1.0 + abs(a) + abs(b)))
+
+
+def paired_lower_bound(x: np.ndarray, y: np.ndarray, bins_first: np.ndarray,
+                       bins_second: np.ndarray, *, order: float, weight: float, beta: float,
+                       lam: float) -> float:
+    """Lower confidence bound at level 1 - beta on D_order from paired rows: row i of the first
+    world fell in bin ``bins_first[i]`` and of the second in ``bins_second[i]`` (module
+    docstring, (4)); ``x``, ``y`` are the bins' values of X and Y."""
+    z = x[bins_first] - weight * y[bins_second]
+    # The range of Z from the bins' values, not from the draws: the stake cap must not depend
+    # on the tested rows.
+    ends = np.array([float(x.min()) - weight * float(y.max()),
+                     float(x.max()) - weight * float(y.min())])
+    values = np.concatenate([ends, z])
+    counts = np.concatenate([np.zeros(2), np.ones(z.size)])
+    t = betting_lower_mean(values, counts, beta=beta, lam=lam)
+    return paired_bound_from_mean(t, order=order, weight=weight)
+
+
+def _forecast_betting_lower(mean: float, var: float, n: int, low: float, *, beta: float,
+                            lam: float) -> float:
+    """Second-order forecast of :func:`betting_lower_mean` for n draws of a given mean and
+    variance (a pilot heuristic, no validity claimed): log W(m) / n ~ s d - s^2 (var + d^2) / 2
+    with d = mean - m and s the capped stake, set equal to log(1 / beta) / n."""
+    stake = lam if (mean - low) * lam <= _STAKE_CAP else _STAKE_CAP / (mean - low)
+    disc = 1.0 - 2.0 * math.log(1.0 / beta) / n - stake * stake * var
+    if disc < 0.0:
+        return -math.inf
+    return mean - (1.0 - math.sqrt(disc)) / stake
+
+
+def _smooth_candidates(p: np.ndarray, q: np.ndarray, pooled: np.ndarray, edges: np.ndarray,
+                       g_fit: np.ndarray, cp: np.ndarray, cq: np.ndarray
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(edges, g) on fine bins at pooled pilot quantiles: the log-ratio of two normal fits with
+    one shared variance (a line in the score) and with one variance each (a parabola), and the
+    quadratic smoothing of the coarse bins' log-ratio."""
+    n_fine = int(min(_FINE_MAX_BINS, pooled.size // _FINE_PER_BIN))
+    if n_fine <= edges.size + 1:
+        return []
+    fine = np.unique(np.quantile(pooled, np.arange(1, n_fine) / n_fine))
+    centres = _bin_centres(pooled, fine)
+    centres = np.where(np.isfinite(centres), centres, float(np.median(pooled)))
+    mp, mq = float(np.mean(p)), float(np.mean(q))
+    vp, vq = float(np.var(p)), float(np.var(q))
+    out = []
+    shared = 0.5 * (vp + vq)
+    if shared > 0:
+        out.append((fine, (mp - mq) / shared * centres))
+    if vp > 0 and vq > 0:
+        out.append((fine, (-(centres - mp) ** 2 / (2 * vp) + (centres - mq) ** 2 / (2 * vq)
+                           - 0.5 * math.log(vp / vq))))
+    if _DIRECTED_SMOOTH_DEGREE is not None:
+        out.append((fine, _smoothed_log_ratio(pooled, edges, g_fit, cp, cq, at_edges=fine)))
+    return out
+
+
+def _choose_paired(p: np.ndarray, q: np.ndarray, candidates, *, certified: Callable[[float], float],
+                   orders: Sequence[float], two_sided: bool, beta: float,
+                   n: int) -> DirectedChoice | None:
+    """The paired test's choices on the pilot rows ``p``, ``q`` (module docstring, (4)): g,
+    direction, clipping, order, weight and stake by the forecast bound at ``n`` tested rows
+    minus one standard error of the forecast."""
+    log_b = math.log(1.0 / beta)
+    best: DirectedChoice | None = None
+    best_score = -math.inf
+    for edges, g_one in candidates:
+        # Pseudo-counts: a bin the pilot saw rarely (a tail, where Y is largest) is not
+        # forecast to be as rare as seen.
+        cp, cq = bin_counts(p, edges) + _DIRECTED_SMOOTHING, bin_counts(q, edges) + _DIRECTED_SMOOTHING
+        fp, fq = cp / cp.sum(), cq / cq.sum()
+        options = [("forward", g_one, fp, fq)]
+        if two_sided:
+            options.append(("backward", -g_one, fq, fp))
+        for direction, g_dir, f_first, f_second in options:
+            pooled_freq = 0.5 * (f_first + f_second)
+            order_g = np.argsort(g_dir)
+            cum = np.cumsum(pooled_freq[order_g])
+            last = g_dir.size - 1
+            for clip in _PAIRED_CLIPS:
+                if clip > 0:
+                    lo = float(g_dir[order_g][min(np.searchsorted(cum, clip), last)])
+                    hi = float(g_dir[order_g][min(np.searchsorted(cum, 1 - clip), last)])
+                    if not hi > lo:
+                        continue
+                    g = np.clip(g_dir, lo, hi)
+                else:
+                    g = g_dir
+                if not np.ptp(g) > 0:
+                    continue
+                for order in orders:
+                    order = float(order)
+                    x, y = _directed_values(g, order)
+                    a, b = float(f_first @ x), float(f_second @ y)
+                    if not (a > 0 and b > 0):
+                        continue
+                    var_x = max(float(f_first @ x**2) - a * a, 0.0)
+                    var_y = max(float(f_second @ y**2) - b * b, 0.0)
+                    cert = float(certified(order))
+                    tight = (order - 1.0) / order * a / b
+                    for multiple in _PAIRED_WEIGHTS:
+                        k = multiple * tight
+                        # The pilot's means one standard error against the test: a weight
+                        # tuned to an underestimated B (heavy-tailed Y) is not preferred.
+                        mean = (a - math.sqrt(var_x / p.size)
+                                - k * (b + math.sqrt(var_y / q.size)))
+                        var = var_x + k * k * var_y
+                        if not (mean > 0 and var > 0):
+                            continue
+                        low = float(x.min()) - k * float(y.max())
+                        lam0 = math.sqrt(2.0 * log_b / (n * var))
+                        t, lam = max((_forecast_betting_lower(mean, var, n, low, beta=beta,
+                                                              lam=m * lam0), m * lam0)
+                                     for m in _DIRECTED_STAKES)
+                        margin = paired_bound_from_mean(t, order=order, weight=k) - cert
+                        # One standard error of the pilot's own estimate of the bound.
+                        error = math.sqrt(var / p.size) / ((order - 1.0) * mean)
+                        if margin - error > best_score:
+                            best_score = margin - error
+                            best = DirectedChoice(direction, order, tuple(float(e) for e in edges),
+                                                  tuple(float(v) for v in g), lam, lam, margin,
+                                                  paired_weight=k)
+    return best
 
 
 def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
                     orders: Sequence[float], two_sided: bool, beta: float, n_p: int,
-                    n_q: int) -> DirectedChoice:
+                    n_q: int, paired: bool = False) -> DirectedChoice:
     """Choose the directed test on a pilot (module docstring, (3)); ``n_p``, ``n_q`` are the
-    tested sample sizes the forecast is made for. Uses only the pilot."""
+    tested sample sizes the forecast is made for. ``paired``: the tested rows come in rows of
+    both worlds (equal sizes), so the paired test of (4) is chosen. Uses only the pilot."""
     p = as_score_sample(pilot_p, "pilot_p")
     q = as_score_sample(pilot_q, "pilot_q")
     # One pilot both fits g and forecasts the choices: the forecast's own standard error
@@ -212,6 +389,13 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
     fits = [g_fit]
     if _DIRECTED_SMOOTH_DEGREE is not None:
         fits.append(_smoothed_log_ratio(pooled, edges, g_fit, cp, cq))
+    if paired and n_p == n_q and p.size == q.size:
+        chosen = _choose_paired(p, q, [(edges, g) for g in fits]
+                                + _smooth_candidates(p, q, pooled, edges, g_fit, cp, cq),
+                                certified=certified, orders=orders, two_sided=two_sided,
+                                beta=beta, n=n_p)
+        if chosen is not None:
+            return chosen
     candidates = []
     for g_one in fits:
         candidates.append(("forward", g_one, freq_p, freq_q, n_p, n_q))
@@ -286,13 +470,33 @@ def directed_lower_bound(choice: DirectedChoice, counts_p, counts_q, *, beta: fl
                                     lam_second=choice.lam_second))
 
 
+def paired_directed_lower_bound(choice: DirectedChoice, p, q, *, beta: float) -> float:
+    """Lower confidence bound at level 1 - beta on D_order of the chosen direction from tested
+    rows: ``p[i]`` and ``q[i]`` are row i of the two worlds (module docstring, (4))."""
+    beta = check_beta(beta)
+    p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
+    if p.shape != q.shape or p.ndim != 1:
+        raise ValueError("the paired test needs the two worlds' scores row by row (equal sizes)")
+    if not (choice.paired_weight > 0 and np.ptp(np.asarray(choice.g)) > 0):
+        return 0.0
+    edges = np.asarray(choice.edges, dtype=np.float64)
+    x, y = _directed_values(np.asarray(choice.g, dtype=np.float64), choice.order)
+    first, second = (p, q) if choice.direction == "forward" else (q, p)
+    return paired_lower_bound(x, y, np.searchsorted(edges, first, side="right"),
+                              np.searchsorted(edges, second, side="right"), order=choice.order,
+                              weight=choice.paired_weight, beta=beta, lam=choice.lam_first)
+
+
 def directed_curve(p: np.ndarray, q: np.ndarray, choice: DirectedChoice, *,
                     orders: Sequence[float], beta: float) -> RenyiLowerBoundCurve:
     """The directed bound on the tested rows ``p``, ``q`` as a curve over ``orders``: the bound at
     the chosen order and above (D_alpha is non-decreasing in alpha), 0 below and the other way."""
     edges = np.asarray(choice.edges, dtype=np.float64)
     counts_p, counts_q = bin_counts(p, edges), bin_counts(q, edges)
-    bound = directed_lower_bound(choice, counts_p, counts_q, beta=beta)
+    if choice.paired_weight > 0:
+        bound = paired_directed_lower_bound(choice, p, q, beta=beta)
+    else:
+        bound = directed_lower_bound(choice, counts_p, counts_q, beta=beta)
     # D_alpha is non-decreasing in alpha: the bound at the chosen order holds at larger ones.
     at = [bound if a >= choice.order else 0.0 for a in orders]
     zero = [0.0] * len(orders)
@@ -310,6 +514,9 @@ def directed_curve(p: np.ndarray, q: np.ndarray, choice: DirectedChoice, *,
         counts_q=tuple(int(c) for c in counts_q),
         method=(f"directed: Hölder bound D_alpha >= alpha/(alpha-1) log E_P e^((alpha-1) g) - "
                 f"log E_Q e^(alpha g) with g, the {choice.direction} direction and order "
-                f"{choice.order:g} chosen on a pilot; betting confidence bounds on both means "
-                "(one joint region per world)"),
+                f"{choice.order:g} chosen on a pilot; "
+                + (f"one betting bound on the paired rows' mean of e^((alpha-1) g) - "
+                   f"{choice.paired_weight:.4g} e^(alpha g) (one test, whole level)"
+                   if choice.paired_weight > 0 else
+                   "betting confidence bounds on both means (one joint region per world)")),
     )

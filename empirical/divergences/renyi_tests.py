@@ -62,6 +62,7 @@ def renyi_audit(
     stop_at_violation: bool = False,
     method: str = "directed",
     rows=None,
+    paired: bool = True,
 ) -> RenyiAuditResult:
     """Test a certified Rényi curve alpha -> eps(alpha) against attack scores of two worlds.
 
@@ -81,7 +82,10 @@ def renyi_audit(
     orders evaluated): the verdict is the same, for callers that only need it. ``rows``, when
     given, is the split instead of one drawn from ``seed``: a permutation of the row indices
     drawn independently of the scores, whose first ``pilot_fraction`` of each side is the pilot
-    (:func:`~empirical.statistics.checks.split_order`).
+    (:func:`~empirical.statistics.checks.split_order`). ``paired`` (the default): samples of
+    equal size are rows (row i of both worlds is one trial; rows i.i.d.), so the directed test
+    may run as one paired test (:mod:`empirical.divergences.renyi_directed`, (4)); False keeps
+    the two worlds' bounds apart (only each world's sample is assumed i.i.d.).
     """
     p = as_score_sample(scores_p, "scores_p")
     q = as_score_sample(scores_q, "scores_q")
@@ -101,7 +105,7 @@ def renyi_audit(
         beta = check_beta(beta)
         choice = choose_directed(p[:n_pp], q[:n_pq], certified=certified, orders=orders,
                                  two_sided=two_sided, beta=beta, n_p=p.size - n_pp,
-                                 n_q=q.size - n_pq)
+                                 n_q=q.size - n_pq, paired=paired and p.size == q.size)
         curve = directed_curve(p[n_pp:], q[n_pq:], choice, orders=orders, beta=beta)
         certified_values = tuple(float(certified(a)) for a in curve.orders)
         violating = tuple(
