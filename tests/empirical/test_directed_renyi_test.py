@@ -167,3 +167,79 @@ def test_a_bound_at_one_order_is_reported_at_every_larger_order_only():
     bounds = result.curve.forward if result.choice.direction == "forward" else result.curve.backward
     assert all((b > 0) == (a >= chosen) for a, b in zip(result.curve.orders, bounds, strict=True))
     assert result.violation and stats is not None
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.floats(1e-6, 1e3), b=st.floats(1e-6, 1e3), k=st.floats(1e-4, 1e4),
+       share=st.floats(0.0, 1.0), order=st.sampled_from([1.02, 1.1, 1.5, 2.0, 4.0, 16.0, 32.0]))
+def test_paired_bound_from_a_mean_below_the_truth_never_exceeds_the_holder_bound(a, b, k, share,
+                                                                                 order):
+    """Module docstring, (4): whenever t <= A - k B (the event the betting bound gives), the
+    bound from t is at most the Hölder bound at the true A, B, hence at most D_alpha."""
+    t = share * (a - k * b)
+    holder = order / (order - 1) * math.log(a) - math.log(b)
+    assert renyi_directed.paired_bound_from_mean(t, order=order, weight=k) <= max(
+        0.0, holder) + 1e-9 * (1 + abs(holder))
+
+
+@pytest.mark.parametrize("order", [1.02, 1.5, 4.0])
+def test_paired_bound_is_the_minimum_over_b_found_by_a_scalar_minimiser(order):
+    for t, k in ((0.3, 0.7), (1e-3, 5.0), (2.0, 0.01)):
+        res = optimize.minimize_scalar(
+            lambda log_b: order / (order - 1) * math.log(t + k * math.exp(log_b)) - log_b,
+            bounds=(-40, 40), method="bounded", options={"xatol": 1e-12})
+        closed = renyi_directed.paired_bound_from_mean(t, order=order, weight=k)
+        assert closed == pytest.approx(max(res.fun, 0.0), rel=1e-6, abs=1e-9)
+        assert closed <= max(res.fun, 0.0) + 1e-9
+
+
+@pytest.mark.parametrize("order", [1.1, 2.0])
+def test_paired_test_covers_the_divergence_of_tight_binned_laws_row_by_row(order):
+    """Paired rows of two five-point laws with g the exact log-ratio (the Hölder bound tight,
+    the hardest case) and the tight weight: the bound exceeds D_alpha in at most a beta
+    fraction of 400 draws (four binomial standard errors), and is informative."""
+    rng = np.random.default_rng(13)
+    p = np.array([0.05, 0.1, 0.15, 0.2, 0.5])
+    q = np.array([0.3, 0.25, 0.2, 0.15, 0.1])
+    truth = _renyi_mp(p, q, order)
+    g = np.log(p / q) - np.log(p / q).max()
+    x, y = np.exp((order - 1) * g), np.exp(order * g)
+    k = (order - 1) / order * (p @ x) / (q @ y)
+    beta, draws, n = 0.2, 400, 2000
+    var = p @ x**2 - (p @ x) ** 2 + k * k * (q @ y**2 - (q @ y) ** 2)
+    lam = math.sqrt(2 * math.log(1 / beta) / (n * var))
+    bounds = [renyi_directed.paired_lower_bound(x, y, rng.choice(5, n, p=p), rng.choice(5, n, p=q),
+                                                order=order, weight=k, beta=beta, lam=lam)
+              for _ in range(draws)]
+    assert sum(b > truth for b in bounds) / draws <= beta + 4 * math.sqrt(beta * (1 - beta) / draws)
+    assert np.median(bounds) > 0.5 * truth
+
+
+def test_paired_test_reads_the_two_worlds_row_by_row_and_refuses_unequal_sizes():
+    choice = renyi_directed.DirectedChoice("forward", 2.0, (0.0,), (-1.0, 0.0), lam_first=1.0,
+                                           lam_second=1.0, predicted_margin=0.0, paired_weight=0.5)
+    with pytest.raises(ValueError, match="row by row"):
+        renyi_directed.paired_directed_lower_bound(choice, np.zeros(5), np.zeros(6), beta=0.05)
+
+
+def test_directed_test_runs_paired_on_equal_sizes_and_apart_otherwise():
+    rng = np.random.default_rng(3)
+    u, r = rng.normal(1.2, 1.0, 3000), rng.normal(0.0, 1.0, 3000)
+    paired = renyi_tests.renyi_audit(u, r, certified=lambda a: a / 2, seed=4)
+    apart = renyi_tests.renyi_audit(u, r, certified=lambda a: a / 2, seed=4, paired=False)
+    unequal = renyi_tests.renyi_audit(u, r[:2999], certified=lambda a: a / 2, seed=4)
+    assert paired.choice.paired_weight > 0 and "paired rows" in paired.curve.method
+    assert apart.choice.paired_weight == 0 and unequal.choice.paired_weight == 0
+
+
+def test_directed_test_catches_a_gaussian_noise_shortfall_of_eight_percent_in_most_draws():
+    """N(1.08, 1) against N(0, 1), certified curve alpha / 2, 10^4 rows, level 0.0475 (the
+    Rényi share when the (epsilon, delta) tests are ruled out): the paired test catches it on at
+    least 6 of 10 fixed seeds (the two separate bounds caught about 1 in 10)."""
+    hits = 0
+    for seed in range(10):
+        rng = np.random.default_rng([108, seed])
+        hits += renyi_tests.renyi_audit(rng.normal(1.08, 1.0, 10_000), rng.normal(0.0, 1.0, 10_000),
+                                        certified=lambda a: a / 2, beta=0.0475,
+                                        seed=seed).violation
+    assert hits >= 6
