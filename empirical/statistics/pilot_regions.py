@@ -107,6 +107,8 @@ _PSEUDO = 0.5  # add-1/2 smoothing of the pilot cells' counts
 # Pooled pilot scores per cell: fine cells resolve a leak that interleaves the worlds on a small
 # scale; their noisy ratios only matter when the cross-fitted check below keeps them.
 _CELL_SCORES = 8
+# Coarser cells tried beside them (multiples of _CELL_SCORES pooled pilot scores a cell).
+_COARSER: tuple[int, ...] = (4, 16)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -165,10 +167,11 @@ class RegionPlan:
         return self.cells.transform(scores) if self.cells is not None else self.sign * scores
 
 
-def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
+def _fit_cells(positive: np.ndarray, negative: np.ndarray, *,
+               per_cell: int = _CELL_SCORES) -> _Cells:
     pooled = np.sort(np.concatenate([positive, negative]))
     values, multiplicity = np.unique(pooled, return_counts=True)
-    n_cells = int(min(values.size, max(4, pooled.size // _CELL_SCORES)))
+    n_cells = int(min(values.size, max(4, pooled.size // per_cell)))
     if values.size <= n_cells:
         marks = np.arange(1, values.size)
     else:
@@ -189,6 +192,37 @@ def _fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells:
     log_ratio = (np.log((cell_p + _PSEUDO) / (positive.size + width))
                  - np.log((cell_q + _PSEUDO) / (negative.size + width)))
     return _Cells(cuts, log_ratio)
+
+
+def _normal_fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells | None:
+    """The fine cells of :func:`_fit_cells` with the log-ratio of two normal laws fitted to the
+    two worlds (a parabola in the score, at each cell's middle): an ordering by |score - c| where
+    the worlds differ in spread (two tails), smoother than the cells' own counts."""
+    cells = _fit_cells(positive, negative)
+    vp, vq = float(np.var(positive)), float(np.var(negative))
+    if not (vp > 0 and vq > 0) or cells.cuts.size < 2:
+        return None
+    cuts = cells.cuts
+    gaps = np.diff(cuts)
+    middle = np.concatenate([[cuts[0] - gaps[0] / 2], (cuts[:-1] + cuts[1:]) / 2,
+                             [cuts[-1] + gaps[-1] / 2]])
+    mp, mq = float(np.mean(positive)), float(np.mean(negative))
+    log_ratio = (-(middle - mp) ** 2 / (2 * vp) + (middle - mq) ** 2 / (2 * vq)
+                 - 0.5 * math.log(vp / vq))
+    return _Cells(cuts, log_ratio)
+
+
+def _orderings(positive: np.ndarray, negative: np.ndarray) -> list[_Cells]:
+    """Candidate cell orderings fitted on pilot rows: the fine cells' own ratios, the same on
+    cells :data:`_COARSER` times as wide (bands a fine cell's few counts cannot resolve), and
+    the normal fits' parabola (:func:`_normal_fit_cells`)."""
+    out = [_fit_cells(positive, negative)]
+    for factor in _COARSER:
+        out.append(_fit_cells(positive, negative, per_cell=_CELL_SCORES * factor))
+    fitted = _normal_fit_cells(positive, negative)
+    if fitted is not None:
+        out.append(fitted)
+    return out
 
 
 def _looks_normal(scores: np.ndarray) -> bool:
@@ -339,8 +373,9 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         assert best is not None
         return best
 
-    def on_cells(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
-        cells = _fit_cells(pos, neg)
+    def on_cells(pos: np.ndarray, neg: np.ndarray, which: int) -> RegionPlan:
+        orderings = _orderings(pos, neg)
+        cells = orderings[min(which, len(orderings) - 1)]
         predicted, rules = empirical(cells.transform(pos), cells.transform(neg), n_positive,
                                      n_negative)
         return RegionPlan(1.0, cells, tuple(rules), "empirical", predicted)
@@ -363,13 +398,15 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         # Cells only where the score's order misses the leak: on the held-out half their
         # ordering separates the worlds better than either orientation of the score by more
         # than _AUC_MARGIN standard errors of an AUC (Hanley-McNeil's null variance).
-        fitted = _fit_cells(fit_p, fit_q)
+        # Each candidate ordering is fitted on the first half and judged on the second; the
+        # best is refitted on the whole pilot.
         on_score_auc = _auc(held_p, held_q)
-        gain = _auc(fitted.transform(held_p), fitted.transform(held_q)) - max(on_score_auc,
-                                                                             1 - on_score_auc)
+        aucs = [_auc(c.transform(held_p), c.transform(held_q)) for c in _orderings(fit_p, fit_q)]
+        which = int(np.argmax(aucs))
+        gain = aucs[which] - max(on_score_auc, 1 - on_score_auc)
         se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
         if gain > _AUC_MARGIN * se:
-            return on_cells(pilot_positive, pilot_negative)
+            return on_cells(pilot_positive, pilot_negative, which)
     return score_plan
 
 
