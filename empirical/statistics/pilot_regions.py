@@ -58,6 +58,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import special
 
 from empirical.statistics.checks import (
     as_scores,
@@ -279,13 +280,25 @@ def _candidates(pos: np.ndarray, neg: np.ndarray) -> np.ndarray:
     return np.unique(np.concatenate([pooled, pooled[0] - steps, pooled[-1] + steps]))
 
 
+def _normal_tail(sorted_x: np.ndarray, t: np.ndarray, *, upper: bool) -> np.ndarray:
+    """P(X >= t) (``upper``) or P(X < t) of the normal law fitted to a pilot sample."""
+    sd = float(np.std(sorted_x))
+    z = (t - float(np.mean(sorted_x))) / max(sd, 1e-300)
+    return 0.5 * special.erfc((z if upper else -z) / math.sqrt(2.0))
+
+
 def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: int,
                     n_negative: int, delta: float, gamma_small: float, gamma_large: float,
-                    inequalities: tuple[bool, ...]) -> tuple[float, list[tuple[float, bool]]]:
+                    inequalities: tuple[bool, ...], normal_positive: bool = False,
+                    normal_negative: bool = False) -> tuple[float, list[tuple[float, bool]]]:
     """(forecast epsilon, rules) of "ordered value >= t" from the pilot's own rates, with an
     exponential tail past each world's m-th extreme value (:func:`_upper_rate`): for each
     inequality the t with the best Clopper-Pearson bound at the expected counts and the
-    candidates nearest half and twice its binding rate."""
+    candidates nearest half and twice its binding rate. ``normal_positive`` /
+    ``normal_negative``: that world's pilot looks normal, so its binding rate where the pilot
+    shows fewer than m scores is its normal fit's (a leak into one world's tail, past the
+    other's pilot, is placed where the normal world's rate is small enough, not at the other
+    world's last pilot score)."""
     pos, neg = np.sort(positive), np.sort(negative)
     candidates = _candidates(pos, neg)
     false_pos = neg.size - np.searchsorted(neg, candidates, side="left")
@@ -307,10 +320,16 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
         if reverse:
             fnr = np.where(edge, _lower_rate(pos, candidates),
                            (false_neg + 0.5 + _SHRINK * np.sqrt(false_neg)) / pos.size)
+            if normal_positive:
+                fnr = np.where(false_neg < _tail_size(pos.size),
+                               _normal_tail(pos, candidates, upper=False), fnr)
             fpr = 1.0 - shrunk
         else:
             fpr = np.where(edge, _upper_rate(neg, candidates),
                            (false_pos + 0.5 + _SHRINK * np.sqrt(false_pos)) / neg.size)
+            if normal_negative:
+                fpr = np.where(false_pos < _tail_size(neg.size),
+                               _normal_tail(neg, candidates, upper=True), fpr)
             fnr = 1.0 - shrunk
         fpr, fnr = np.minimum(fpr, 1.0), np.minimum(fnr, 1.0)
         g_fpr, g_fnr = (gamma_large, gamma_small) if reverse else (gamma_small, gamma_large)
@@ -352,11 +371,13 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
     inequalities = (False, True) if direction == "both" else (False,)
     signs = (1.0, -1.0) if both_orientations else (1.0,)
 
-    def empirical(pos: np.ndarray, neg: np.ndarray, n_pos: int,
-                  n_neg: int) -> tuple[float, list[tuple[float, bool]]]:
+    def empirical(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int,
+                  normal: tuple[bool, bool] = (False, False)
+                  ) -> tuple[float, list[tuple[float, bool]]]:
         return _empirical_plan(pos, neg, n_positive=n_pos, n_negative=n_neg, delta=delta,
                                gamma_small=gamma_small, gamma_large=gamma_large,
-                               inequalities=inequalities)
+                               inequalities=inequalities, normal_positive=normal[0],
+                               normal_negative=normal[1])
 
     def normal(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
         sign, predicted, rules = _plan(pos, neg, n_positive=n_positive, n_negative=n_negative,
@@ -366,8 +387,10 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
 
     def on_score(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
         best: RegionPlan | None = None
+        # A world whose pilot looks normal (the other does not) lends its normal tail.
+        normal = (_looks_normal(pos), _looks_normal(neg))
         for sign in signs:
-            predicted, rules = empirical(sign * pos, sign * neg, n_positive, n_negative)
+            predicted, rules = empirical(sign * pos, sign * neg, n_positive, n_negative, normal)
             if best is None or predicted > best.predicted:
                 best = RegionPlan(sign, None, tuple(rules), "empirical", predicted)
         assert best is not None
