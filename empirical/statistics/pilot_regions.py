@@ -11,9 +11,11 @@ chosen by the scores) decides, before any tested score is read:
    counts. A rule "g(s) >= t" says "unlearned" on the union of the cells whose estimated ratio is
    at least t: regions ordered by the ratio, not by the score, so a leak that interleaves the two
    worlds (a parity, two tails, a rare atom inside the bulk) is a region like any other. The
-   ordering is chosen by cross-fitting inside the pilot: g is fitted on the first half, and each
-   candidate's rules are forecast on the second half with the same empirical forecaster; g is
-   kept only when it forecasts clearly more than both orientations of the score.
+   candidate g: the fine cells' ratios, the same on coarser cells, and the fine cells ordered by
+   the log-ratio of two normal fits (:func:`_orderings`). The ordering is chosen by
+   cross-fitting inside the pilot: each g is fitted on the first half and judged by the AUC it
+   gives the second half's worlds; the best is kept (refitted on the whole pilot) only when it
+   beats both orientations of the score by :data:`_AUC_MARGIN` standard errors.
 2. *The rules.* Three per inequality of the certificate (forward, bound by the false-positive
    rate; reverse, bound by the false-negative rate), as in
    :mod:`~empirical.statistics.pilot_window`: the forecast optimum and the places where the
@@ -24,7 +26,8 @@ chosen by the scores) decides, before any tested score is read:
    the pilot's empirical rates: each small count moved one standard deviation against the rule
    (the best of many noisy forecasts is optimistic), the detected mass never extrapolated, and
    the binding rate past the pilot's last score read off an exponential tail only at a support
-   edge (where the rule detects a tenth of the other world). A tied value is an atom (a
+   edge (where the rule detects a tenth of the other world), or on the score off the binding
+   world's normal fit when that world's pilot alone looks normal. A tied value is an atom (a
    continuous law never ties) and gets a cell of its own; an atom the pilot saw at least three
    times in one world and never in the other (an output only that world gives) takes the
    window's last rule of its inequality, so the number of rules, and every level, stays.

@@ -186,3 +186,40 @@ def test_an_output_only_unlearned_models_give_is_caught_inside_the_bulk():
     # about log(0.05 n / log(1 / level)): far above what any half-line shows here
     assert result.epsilon > 4.0
     assert pilot_window_epsilon_lower_bound(p, q, delta=1e-5, seed=3).epsilon < 2.0
+
+
+# The Gaussian mechanism at sensitivity 1 and sigma 2: epsilon at delta 1e-5.
+_SIGMA2_EPSILON = 2.524
+
+
+def test_a_difference_of_spread_is_found_by_a_smooth_ordering_of_cells():
+    """N(0, 1.6^2) against N(0, 1): both tails leak and no half-line sees it; the normal fits'
+    parabola (or coarse cells) orders the cells, and the bound exceeds the epsilon of the
+    Gaussian mechanism at sigma 2 on at least 4 of 5 seeds at 20,000 per side."""
+    hits = 0
+    for seed in range(5):
+        rng = np.random.default_rng([1600, seed])
+        bound = pilot_regions_epsilon_lower_bound(rng.normal(0.0, 1.6, 20_000),
+                                                  rng.normal(0.0, 1.0, 20_000), delta=1e-5,
+                                                  alpha=ALPHA, seed=seed)
+        assert bound.ordering == "likelihood-ratio cells"
+        hits += bound.epsilon > _SIGMA2_EPSILON
+    assert hits >= 4
+
+
+def test_a_one_tail_leak_is_placed_where_the_normal_worlds_rate_is_small():
+    """1% of the unlearned outputs moved past 3.5 (unlearned pilot not normal, retrained pilot
+    normal): every forward rule lies where the retrained world's normal fit gives a rate below
+    one pilot score (past what its pilot can count), not at the edge of its pilot, where a
+    pseudo-count would put it (2.6-2.8 on this draw)."""
+    rng = np.random.default_rng(35)
+    n = 1000
+    moved = 3.5 + np.abs(rng.normal(0.0, 1.0, n))
+    unlearned = np.where(rng.random(n) < 0.01, moved, rng.normal(0.5, 1.0, n))
+    retrained = rng.normal(0.0, 1.0, n)
+    plan = pilot_regions_plan(unlearned, retrained, n_positive=19_000, n_negative=19_000,
+                              delta=1e-5, alpha=ALPHA, both_orientations=True, direction="both")
+    assert plan.cells is None and plan.sign == 1.0
+    forward = [t for t, reverse in plan.rules if not reverse]
+    unseen = stats.norm.isf(1.0 / n, loc=retrained.mean(), scale=retrained.std())
+    assert min(forward) > unseen > retrained.max()
