@@ -32,6 +32,7 @@ from typing import Any
 
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
+from audits.estimators import DEFAULT_ESTIMATORS
 from audits.execution import (
     ChunkResults,
     code_version,
@@ -47,7 +48,7 @@ from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.score_input import score_sides
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
-from audits.statistics import DEFAULT_STATISTICS
+from audits.statistics import DEFAULT_STATISTICS, ScoreOrientation
 from audits.store import STORE_NAME, FolderLock, check_folder
 from empirical.engine.memory import release_freed_memory
 
@@ -294,7 +295,7 @@ def audit_mechanism(
     seed: int = 0,
     attacks: Sequence[str] | None = None,
     statistics: Sequence[str] = DEFAULT_STATISTICS,
-    estimators: Sequence[str] = ("plugin-epsilon", "auc"),
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     chunk_size: int = 250,
     out_dir: str | Path | None = None,
     cache_key: str | None = None,
@@ -302,7 +303,7 @@ def audit_mechanism(
     progress: bool = False,
     ray_address: str | None = None,
     name: str = "custom mechanism",
-    direction: str = "both",
+    direction: str = ScoreOrientation.BOTH,
     replace: bool = False,
 ) -> AuditResult:
     """Audit your own :class:`~audits.protocols.TrialMechanism` against a certificate.
@@ -340,13 +341,13 @@ def audit_scores(
     certificate: Certificate,
     confidence: float = 0.95,
     statistics: Sequence[str] = DEFAULT_STATISTICS,
-    estimators: Sequence[str] = ("plugin-epsilon", "auc"),
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     unlearned_accuracy: Any = None,
     retrained_accuracy: Any = None,
     seed: int = 0,
     out_dir: str | Path | None = None,
     name: str = "precomputed scores",
-    direction: str = "both",
+    direction: str = ScoreOrientation.BOTH,
     replace: bool = False,
 ) -> AuditResult:
     """Audit precomputed attack scores: ``{attack: [n] or [n, E] scores}`` per side, or one

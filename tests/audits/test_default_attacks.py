@@ -20,7 +20,7 @@ from audits.report.html import render_html
 from audits.report.schema import validate_report
 from audits.report.text import summary_text
 from audits.runner import prepare_audit, run_audit
-from audits.spec import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS
+from audits.attacks import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS
 from audits.store import StoreError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
