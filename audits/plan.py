@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from audits.attacks import projects_statistics
-from audits.execution import code_version
 from audits.protocols import Certificate, TrialBatch, TrialMechanism
 from audits.spec import AuditSettings, AuditSpec
+from audits.versions import code_version
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import PreparedAudit
