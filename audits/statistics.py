@@ -228,7 +228,7 @@ def _bonferroni_pareto(seed: int):
 def _sample_split(seed: int):
     from empirical import statistics as st
 
-    return st.SampleSplit(selection_fraction=0.5, seed=derived_seed(seed, "sample-split"))
+    return st.SampleSplit(selection_fraction=0.5, seed=derived_seed(seed, SAMPLE_SPLIT.name))
 
 
 def _min_pilot_trials() -> int:
