@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from audits.adapters.data import SpecData
 from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
+from audits.attacks import DEFAULT_ATTACKS
 from audits.estimators import DEMO_ESTIMATORS
 from audits.fields import from_fields
 from audits.protocols import Certificate
@@ -27,9 +28,7 @@ from audits.statistics import DEFAULT_STATISTICS
 
 __all__ = [
     "AdapterBase",
-    "DEMO_ATTACKS",
     "DEMO_ESTIMATORS",
-    "DEMO_STATISTICS",
     "DemoSettings",
     "FLIP_FIRST_RECORD",
     "demo_audit_spec",
@@ -135,8 +134,6 @@ class AdapterBase:
         return None
 
 
-DEMO_ATTACKS = ("loss", "projection")
-DEMO_STATISTICS = DEFAULT_STATISTICS
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
 
@@ -161,8 +158,8 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
         trials=n,
         # a non-integer N is left for the spec's own check to name
         pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=DEMO_ATTACKS,
-        statistics=DEMO_STATISTICS,
+        attacks=DEFAULT_ATTACKS,
+        statistics=DEFAULT_STATISTICS,
         estimators=DEMO_ESTIMATORS,
         confidence=0.95,
         seed=0,

@@ -31,7 +31,7 @@ from audits.adapters.mechanism import SpecMechanism, run_request_trials
 from audits.adapters.params import AlgorithmParams, noise_scale, positive
 from audits.adapters.protocol import PreparedAudit
 from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
-from audits.exact_loss import LIKELIHOOD_RATIO
+from audits.attacks import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail, integer, positive_int
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
@@ -262,7 +262,7 @@ class D2DAdapter(AdapterBase):
     bench_bound = "neel2021:thm9"
     worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
-    extra_attacks = (LIKELIHOOD_RATIO,)
+    extra_attacks = (LIKELIHOOD_RATIO.name,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals

@@ -50,8 +50,8 @@ from audits.adapters.koloskova_params import (
     OutputPerturbationParams,
 )
 from audits.adapters.protocol import PreparedAudit
+from audits.attacks import LIKELIHOOD_RATIO, STATED_DIRECTION
 from audits.certify import certify
-from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
@@ -302,7 +302,7 @@ class _KoloskovaAdapter(AdapterBase):
     params_type: type
     parameter_help = HELP
     worst_case_forget = WORST_CASE_RULE
-    extra_attacks = ("stated-direction",)
+    extra_attacks = (STATED_DIRECTION.name,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -395,7 +395,7 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
     params_type = OutputPerturbationParams
     scaled_noise = "the output noise N(0, sigma^2 I) of eq. (1)"
     # the likelihood-ratio attack where the released laws are exact (no fine-tuning)
-    extra_attacks = ("stated-direction", LIKELIHOOD_RATIO)
+    extra_attacks = (STATED_DIRECTION.name, LIKELIHOOD_RATIO.name)
     demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")
 
 
