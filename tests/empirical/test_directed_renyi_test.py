@@ -185,9 +185,11 @@ def test_paired_bound_from_a_mean_below_the_truth_never_exceeds_the_holder_bound
 @pytest.mark.parametrize("order", [1.02, 1.5, 4.0])
 def test_paired_bound_is_the_minimum_over_b_found_by_a_scalar_minimiser(order):
     for t, k in ((0.3, 0.7), (1e-3, 5.0), (2.0, 0.01)):
-        res = optimize.minimize_scalar(
-            lambda log_b: order / (order - 1) * math.log(t + k * math.exp(log_b)) - log_b,
-            bounds=(-40, 40), method="bounded", options={"xatol": 1e-12})
+        def objective(log_b, t=t, k=k):
+            return order / (order - 1) * math.log(t + k * math.exp(log_b)) - log_b
+
+        res = optimize.minimize_scalar(objective, bounds=(-40, 40), method="bounded",
+                                       options={"xatol": 1e-12})
         closed = renyi_directed.paired_bound_from_mean(t, order=order, weight=k)
         assert closed == pytest.approx(max(res.fun, 0.0), rel=1e-6, abs=1e-9)
         assert closed <= max(res.fun, 0.0) + 1e-9
