@@ -221,7 +221,7 @@ def _orderings(positive: np.ndarray, negative: np.ndarray) -> list[_Cells]:
     cells :data:`_COARSER` times as wide (bands a fine cell's few counts cannot resolve), and
     the normal fits' parabola (:func:`_normal_fit_cells`)."""
     out = [_fit_cells(positive, negative)]
-    for factor in _COARSER:
+    for factor in _COARSER:  # from the finest to the smoothest
         out.append(_fit_cells(positive, negative, per_cell=_CELL_SCORES * factor))
     fitted = _normal_fit_cells(positive, negative)
     if fitted is not None:
@@ -427,11 +427,13 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         # Each candidate ordering is fitted on the first half and judged on the second; the
         # best is refitted on the whole pilot.
         on_score_auc = _auc(held_p, held_q)
-        aucs = [_auc(c.transform(held_p), c.transform(held_q)) for c in _orderings(fit_p, fit_q)]
-        which = int(np.argmax(aucs))
-        gain = aucs[which] - max(on_score_auc, 1 - on_score_auc)
+        aucs = np.array([_auc(c.transform(held_p), c.transform(held_q))
+                         for c in _orderings(fit_p, fit_q)])
         se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
-        if gain > _AUC_MARGIN * se:
+        if aucs.max() - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
+            # The smoothest ordering within one standard error of the best (the list runs from
+            # the finest to the smoothest): fewer fitted ratios place the extreme rules better.
+            which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
             return on_cells(pilot_positive, pilot_negative, which)
     return score_plan
 
