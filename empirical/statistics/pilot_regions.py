@@ -430,10 +430,11 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         aucs = np.array([_auc(c.transform(held_p), c.transform(held_q))
                          for c in _orderings(fit_p, fit_q)])
         se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
-        if aucs.max() - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
-            # The smoothest ordering within one standard error of the best (the list runs from
-            # the finest to the smoothest): fewer fitted ratios place the extreme rules better.
-            which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
+        # The smoothest ordering within one standard error of the best (the list runs from the
+        # finest to the smoothest): fewer fitted ratios place the extreme rules better. It must
+        # itself beat the score by the margin.
+        which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
+        if aucs[which] - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
             return on_cells(pilot_positive, pilot_negative, which)
     return score_plan
 
