@@ -33,11 +33,11 @@ def _slack(rate: float, runs: int) -> float:
     return max(1.0 / runs, 2.0 * math.sqrt(max(rate * (1 - rate), 0.0) / runs))
 
 
-# Leaks whose truth-chosen set the default statistic does not yet reach (measured: tail leak
-# 5 of 10 against 0.99, scale leak 1 of 10 against 1.00, multimodal leak 1 of 10 against 1.00 at
-# 20,000 trials per side): their regions are two tails or two bands of the score, which the
-# cells' cross-fitted AUC check does not pick up from a 5% pilot.
-_NOT_YET = ("tail leak", "scale leak", "multimodal")
+# Cells whose truth-chosen set the default statistic does not yet reach with (epsilon, delta)
+# alone (measured on draws [9000, N, seed]: multimodal leak 0 of 10 against 0.83 at 2,000 trials
+# per side, whose 100-row pilot does not resolve the two bands; the tail, scale and multimodal
+# leaks at 20,000 reach 9, 10 and 10 of 10, docs/audits.md).
+_NOT_YET = {("multimodal", 2_000)}
 
 
 def _cases():
@@ -45,8 +45,9 @@ def _cases():
         if leak.no_privacy:
             continue
         for n in (2_000, 20_000):
+            short = any(leak.name.startswith(name) and n == size for name, size in _NOT_YET)
             marks = [pytest.mark.xfail(reason="below 0.8 of the truth-chosen set (docs/audits.md)",
-                                       strict=False)] if leak.name.startswith(_NOT_YET) else []
+                                       strict=False)] if short else []
             yield pytest.param(leak, n, marks=marks, id=f"{leak.name}-{n}")
 
 
