@@ -199,12 +199,21 @@ def detectable(certificate: Certificate, design: Design,
     return _detectable(key)
 
 
+def simulation_seed(key: tuple) -> int:
+    """The seed of the simulation of ``(epsilon, delta, curve, renyi_direction, design,
+    families)``: from their values alone (a family by its name, label, grid and Rényi flag; its
+    draw function has no repr that is stable across processes), so every process draws alike."""
+    *values, families = key
+    named = (*values, tuple((f.name, f.label, f.grid, f.with_renyi) for f in families))
+    return derived_seed(0, f"detectable/{named!r}")
+
+
 @functools.lru_cache(maxsize=64)
 def _detectable(key: tuple) -> Detectable:
     epsilon, delta, curve, renyi_direction, design, families = key
     certificate = Certificate(epsilon=epsilon, delta=delta, renyi_curve=curve or None,
                               renyi_direction=renyi_direction)
-    seed = derived_seed(0, f"detectable/{key!r}")
+    seed = simulation_seed(key)
     mu = gaussian_equivalent_mu(certificate)
     n = min(design.n, MAX_SIMULATED_TRIALS)
 
