@@ -23,7 +23,8 @@ preconditions and guarantee; from that one declaration come float (numpy, vector
 # Discovery of the papers happens here, once: each paper module registers its declarations on
 # import. The engine never imports the papers, so the package has no import circle.
 import bounds.papers  # noqa: E402,F401,I001
-from bounds.declarations import Bound, Evaluation
+from bounds.declarations import Bound
+from bounds.evaluator import Evaluation
 from bounds.errors import BoundError, PreconditionError, SolverError, UnknownBoundError
 from bounds.registry import get, list_bounds
 
