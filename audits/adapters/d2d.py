@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
+from audits.adapters.base import DEMO_ATTACKS, AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import mark_broken
 from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism
@@ -194,10 +194,13 @@ class D2DAdapter(AdapterBase):
     # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
     # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
     # M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    # With the internal state from the point 0 the output laws are exactly Gaussian, so the demo
+    # runs their likelihood-ratio test beside the loss and projection attacks.
     demo = DemoSettings(params=D2DParams(), trials=20000, name="d2d-demo",
-                                request=RequestSpec(kind="remove", indices=(0,)),
-                                certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
-                                                            calibrate="sigma"))
+                        request=RequestSpec(kind="remove", indices=(0,)),
+                        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                                    calibrate="sigma"),
+                        attacks=(*DEMO_ATTACKS, LIKELIHOOD_RATIO))
     bench_bound = "neel2021:thm9"
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
     extra_attacks = (LIKELIHOOD_RATIO,)
