@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
 from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.attacks import DEFAULT_ATTACKS
 from audits.estimators import DEMO_ESTIMATORS
 from audits.fields import fail, from_fields
 from audits.protocols import Certificate
@@ -31,18 +32,13 @@ from empirical.mechanisms.parameters import ParameterError, parameter_help
 
 __all__ = [
     "AdapterBase",
-    "DEMO_ATTACKS",
     "DEMO_ESTIMATORS",
-    "DEMO_STATISTICS",
     "DemoSettings",
     "FLIP_FIRST_RECORD",
     "MechanismPlan",
     "demo_audit_spec",
     "prepared_audit",
 ]
-
-DEMO_ATTACKS = ("loss", "projection")
-
 
 @dataclass(frozen=True)
 class DemoSettings:
@@ -60,7 +56,7 @@ class DemoSettings:
     dataset: Any = None  # DatasetSpec; None: digits 3-vs-8
     model: Any = None  # ModelSpec; None: the spec's default model
     chunk_size: int = 2500
-    attacks: tuple[str, ...] | None = DEMO_ATTACKS
+    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS
 
 
 @dataclass(frozen=True)
@@ -226,7 +222,6 @@ class AdapterBase:
         return None
 
 
-DEMO_STATISTICS = DEFAULT_STATISTICS
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
 
@@ -235,7 +230,7 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
                     certificate: CertificateSpec | None = None,
                     dataset: DatasetSpec | None = None, model: ModelSpec | None = None,
                     chunk_size: int = 2500,
-                    attacks: tuple[str, ...] | None = DEMO_ATTACKS) -> AuditSpec:
+                    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS) -> AuditSpec:
     """A demo audit: the algorithm's own parts plus the settings every demo shares (the loss
     and projection attacks unless ``attacks`` names others, None leaving them to the default
     rule; both statistics, all estimators, 95% joint confidence, seed 0, one pilot trial per
@@ -254,7 +249,7 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
         # a non-integer N is left for the spec's own check to name
         pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
         attacks=attacks,
-        statistics=DEMO_STATISTICS,
+        statistics=DEFAULT_STATISTICS,
         estimators=DEMO_ESTIMATORS,
         confidence=0.95,
         seed=0,

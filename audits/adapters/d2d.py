@@ -24,13 +24,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits.adapters.base import DEMO_ATTACKS, AdapterBase, DemoSettings, MechanismPlan
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import mark_broken
 from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism
 from audits.adapters.protocol import PreparedAudit
 from audits.adapters.worst_case import RecordDomain
-from audits.exact_loss import LIKELIHOOD_RATIO
+from audits.attacks import DEFAULT_ATTACKS, LIKELIHOOD_RATIO
 from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
@@ -200,10 +200,10 @@ class D2DAdapter(AdapterBase):
                         request=RequestSpec(kind="remove", indices=(0,)),
                         certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
                                                     calibrate="sigma"),
-                        attacks=(*DEMO_ATTACKS, LIKELIHOOD_RATIO))
+                        attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
     bench_bound = "neel2021:thm9"
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
-    extra_attacks = (LIKELIHOOD_RATIO,)
+    extra_attacks = (LIKELIHOOD_RATIO.name,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals

@@ -34,11 +34,11 @@ from audits.cli.common import (
     parse_assignments,
     positive_number,
     probability,
-    toolkit_version,
     with_json,
 )
 from audits.progress import json_lines, reporting
 from audits.progress import line as progress_line
+from audits.versions import toolkit_version
 from bounds.calibration import calibrate
 from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError

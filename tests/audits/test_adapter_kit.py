@@ -151,7 +151,8 @@ def test_time_batched_and_loop_times_the_same_trials() -> None:
 
 
 def test_a_demo_names_its_attacks_and_none_leaves_them_to_the_default_rule() -> None:
-    from audits.adapters.base import DEMO_ATTACKS, DemoSettings
+    from audits.adapters.base import DemoSettings
+    from audits.attacks import DEFAULT_ATTACKS
     from audits.runner import prepare_audit
 
     class _Demo(AdapterBase):
@@ -159,7 +160,7 @@ def test_a_demo_names_its_attacks_and_none_leaves_them_to_the_default_rule() -> 
         demo = DemoSettings(params=_Params(), trials=10, name="toy", attacks=None)
 
     assert _Demo().demo_spec().attacks is None
-    assert DemoSettings(params=_Params(), trials=10, name="toy").attacks == DEMO_ATTACKS
+    assert DemoSettings(params=_Params(), trials=10, name="toy").attacks == DEFAULT_ATTACKS
     d2d = adapters()["d2d"]  # exact Gaussian laws at its demo: their likelihood-ratio test too
     prepared = prepare_audit(d2d.demo_spec(trials=10))
     assert prepared.attacks == ("loss", "projection", "likelihood-ratio")
