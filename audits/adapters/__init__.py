@@ -4,6 +4,6 @@ The kit: :mod:`~audits.adapters.protocol` is the seam (what the generic audit as
 algorithm), :mod:`~audits.adapters.base` the base class with every default,
 :mod:`~audits.adapters.params`, :mod:`~audits.adapters.data`,
 :mod:`~audits.adapters.certificates` and :mod:`~audits.adapters.mechanism` the plumbing by
-concern, and :mod:`~audits.adapters.builtin` the list of built-in adapters that
-:mod:`audits.registry` loads.
+concern. :mod:`audits.registry` imports every module here before its first look-up, so a new
+adapter module is found without a list to edit.
 """
