@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from audits.fields import SpecError
 from bounds.plugins import ALGORITHMS_GROUP, load_group
+from bounds.registry import load_plugins
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import AlgorithmAdapter
@@ -72,6 +73,7 @@ def _load_builtins() -> None:
         _loaded = True
         for module in builtin_modules():
             importlib.import_module(module)
+        load_plugins()  # the plug-in bounds first: an adapter's bound fails under its own name
         load_group(ALGORITHMS_GROUP, _register_plugin)
 
 

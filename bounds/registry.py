@@ -32,7 +32,9 @@ def seal_builtins() -> None:
     _sealed = True
 
 
-def _load_plugins() -> None:
+def load_plugins() -> None:
+    """Load the bounds of the entry-point group ``unlearn_verify.bounds`` (once; every look-up
+    does it first)."""
     if _sealed:  # never while the built-in papers are still registering
         load_group(BOUNDS_GROUP)
 
@@ -57,7 +59,7 @@ def register(bound: Bound) -> Bound:
 
 def get(bound_id: str) -> Bound:
     """The bound declared under ``bound_id`` (or one of its aliases)."""
-    _load_plugins()
+    load_plugins()
     key = _ALIASES.get(bound_id, bound_id)
     try:
         return _REGISTRY[key]
@@ -71,7 +73,7 @@ def list_bounds(paper: str | None = None, *, plugins: bool = True) -> list[Bound
     """Every declared bound, optionally only those of one paper, in declaration order (the
     built-ins first); ``plugins=False``: the built-in bounds only."""
     if plugins:
-        _load_plugins()
+        load_plugins()
     out = [b for b in _REGISTRY.values() if plugins or b.id in _BUILTINS]
     if paper is not None:
         out = [b for b in out if b.paper == paper or any(a.startswith(paper + ":") for a in b.aliases)]
@@ -109,7 +111,7 @@ def register_reproduction(reproduction: Reproduction) -> Reproduction:
 
 def get_reproduction(reproduction_id: str) -> Reproduction:
     """The reproduction registered as ``reproduction_id`` (UnknownBoundError otherwise)."""
-    _load_plugins()
+    load_plugins()
     try:
         return _REPRODUCTIONS[reproduction_id]
     except KeyError:
@@ -121,5 +123,5 @@ def get_reproduction(reproduction_id: str) -> Reproduction:
 def list_reproductions(*, plugins: bool = True) -> list[Reproduction]:
     """Every registered reproduction, in registration order; ``plugins=False``: the built-ins."""
     if plugins:
-        _load_plugins()
+        load_plugins()
     return [r for r in _REPRODUCTIONS.values() if plugins or r.id in _BUILTINS]
