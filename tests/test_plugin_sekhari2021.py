@@ -1,0 +1,71 @@
+"""The example plug-in (examples/plugin/, Sekhari et al. 2021), installed with pip into a
+temporary folder, audited from the command line: discovered through its entry points alone."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from tests.plugin_env import ROOT, run_unlearn
+
+PLUGIN = ROOT / "examples" / "plugin"
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    """``pip install --no-deps --no-build-isolation --target SITE`` of a copy of the plug-in
+    (offline; the copy keeps build files out of the checkout)."""
+    tmp = tmp_path_factory.mktemp("plugin")
+    shutil.copytree(PLUGIN, tmp / "src", ignore=shutil.ignore_patterns("build", "*.egg-info",
+                                                                       "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                    "--no-build-isolation", "--no-index", "--target", str(tmp / "site"),
+                    str(tmp / "src")], check=True, capture_output=True, timeout=120)
+    return tmp
+
+
+def unlearn(installed: pathlib.Path, *args: str) -> subprocess.CompletedProcess[str]:
+    out = run_unlearn(args, paths=[installed / "site"], cwd=installed)
+    assert out.returncode == 0 and "note:" not in out.stderr, out.stderr
+    return out
+
+
+def test_the_installed_plugin_is_listed_with_its_bounds(installed: pathlib.Path) -> None:
+    algorithms = unlearn(installed, "audit", "algorithms").stdout
+    assert "sekhari2021-newton: Sekhari et al. 2021 (plug-in)" in algorithms
+    assert algorithms.index("pnsgd") < algorithms.index("sekhari2021-newton")  # built-ins first
+    ids = [row["id"] for row in json.loads(
+        unlearn(installed, "bounds", "list", "--paper", "sekhari2021", "--json").stdout)["bounds"]]
+    assert ids == ["sekhari2021:alg2/gamma", "sekhari2021:alg2/renyi", "sekhari2021:alg2/sigma"]
+    value = json.loads(unlearn(installed, "bounds", "eval", "sekhari2021:alg2/gamma", "L=2",
+                               "M=1/10", "lam=1/10", "m=1", "n=280", "--json").stdout)
+    assert float(value["value"]) == pytest.approx(2 * 0.1 * 4 / (0.1**3 * 280**2), rel=1e-15)
+
+
+def test_the_installed_plugin_is_audited_from_the_command_line(installed: pathlib.Path) -> None:
+    out = unlearn(installed, "audit", "demo", "--algorithm", "sekhari2021-newton", "--trials",
+                  "400", "--out", str(installed / "demo"), "--json", "--quiet")
+    report = json.loads(out.stdout)
+    assert report["status"] == "CONSISTENT", report
+    assert report["bound"] == "sekhari2021:alg2/renyi" and report["certified_epsilon"] <= 1
+    assert report["exact_epsilon"] is not None  # the exact Gaussian laws reached the report
+
+
+@pytest.mark.slow
+def test_the_plugins_own_tests_pass_when_installed(installed: pathlib.Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          str(installed / "src" / "test_sekhari2021.py")],
+                         capture_output=True, text=True, cwd=installed, timeout=600,
+                         env=run_env(installed))
+    assert out.returncode == 0, out.stdout[-3000:]
+
+
+def run_env(installed: pathlib.Path) -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(installed / "site")])}
