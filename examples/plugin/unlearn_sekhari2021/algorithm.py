@@ -86,7 +86,7 @@ def run_sekhari(dataset: Any, request: Any, *, config: SekhariConfig, options: A
                 **evaluate(setup.model, "retrained", retrained, setup.sets)}
 
     outputs = setup.run(pipeline, bytes_per_trial=64 * (dim + dataset.n))
-    return TrialResult(**result_fields(setup, outputs, sides=("unlearned", "retrained")))
+    return TrialResult(**result_fields(setup, outputs))
 
 
 @dataclass(frozen=True)
