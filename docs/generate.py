@@ -1,9 +1,10 @@
 """Generate the theorem reference ``docs/theorems/<paper>.md`` from the bound registry.
 
-Every page is derived from the built-in declarations (``bounds.list_bounds(plugins=False)``) and
-the registered reproductions (``bounds.registry.list_reproductions(plugins=False)``), so a new paper module or a changed
-formula shows up after one run. The output is deterministic: papers in alphabetical order,
-bounds in declaration order, example values from mpmath (platform independent).
+Every page is derived from the built-in declarations (``bounds.list_bounds(plugins=False)``)
+and reproductions (``bounds.registry.list_reproductions(plugins=False)``; a plug-in documents its
+own), so a new paper module or a changed formula shows up after one run. The output is
+deterministic: papers in alphabetical order, bounds in declaration order, example values from
+mpmath (platform independent).
 
 Usage::
 

@@ -11,13 +11,13 @@ import mpmath
 import numpy as np
 import pytest
 import torch
+from unlearn_sekhari2021.algorithm import ADAPTER, M_LOGISTIC, newton_removal
+from unlearn_sekhari2021.bound import RENYI, SENSITIVITY, SIGMA
 
 from audits.registry import register_adapter
 from audits.runner import prepare_audit
 from audits.testing import assert_consistent, assert_violation
 from bounds.conversions import best_epsilon
-from unlearn_sekhari2021.algorithm import ADAPTER, M_LOGISTIC, newton_removal
-from unlearn_sekhari2021.bound import RENYI, SENSITIVITY, SIGMA
 
 register_adapter(ADAPTER)  # the entry point does this when the package is installed
 mpmath.mp.dps = 50
