@@ -3,92 +3,56 @@
 Soundness. Every (epsilon, delta) lower bound is a Clopper-Pearson bound from
 :mod:`empirical.statistics` (or :mod:`empirical.statistics.pilot` for the pilot threshold) whose
 threshold choice is covered by its strategy; with a Rényi certificate, each attack's histogram
-Rényi test (:mod:`empirical.renyi_audit`, data-processing inequality) checks the whole certified
-curve. The audit runs a family of tests (attacks x statistics x score orientations, plus the
-Rényi tests); their levels are split by a weighted Bonferroni rule (Allocation, below), so all
-of them hold simultaneously with probability at least ``confidence``. Each test is also run on
-the two worlds' scores pulled apart at the same level (the reference violation,
-:func:`_pulled_apart`), which is what :mod:`audits.verdict` needs to tell CONSISTENT from
-INCONCLUSIVE. A certificate is tested only in the direction it states
-(:func:`certificate_direction`). Data-dependent attack parameters (the projection direction)
-come from pilot trials with their own seed, never used to certify. Plug-in numbers are reported
-as estimates. :func:`analyse` runs all of it for an :class:`~audits.plan.AuditPlan` and its
-trials; :mod:`audits.report.assemble` builds the report.
-
-Allocation. One seeded permutation of the N trial rows (:func:`trial_rows`; drawn from the
-audit seed, never from the scores) is shared by both worlds (row i of both worlds is trial i,
-which may share randomness) and by every attack. Every pilot of the audit is a prefix of it:
-the pilot statistics (:attr:`~audits.statistics.EpsilonStatistic.uses_allocation_pilot`) hold
-out its first k = :func:`~audits.statistics.allocation_pilot_size` rows (5%), P0, the
-*allocation pilot*, and the Rényi test its first 20%, a superset of P0; each test reads only
-its pilot and the rows after it. The weights (the level of each test) are a function of P0
-alone (:func:`pilot_allocation`): a kind of test that the forecasts from P0 predict cannot
-reject at the whole level -- the (epsilon, delta) tests when their predicted epsilon is at most
-the certified one, the Rényi tests when the fits' Rényi divergence stays at or below the
-certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
-:data:`FLOOR_RENYI`) and the other kind gets the rest; otherwise the split is
-:data:`RENYI_SHARE` to the Rényi tests (:func:`allocation`).
-
-Validity. Let beta_i(P0) be the level of test i, with sum_i beta_i(P0) <= 1 - confidence for
-every value of P0 (:func:`allocation` checks this for each of its four cases). Rows are i.i.d.
-and the permutation is independent of them, so given the permutation and the scores of P0, the
-other rows are still i.i.d. draws of the row law, independent of P0. Test i is a function of its
-pilot Pi (P0 itself, or the first 20%, which contains P0) and of rows outside Pi; it is valid at
-any level fixed before its tested rows are read, conditionally on Pi, and beta_i(P0) is such a
-level (P0 is part of Pi). Hence P(test i rejects a true certificate | P0) =
-E[P(test i rejects | Pi) | P0] <= beta_i(P0), and by the union bound
-P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every P0; averaging over P0
-gives the unconditional guarantee. Nothing else is needed: the choice may be as poor as the
-normal fits make it, it only moves power between tests. The argument needs every test to hold
-out P0; a statistic that reads every trial (bonferroni-pareto, sample-split, or pilot-window
-below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` trials, where it has no
-pilot) would read P0 as tested data, so with one in the family the split stays fixed
-(:func:`fixed_split_reason`), and the report says which rule ran (``verdict.tests.allocation``).
+Rényi test (:mod:`empirical.divergences.renyi_tests`, data-processing inequality) checks the
+whole certified curve. The audit runs a family of tests (attacks x statistics x score
+orientations, plus the Rényi tests); their levels are split by a weighted Bonferroni rule
+(:mod:`audits.allocation`), so all of them hold simultaneously with probability at least
+``confidence``. Each test is also run on the two worlds' scores pulled apart at the same level
+(the reference violation, :func:`_pulled_apart`), which is what :mod:`audits.verdict` needs to
+tell CONSISTENT from INCONCLUSIVE. A certificate is tested only in the direction it states
+(:attr:`~audits.protocols.Certificate.privacy_direction`). Data-dependent attack parameters (the
+projection direction) come from pilot trials with their own seed, never used to certify. Plug-in
+numbers are reported as estimates. :func:`analyse` runs all of it for an
+:class:`~audits.plan.AuditPlan` and its trials; :mod:`audits.report.assemble` builds the report.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from audits import progress
+from audits.allocation import (
+    RENYI_MIN_TRIALS,
+    RENYI_PILOT_FRACTION,
+    Allocation,
+    allocation,
+    pilot_allocation,
+    trial_rows,
+)
 from audits.estimators import estimator
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
-from audits.results import EstimateResult, LowerBoundResult, RenyiTestResult, finite
-from audits.seeds import derived_seed
+from audits.results import AttackScores, EstimateResult, LowerBoundResult, RenyiTestResult
 from audits.statistics import (
     EpsilonStatistic,
-    allocation_pilot_size,
     statistic,
 )
-from empirical.memory import release_freed_memory
+from empirical.engine.memory import release_freed_memory
 
 if TYPE_CHECKING:
     from audits.execution import ChunkResults
     from audits.plan import AuditPlan
 
-__all__ = ["RENYI_SHARE", "Allocation", "Analysis", "AttackScores", "allocation", "analyse",
-           "pilot_allocation", "trial_rows"]
+__all__ = ["Analysis", "analyse", "design_refutes", "one_lower_bound"]
 
 # Largest number of points kept per ROC curve in the report (the AUC uses every score), and
 # of scores per side kept for the histograms.
 _ROC_POINTS = 600
 _PLOT_SCORES = 5000
-
-
-@dataclass(frozen=True)
-class AttackScores:
-    """One attack's scores, unlearned (the positive class) and retrained, one per trial."""
-
-    name: str
-    unlearned: np.ndarray  # [n] aggregated score
-    retrained: np.ndarray
-    per_example: tuple[np.ndarray, np.ndarray] | None  # [n, E] when E > 1
-    details: Mapping[str, Any]
 
 
 def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
@@ -142,105 +106,6 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
     return out
 
 
-# Fraction of the trials the Rényi test sets aside to choose its bins (a seeded random subset,
-# independent of the tested scores; it contains the allocation pilot).
-RENYI_PILOT_FRACTION = 0.2
-# Smallest number of trials per side for which the histogram test is run.
-RENYI_MIN_TRIALS = 20
-
-
-# Share of the error budget 1 - confidence the Rényi tests get when they run (split evenly
-# among them; the (epsilon, delta) tests split the rest evenly) unless the allocation pilot
-# rules a kind out (:func:`pilot_allocation`). Why most of it: with a Rényi certificate the
-# directed Rényi test is the one that detects a shortfall near the certified curve, while the
-# threshold tests at a small delta reject only leaks far beyond it, where their reach depends on
-# their level only through log(1 / level) (e.g. 0.2 instead of 2/3 of 0.05 lowers the largest
-# showable epsilon at N = 10^4 by about log(10/3) = 1.2 nats).
-RENYI_SHARE = 0.8
-# Share of the budget a kind keeps when the allocation pilot predicts it cannot reject (the
-# other kind gets the rest). Not zero: the prediction rests on normal fits of a 5% pilot, which
-# heavy tails, point masses and discrete scores can fool. Measured on such scores at N = 10^4
-# (docs/audits.md, "Tests and levels"): where the fits wrongly rule the (epsilon, delta) tests
-# out, floors from 0.01 to 0.2 detect as often as the fixed split (their reach moves with the
-# level only through log(1 / level)); 0.05 keeps them that power at a cost of 5% to the other
-# kind.
-FLOOR_EPS = 0.05
-FLOOR_RENYI = 0.05
-# The (epsilon, delta) tests are ruled out only when their pilot forecast stays below this
-# share of the certified epsilon: a forecast from a 5% pilot is noisy, and a test forecast just
-# short of the certificate still rejects in many runs (a 5% membership leak at N = 2000 certified
-# by a Gaussian curve, forecast 2.35 against 2.52: 7 of 10 at its whole level, 1 of 10 at the
-# floor). Far below it (a Gaussian shortfall near the curve needs 2x at delta = 1e-5) the Rényi
-# tests take the budget as before.
-EPS_FORECAST_MARGIN = 0.8
-# The kinds of test of the family, as :func:`allocation` names them.
-KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
-
-
-def allocation(*, n_eps: int, n_renyi: int, miss: float,
-               ruled_out: Collection[str] | None = None) -> tuple[float, float]:
-    """(level of each (epsilon, delta) test, level of each Rényi test) for a family of
-    ``n_eps`` and ``n_renyi`` tests and total error ``miss`` = 1 - confidence. The levels sum to
-    at most ``miss`` (weighted Bonferroni) whatever ``ruled_out`` is; a kind with no test gets
-    level 0.
-
-    ``ruled_out`` None: no forecast (the fixed rule), the Rényi tests share
-    :data:`RENYI_SHARE`. Otherwise the kinds (:data:`KIND_EPS`, :data:`KIND_RENYI`) an
-    allocation pilot predicts cannot reject: when the (epsilon, delta) tests are forecast to
-    reject they get all but :data:`FLOOR_RENYI`, whatever the Rényi forecast, so that stating a
-    Rényi curve beside (epsilon, delta) never leaves a promising (epsilon, delta) test with less
-    than 1 - FLOOR_RENYI of the level it would have alone (their reach moves with the level only
-    through log(1 / level)); when only they are ruled out the Rényi tests get all but
-    :data:`FLOOR_EPS`; when both are ruled out the split is :data:`RENYI_SHARE`."""
-    if n_eps < 0 or n_renyi < 0 or not 0 < miss < 1:
-        raise ValueError(f"bad family ({n_eps}, {n_renyi}) or error budget {miss!r}")
-    unknown = set(ruled_out or ()) - {KIND_EPS, KIND_RENYI}
-    if unknown:
-        raise ValueError(f"unknown kind(s) of test {sorted(unknown)}")
-    if n_renyi == 0:
-        return miss / max(1, n_eps), 0.0
-    if n_eps == 0:
-        return 0.0, miss / n_renyi
-    share = RENYI_SHARE
-    if ruled_out is not None:
-        if KIND_EPS not in ruled_out:
-            share = FLOOR_RENYI
-        elif KIND_RENYI not in ruled_out:
-            share = 1.0 - FLOOR_EPS
-    return miss * (1.0 - share) / n_eps, miss * share / n_renyi
-
-
-@dataclass(frozen=True)
-class Allocation:
-    """The levels of the family and how they were chosen: ``rule`` "pilot" (from the allocation
-    pilot, :func:`pilot_allocation`) or "fixed" (:data:`RENYI_SHARE`, ``reason`` says why);
-    ``ruled_out`` the kinds the pilot predicts cannot reject; ``predicted_epsilon`` the largest
-    epsilon the (epsilon, delta) tests are predicted to show at the whole level and
-    ``renyi_excess`` the largest excess of the normal fits' Rényi divergence over the certified
-    curve (pilot forecasts, None under the fixed rule)."""
-
-    alpha_eps: float
-    alpha_renyi: float
-    rule: str
-    ruled_out: tuple[str, ...] = ()
-    reason: str = ""
-    predicted_epsilon: float | None = None
-    renyi_excess: float | None = None
-
-    def record(self) -> dict:
-        """The allocation as the report's ``verdict.tests.allocation`` records it."""
-        return {"rule": self.rule, "ruled_out": list(self.ruled_out), "reason": self.reason,
-                "predicted_epsilon": None if self.predicted_epsilon is None
-                else finite(self.predicted_epsilon),
-                "renyi_excess": None if self.renyi_excess is None else finite(self.renyi_excess)}
-
-
-def trial_rows(seed: int, n: int) -> np.ndarray:
-    """The one seeded permutation of the n trial rows every pilot of the audit is a prefix of
-    (the same for both worlds, whose rows are paired, and for every attack)."""
-    return np.random.default_rng(derived_seed(seed, "trial-rows")).permutation(n)
-
-
 def reference_levels(reference: AttackScores, certificate: Certificate, *,
                       statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
                       n_eps: int, n_renyi: int, n_attacks: int) -> tuple[float, float]:
@@ -273,7 +138,7 @@ def design_refutes(attack: AttackScores, certificate: Certificate, *,
     alpha_eps, alpha_renyi = reference_levels(
         attack, certificate, statistics=statistics, direction=direction, miss=miss, rows=rows,
         n_eps=n_eps, n_renyi=n_renyi, n_attacks=n_attacks)
-    privacy_direction = certificate_direction(certificate)
+    privacy_direction = certificate.privacy_direction
     for name in statistics:
         declared = statistic(name)
         if declared.ceiling(n=n, delta=certificate.delta, alpha=alpha_eps, seed=seed,
@@ -290,87 +155,14 @@ def design_refutes(attack: AttackScores, certificate: Certificate, *,
             if bound.epsilon > certificate.epsilon:
                 return True
     if with_renyi and n_renyi and certificate.renyi_curve:
-        from empirical.renyi_audit import renyi_audit
+        from empirical.divergences.renyi_tests import renyi_audit
 
-        curve = dict(effective_curve(certificate))
+        curve = dict(certificate.effective_curve())
         return renyi_audit(attack.unlearned, attack.retrained, certified=curve.__getitem__,
                            two_sided=certificate.renyi_direction == "both", orders=list(curve),
                            beta=alpha_renyi, pilot_fraction=RENYI_PILOT_FRACTION,
                            rows=rows).violation
     return False
-
-
-def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[str],
-                       n_eps: int, n_renyi: int) -> str | None:
-    """Why the allocation must stay fixed for this family (None when the pilot may choose it):
-    the pilot rule needs both kinds of test, paired rows, and every (epsilon, delta) statistic
-    holding out exactly the allocation pilot."""
-    if not n_eps or not n_renyi:
-        return "one kind of test only"
-    declared = [statistic(name) for name in statistics]
-    others = [s.name for s in declared if not s.uses_allocation_pilot]
-    if others:
-        return (f"statistic(s) {', '.join(others)} use every trial, the allocation pilot "
-                "included")
-    sizes = {(a.unlearned.size, a.retrained.size) for a in attacks}
-    if len(sizes) != 1 or len({n for pair in sizes for n in pair}) != 1:
-        return "the two worlds' trials are not paired rows of one size"
-    n = next(iter(sizes))[0]
-    for s in declared:
-        if s.reads_every_trial(n):
-            return (f"with fewer than {s.min_pilot_trials()} trials the {s.name} statistic uses "
-                    "every trial")
-    return None
-
-
-def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, *,
-                     statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
-                     n_eps: int, n_renyi: int) -> Allocation:
-    """The levels of the family, chosen on the allocation pilot: the rows ``rows[:k]``,
-    k = :func:`~audits.statistics.allocation_pilot_size` (5%), of every attack (module
-    docstring, "Allocation").
-
-    The (epsilon, delta) kind is ruled out when no test of it is predicted, from its statistic's
-    pilot forecast at the whole level ``miss``, to show more than :data:`EPS_FORECAST_MARGIN`
-    of the certified epsilon; the Rényi
-    kind when the normal fits' Rényi divergence stays at or below the certified curve at every
-    order. Falls back to the fixed split when :func:`fixed_split_reason` gives a reason."""
-    fixed = fixed_split_reason(attacks, statistics=statistics, n_eps=n_eps, n_renyi=n_renyi)
-    if fixed is not None:
-        return Allocation(*allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss), rule="fixed",
-                          reason=fixed)
-    from empirical.renyi_audit import gaussian_fit_excess
-
-    privacy_direction = certificate_direction(certificate)
-    curve = dict(effective_curve(certificate))
-    n = attacks[0].unlearned.size
-    pilot = rows[:allocation_pilot_size(n)]
-    predicted, excess = 0.0, -math.inf
-    for attack in attacks:
-        u, r = attack.unlearned[pilot], attack.retrained[pilot]
-        for name in statistics:
-            declared = statistic(name)
-            if declared.forecast is None:
-                continue
-            for orientation in declared.orientations(direction):
-                sign = -1.0 if orientation == "less" else 1.0
-                predicted = max(predicted, declared.forecast(
-                    sign * u, sign * r, n_positive=n - pilot.size, n_negative=n - pilot.size,
-                    delta=certificate.delta, alpha=miss, both_orientations=orientation == "both",
-                    direction=privacy_direction))
-        excess = max(excess, gaussian_fit_excess(
-            u, r, certified=curve.__getitem__, orders=list(curve),
-            two_sided=certificate.renyi_direction == "both"))
-    ruled_out = tuple(kind for kind, out in (
-        (KIND_EPS, predicted <= EPS_FORECAST_MARGIN * certificate.epsilon),
-        (KIND_RENYI, excess <= 0.0)) if out)
-    alpha_eps, alpha_renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss,
-                                        ruled_out=ruled_out)
-    reason = (f"allocation pilot of {pilot.size} rows: the (epsilon, delta) tests predict "
-              f"epsilon {predicted:.4g} at the whole level (certified {certificate.epsilon:.6g}), "
-              f"the normal fits exceed the certified Rényi curve by {excess:.4g}")
-    return Allocation(alpha_eps, alpha_renyi, rule="pilot", ruled_out=ruled_out, reason=reason,
-                      predicted_epsilon=predicted, renyi_excess=excess)
 
 
 def _test_family(attacks: list[AttackScores], *, statistics: Sequence[str], direction: str,
@@ -380,13 +172,6 @@ def _test_family(attacks: list[AttackScores], *, statistics: Sequence[str], dire
     n_renyi = sum(1 for a in attacks if renyi and min(a.unlearned.size, a.retrained.size)
                   >= RENYI_MIN_TRIALS)
     return len(attacks) * per_attack, n_renyi
-
-
-def certificate_direction(certificate: Certificate) -> str:
-    """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
-    P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
-    D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
-    return "forward" if certificate.renyi_direction == "forward" else "both"
 
 
 def one_lower_bound(attack: AttackScores, *, declared: EpsilonStatistic, orientation: str,
@@ -497,18 +282,6 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
     return entries, reach
 
 
-def effective_curve(certificate: Certificate) -> list[tuple[float, float]]:
-    """The certified curve made non-decreasing: D_alpha is non-decreasing in alpha (van Erven
-    and Harremoës 2014, Theorem 3), so eps(alpha') certifies every alpha <= alpha' too and the
-    certificate at alpha is the smallest value it states at any order >= alpha."""
-    curve = list(certificate.renyi_curve or ())
-    out, running = [], math.inf
-    for order, value in reversed(curve):
-        running = min(running, value)
-        out.append((order, running))
-    return out[::-1]
-
-
 _SPLIT_WORDS = {"fixed": "weighted Bonferroni, weights fixed in advance",
                 "pilot": "weighted Bonferroni, weights chosen on the 5% allocation pilot"}
 
@@ -516,15 +289,15 @@ _SPLIT_WORDS = {"fixed": "weighted Bonferroni, weights fixed in advance",
 def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha_each: float,
                  seed: int, family: int, confidence: float, direction: str,
                  rule: str) -> list[RenyiTestResult]:
-    """The directed Rényi test of each attack against the certified curve (empirical.renyi_audit).
+    """The directed Rényi test of each attack against the certified curve (empirical.divergences.renyi_tests).
 
     Its bins, order, direction and stakes come from the first 20% of the shared row order
     (:func:`trial_rows`; discarded afterwards), so they are independent of the counts tested;
     each test holds at level ``alpha_each`` (the Rényi tests' level of the allocation).
     """
-    from empirical.renyi_audit import renyi_audit
+    from empirical.divergences.renyi_tests import renyi_audit
 
-    curve = effective_curve(certificate)
+    curve = certificate.effective_curve()
     orders = [a for a, _ in curve]
     certified = dict(curve)
     two_sided = certificate.renyi_direction == "both"
@@ -709,7 +482,7 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
         raise ValueError(f"the lower bounds need a certificate delta in (0, 1), got {delta}")
     main = chunks.main
     scored = _attack_scores(main, chunks.pilot, settings.attacks, chunks.projections)
-    privacy_direction = certificate_direction(certificate)
+    privacy_direction = certificate.privacy_direction
     use_renyi = certificate.renyi_curve is not None
     n_eps, n_renyi = _test_family(scored, statistics=statistics, direction=direction,
                                   renyi=use_renyi)

@@ -1,6 +1,6 @@
 """Data and unlearning requests of a spec, shared by every adapter.
 
-:func:`load_dataset` reads the spec's ``[dataset]`` through :func:`empirical.data.load_dataset`;
+:func:`load_dataset` reads the spec's ``[dataset]`` through :func:`empirical.data.datasets.load_dataset`;
 :func:`build_requests` turns ``[request]`` into the trial engine's request objects (flip or
 random replacements, or removals served as null records). Errors are :class:`SpecError` naming
 the field. Adapters decide what else their algorithm needs (e.g. dropping a tail to a multiple
@@ -20,8 +20,8 @@ __all__ = ["build_requests", "load_dataset"]
 
 
 def load_dataset(dataset_spec: Any) -> Any:
-    """The :class:`empirical.data.Dataset` of a :class:`~audits.spec.DatasetSpec`."""
-    from empirical.data import load_dataset as load
+    """The :class:`empirical.data.datasets.Dataset` of a :class:`~audits.spec.DatasetSpec`."""
+    from empirical.data.datasets import load_dataset as load
 
     options = dataset_spec.loader_options()
     path = options.pop("path", None)
@@ -37,7 +37,7 @@ def build_requests(request_spec: Any, dataset: Any) -> tuple[tuple[int, ...], li
     ``replace`` with ``flip`` puts (-x, y) in place of (x, y); ``random`` draws the paper's
     replacement point with a seed derived from the request seed and the request's position.
     """
-    from empirical.requests import UnlearningRequest, removal_request, replacement_request
+    from empirical.data.requests import UnlearningRequest, removal_request, replacement_request
 
     n = dataset.n
     if request_spec.indices is None:

@@ -36,8 +36,10 @@ from typing import Any
 
 import numpy as np
 
-from audits.analysis import AttackScores, design_refutes, effective_curve, trial_rows
+from audits.allocation import trial_rows
+from audits.analysis import design_refutes
 from audits.protocols import Certificate
+from audits.results import AttackScores
 from audits.seeds import derived_seed
 
 __all__ = ["DRAWS", "FAMILIES", "REFUTATIONS", "Design", "Detectable", "FamilyResult",
@@ -155,7 +157,7 @@ def gaussian_equivalent_mu(certificate: Certificate) -> float:
     from empirical.statistics.gdp import gaussian_delta
 
     high = 40.0
-    for order, value in effective_curve(certificate):
+    for order, value in certificate.effective_curve():
         high = min(high, math.sqrt(2.0 * value / order))
     if not math.isfinite(certificate.epsilon):
         return high
@@ -204,7 +206,10 @@ def _detectable(key: tuple) -> Detectable:
     epsilon, delta, curve, renyi_direction, design, families = key
     certificate = Certificate(epsilon=epsilon, delta=delta, renyi_curve=curve or None,
                               renyi_direction=renyi_direction)
-    seed = derived_seed(0, f"detectable/{key!r}")
+    # Seeded by what the figures are a function of (the families by name: a function's repr
+    # carries its address, which would change the draws from one process to the next).
+    named = (epsilon, delta, curve, renyi_direction, design, tuple(f.name for f in families))
+    seed = derived_seed(0, f"detectable/{named!r}")
     mu = gaussian_equivalent_mu(certificate)
     n = min(design.n, MAX_SIMULATED_TRIALS)
 

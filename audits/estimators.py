@@ -89,7 +89,7 @@ def _tpr_at_fpr(u: np.ndarray, r: np.ndarray, *, delta: float, seed: int,
 
 def _gaussian_kl(u: np.ndarray, r: np.ndarray, *, delta: float, seed: int,
                  direction: str) -> Estimate:
-    from empirical import divergence as dv
+    from empirical.divergences import estimators as dv
 
     kl = dv.gaussian_kl_divergence(u, r, n_bootstrap=200, seed=derived_seed(seed, "bootstrap"))
     return Estimate(label="KL(unlearned || retrained) of the attack score, Gaussian fit",

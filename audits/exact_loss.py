@@ -3,7 +3,7 @@ likelihood-ratio attack those laws give.
 
 An adapter's ``exact_laws`` hook (:class:`~audits.adapters.protocol.AlgorithmAdapter`) returns
 the laws of the final parameters after unlearning and after retraining,
-:class:`empirical.gaussian_laws.GaussianLaws` (one shared isotropic covariance), or None where
+:class:`empirical.divergences.gaussian_laws.GaussianLaws` (one shared isotropic covariance), or None where
 the mechanism as run is not exactly Gaussian. From them :func:`exact_privacy_loss` computes the
 report's ``exact_privacy_loss`` field: epsilon at the certificate's delta and the Rényi curve at
 the certificate's orders, exactly (:func:`bounds.papers.gaussian.gaussian_pair_loss`).
@@ -29,7 +29,7 @@ from audits.spec import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS, AuditSpec, check
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import AlgorithmAdapter, PreparedAudit
-    from empirical.gaussian_laws import GaussianLaws
+    from empirical.divergences.gaussian_laws import GaussianLaws
 
 __all__ = ["LIKELIHOOD_RATIO", "LikelihoodRatioMechanism", "attach_exact_law",
            "exact_privacy_loss", "resolve_attacks"]
@@ -76,7 +76,7 @@ class LikelihoodRatioMechanism:
     - log N(x; m_0, v I) of the final parameters x (its statistic ``params``)."""
 
     inner: Any
-    laws: Any  # empirical.gaussian_laws.GaussianLaws
+    laws: Any  # empirical.divergences.gaussian_laws.GaussianLaws
 
     @property
     def device(self) -> str:

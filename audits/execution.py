@@ -47,7 +47,7 @@ from audits.store import (
     delete_store,
     inspect_store,
 )
-from empirical.memory import heap_top_kept, release_freed_memory
+from empirical.engine.memory import heap_top_kept, release_freed_memory
 
 __all__ = ["MAIN", "PILOT", "ChunkResults", "code_version", "resolve_device", "run_chunks",
            "toolkit_version"]
@@ -474,7 +474,7 @@ def _collect(sink, plans: list[_Plan], phase: str) -> _Phase:
 def resolve_device(device: str, backend: str) -> str:
     """The spec's device for this backend: ``auto`` picks CUDA when torch (or Ray) has one.
 
-    Locally the device is checked by :func:`empirical.trials.resolve_device` (the one place
+    Locally the device is checked by :func:`empirical.engine.trials.resolve_device` (the one place
     that knows what torch can run on); a Ray backend may have GPUs the driver does not see.
     """
     if device == "auto":
@@ -492,7 +492,7 @@ def resolve_device(device: str, backend: str) -> str:
                 pass
         return "cpu"
     if backend != "ray":
-        from empirical.trials import resolve_device as torch_device
+        from empirical.engine.trials import resolve_device as torch_device
 
         try:
             torch_device(device)

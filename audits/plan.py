@@ -31,7 +31,7 @@ __all__ = ["AuditPlan", "mechanism_plan", "scores_plan", "spec_plan"]
 
 # How per-trial randomness derives from the seed, as the report of a spec-driven audit says.
 _PER_TRIAL_SEEDS = ("torch generators seeded with BLAKE2b(seed | trial | stream) "
-                    "(empirical.trials.trial_seed)")
+                    "(empirical.engine.trials.trial_seed)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -252,7 +252,7 @@ class Certificate:
     D_alpha(unlearned || retrained) and D_alpha(retrained || unlearned) (a Rényi difference,
     seed 000's Rényi unlearning, or RDP over a symmetric neighbouring relation), ``"forward"``
     when only the first. The audit tests the curve directly (data-processing inequality, see
-    :mod:`empirical.renyi_audit`).
+    :mod:`empirical.divergences.renyi_tests`).
     """
 
     epsilon: float
@@ -265,6 +265,23 @@ class Certificate:
     provenance: Mapping[str, Any] = field(default_factory=dict)
     renyi_curve: tuple[tuple[float, float], ...] | None = None
     renyi_direction: str | None = None
+
+    @property
+    def privacy_direction(self) -> str:
+        """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
+        P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
+        D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
+        return "forward" if self.renyi_direction == "forward" else "both"
+
+    def effective_curve(self) -> list[tuple[float, float]]:
+        """The certified curve made non-decreasing: D_alpha is non-decreasing in alpha (van Erven
+        and Harremoës 2014, Theorem 3), so eps(alpha') certifies every alpha <= alpha' too and the
+        certificate at alpha is the smallest value it states at any order >= alpha."""
+        out, running = [], math.inf
+        for order, value in reversed(list(self.renyi_curve or ())):
+            running = min(running, value)
+            out.append((order, running))
+        return out[::-1]
 
     def __post_init__(self) -> None:
         eps = self.epsilon
@@ -360,7 +377,7 @@ class Certificate:
 
 
 # Orders at which a Rényi certificate's curve is evaluated: those the histogram test uses
-# (empirical.renyi_audit.DEFAULT_ORDERS, repeated here so this module stays free of the trial
+# (empirical.divergences.renyi_histogram.DEFAULT_ORDERS, repeated here so this module stays free of the trial
 # code) -- near 1, where score histograms carry most evidence, up to 32.
 CURVE_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
 RENYI_DIRECTIONS = ("both", "forward")

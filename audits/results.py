@@ -1,5 +1,5 @@
-"""Typed results of an audit's analysis: each test of the family and each estimate, with one
-``to_dict()`` each for the report (``report.json``, docs/report-schema.md). Between the
+"""Typed results of an audit's analysis: the attacks' scores, each test of the family and each
+estimate, with one ``to_dict()`` each for the report (``report.json``, docs/report-schema.md). Between the
 analysis, the verdict and the report they travel as these objects; dicts exist only at the JSON
 boundary.
 """
@@ -11,14 +11,27 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from audits.report.schema import KIND_ESTIMATE, KIND_LOWER_BOUND
 
-__all__ = ["EstimateResult", "LowerBoundResult", "RenyiTestResult", "finite"]
+__all__ = ["AttackScores", "EstimateResult", "LowerBoundResult", "RenyiTestResult", "finite"]
 
 
 def finite(x: float) -> float | str:
     """``x``, or "inf"/"-inf" where it is infinite (JSON has no infinities)."""
     return x if math.isfinite(x) else ("inf" if x > 0 else "-inf")
+
+
+@dataclass(frozen=True)
+class AttackScores:
+    """One attack's scores, unlearned (the positive class) and retrained, one per trial."""
+
+    name: str
+    unlearned: np.ndarray  # [n] aggregated score
+    retrained: np.ndarray
+    per_example: tuple[np.ndarray, np.ndarray] | None  # [n, E] when E > 1
+    details: Mapping[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -96,7 +109,7 @@ class LowerBoundResult:
 
 @dataclass(frozen=True, kw_only=True)
 class RenyiTestResult:
-    """One attack's directed Rényi test against the certified curve (empirical.renyi_audit):
+    """One attack's directed Rényi test against the certified curve (empirical.divergences.renyi_directed):
     the lower-bound curves per order in each direction, the certified curve (non-decreasing
     form, and as stated), the same test's curve on the scores pulled apart (``ceiling``) and
     whether it exceeded the certificate there (``could_refute``)."""

@@ -49,7 +49,7 @@ from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
 from audits.statistics import DEFAULT_STATISTICS
 from audits.store import STORE_NAME, FolderLock, check_folder
-from empirical.memory import release_freed_memory
+from empirical.engine.memory import release_freed_memory
 
 __all__ = [
     "SCHEMA_ID",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from empirical.seeding import hash_seed
+from empirical.engine.seeding import hash_seed
 
 __all__ = ["derived_seed"]
 

@@ -91,7 +91,7 @@ FORGET_CHOICES = ("random", "worst-case")
 # their names and one-line summaries, for validation and help texts.
 STATISTICS: dict[str, str] = statistic_summaries()
 ESTIMATORS: dict[str, str] = estimator_summaries()
-# Names accepted by empirical.data.load_dataset (kept here so specs validate without numpy).
+# Names accepted by empirical.data.datasets.load_dataset (kept here so specs validate without numpy).
 DATASETS: dict[str, str] = {
     "digits": "scikit-learn digits, 3 vs 8 (embedded)",
     "breast-cancer": "scikit-learn breast cancer (embedded)",
@@ -222,7 +222,7 @@ class DatasetSpec:
         return records, features
 
     def loader_options(self) -> dict[str, Any]:
-        """Keyword arguments for :func:`empirical.data.load_dataset`."""
+        """Keyword arguments for :func:`empirical.data.datasets.load_dataset`."""
         if self.name in _PATH_DATASETS:
             options: dict[str, Any] = {"path": self.path}
             if self.classes is not None:

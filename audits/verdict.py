@@ -19,14 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from audits.analysis import (
-    AttackScores,
-    design_refutes,
-    trial_rows,
-)
+from audits.allocation import trial_rows
+from audits.analysis import design_refutes
 from audits.protocols import Certificate
 from audits.report.schema import EXIT_CODES
-from audits.results import LowerBoundResult, RenyiTestResult, finite
+from audits.results import AttackScores, LowerBoundResult, RenyiTestResult, finite
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis

@@ -24,8 +24,8 @@ def test_the_audit_path_imports_neither_scipy_stats_scipy_optimize_nor_scikit_le
         import sys
         import audits.cli, audits.runner, audits.report.assemble, audits.registry
         audits.registry.adapters()
-        import empirical.divergence, empirical.renyi_audit, empirical.statistics
-        from empirical.data import digits_3_vs_8
+        import empirical.divergences.estimators, empirical.divergences.renyi_tests, empirical.statistics
+        from empirical.data.datasets import digits_3_vs_8
         from empirical.statistics import clopper_pearson, roc_curve
         digits_3_vs_8()
         clopper_pearson(successes=3, trials=10, confidence=0.95)
@@ -41,7 +41,7 @@ def test_digits_read_from_the_bundled_file_equal_scikit_learns_loader():
     pytest.importorskip("sklearn")
     from sklearn.datasets import load_digits
 
-    from empirical.data import _bundled_digits
+    from empirical.data.datasets import _bundled_digits
 
     features, target = _bundled_digits()
     bunch = load_digits()
@@ -169,7 +169,7 @@ def test_pareto_rules_in_place_equal_the_plain_formulation_bit_for_bit(sizes):
 def test_a_padded_elementwise_result_holds_only_its_own_elements():
     import torch
 
-    from empirical.elementwise import elementwise_per_trial
+    from empirical.engine.elementwise import elementwise_per_trial
 
     values = torch.linspace(-3, 3, 270 * 5, dtype=torch.float64).reshape(270, 5)
     result = elementwise_per_trial(torch.sigmoid, values)

@@ -141,7 +141,7 @@ def d2d_plan(*, variant: str, epsilon: float, delta: float, n: int, d: int, l2: 
     admissible, raises :class:`SpecError`.
     """
     import bounds
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     bound_id = VARIANT_BOUNDS[variant]
     m, L, _ = logistic_constants(Fraction(l2))

@@ -30,16 +30,16 @@ class SpecData:
     (else None); ``max_norm`` the largest feature norm among the records and the replacements.
     """
 
-    dataset: Any  # empirical.data.Dataset
-    requests: tuple[Any, ...]  # empirical.requests.UnlearningRequest, one per request
+    dataset: Any  # empirical.data.datasets.Dataset
+    requests: tuple[Any, ...]  # empirical.data.requests.UnlearningRequest, one per request
     indices: tuple[int, ...]
     max_norm: float
     batch_size: int | None = None
 
     @property
     def request(self) -> Any:
-        """The one request, or the :class:`~empirical.requests.RequestSequence` of several."""
-        from empirical.requests import RequestSequence
+        """The one request, or the :class:`~empirical.data.requests.RequestSequence` of several."""
+        from empirical.data.requests import RequestSequence
 
         return self.requests[0] if len(self.requests) == 1 else RequestSequence(self.requests)
 
@@ -61,7 +61,7 @@ def spec_data(spec_json: str, *, batch_size_field: str | None = None,
 
 @functools.lru_cache(maxsize=8)
 def _spec_data_cached(key: str) -> SpecData:
-    from empirical.data import drop_to_multiple
+    from empirical.data.datasets import drop_to_multiple
 
     dataset_fields, request_fields, batch_size, keep_a_record = json.loads(key)
     dataset = load_dataset(DatasetSpec(**dataset_fields))

@@ -24,7 +24,7 @@ from audits.adapters.mechanism import SpecMechanism, model_outputs, torch_thread
 from audits.loader import spec_from_dict
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
-from empirical.memory import heap_top_kept
+from empirical.engine.memory import heap_top_kept
 
 __all__ = ["PARAMS_STATISTICS_LIMIT", "WORST_CASE_RULE", "KoloskovaMechanism", "benchmark",
            "worst_case_record"]

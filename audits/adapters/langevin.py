@@ -87,7 +87,7 @@ def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: f
     """Certificate, sigma and K per request of LU (eq. 98, or the derived sequence chain)."""
     import bounds
     from bounds.papers.chien2024lu import lu_sequence_certificate, lu_sequential_iterations
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     m, L, max_step = logistic_constants(Fraction(l2))
     eta = float_down(max_step)

@@ -123,7 +123,7 @@ def run_request_trials(run: Callable[..., Any], mechanism: Any, data: SpecData, 
 
     from empirical.mechanisms.common import TrialOptions
 
-    # retain_scores=0 trips an empty reshape in empirical.models (reported)
+    # retain_scores=0 trips an empty reshape in empirical.models.linear (reported)
     options = TrialOptions(n_trials=n_trials, seed=seed, model=model, device=mechanism.device,
                            dtype=getattr(torch, mechanism.dtype), mode=mode,
                            first_trial=first_trial, retain_scores=1)

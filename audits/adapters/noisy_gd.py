@@ -41,8 +41,8 @@ ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
 def model_smoothness(model: str) -> Fraction:
     """Smoothness of the per-example loss on unit-norm features (before the l2 term): the
     logistic loss has Hessian sigmoid'(.) x x^T with norm <= 1/4 (the one constant,
-    :data:`empirical.models.LOGISTIC_SMOOTHNESS`); the linear loss has none."""
-    from empirical.models import LOGISTIC_SMOOTHNESS
+    :data:`empirical.models.linear.LOGISTIC_SMOOTHNESS`); the linear loss has none."""
+    from empirical.models.linear import LOGISTIC_SMOOTHNESS
 
     return {"logistic-regression": LOGISTIC_SMOOTHNESS, "linear": Fraction(0)}[model]
 

@@ -134,7 +134,7 @@ def pnsgd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, flo
     or the sound tightening the spec names (:data:`SOUND_BOUNDS`)."""
     import bounds
     from bounds.papers.chien2024 import sequence_start_distance
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     params: PNSGDParams = spec.algorithm
     cert_spec = spec.certificate

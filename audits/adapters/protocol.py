@@ -128,7 +128,7 @@ class AlgorithmAdapter(Protocol):
 
     def exact_laws(self, spec: AuditSpec, prepared: PreparedAudit) -> Any:
         """The exact laws of the final parameters after unlearning and after retraining, as an
-        :class:`empirical.gaussian_laws.GaussianLaws`, or None where the mechanism as run is
+        :class:`empirical.divergences.gaussian_laws.GaussianLaws`, or None where the mechanism as run is
         not exactly Gaussian with one covariance (:mod:`audits.exact_loss` turns them into
         the report's exact privacy loss and the likelihood-ratio attack)."""
         ...

@@ -209,7 +209,7 @@ def cmd_reproduce(args: argparse.Namespace) -> None:
         get_empirical_reproduction,
         table_summary,
     )
-    from empirical.trials import resolve_device as torch_device
+    from empirical.engine.trials import resolve_device as torch_device
 
     if args.id is None:
         rows = [{"id": r.id, "title": r.title} for r in list_reproductions()]

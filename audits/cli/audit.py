@@ -188,7 +188,7 @@ def _scores_certificate(args: argparse.Namespace):
 def cmd_audit_scores(args: argparse.Namespace) -> None:
     """``unlearn audit scores FILE.npz``: the audit of precomputed attack scores."""
     from audits.runner import audit_scores
-    from empirical.npz import npz_arrays, read_npz
+    from empirical.data.npz import npz_arrays, read_npz
 
     path = Path(args.file)
     names = {"unlearned": args.unlearned, "retrained": args.retrained,

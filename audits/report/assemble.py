@@ -11,9 +11,10 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from audits.analysis import analyse, finite
+from audits.analysis import analyse
 from audits.execution import code_version, toolkit_version
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
+from audits.results import finite
 from audits.verdict import decide
 
 if TYPE_CHECKING:

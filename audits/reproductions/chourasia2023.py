@@ -32,7 +32,7 @@ def reproduce_theorem31(*, trials: int = 4000, seed: int = ATTACK_SEED) -> dict[
     requester lets the adversary name the deleted median. Each row: the paper's claimed lower
     bound on the success, the measured success (estimate, 99% Clopper-Pearson interval), the
     exact probability 1 - C((n+1)/2, i-1)/C(n, i-1) (erratum C8)."""
-    from empirical.adaptive_attacks import median_attack
+    from empirical.attacks.adaptive import median_attack
 
     rows = []
     for n, i in ((11, 4), (11, 6), (21, 5), (51, 8)):
@@ -58,7 +58,7 @@ def reproduce_theorem32(*, trials: int = 2000, seed: int = ATTACK_SEED,
     the exact optimal success (the measurement is a sampling estimate of it, standard error
     about 0.01 at 2000 trials), and Pinsker's ceiling 1/2 + sqrt(KL/2)/2 from the finite total
     KL divergence (erratum C7)."""
-    from empirical.adaptive_attacks import secret_state_attack
+    from empirical.attacks.adaptive import secret_state_attack
 
     result = secret_state_attack(epsilon=epsilon, first=1, checkpoints=(1, 10, 100, 1000),
                                  trials=trials, seed=seed)
@@ -84,7 +84,7 @@ def reproduce_sum_example() -> dict[str, Any]:
     """The {-2, -1, 1, 2} sum example (eqs. 7-8): both offline definitions hold with
     epsilon = delta = 0, and the model-dependent request identifies the record with
     probability 1 (claimed and measured by exhaustive enumeration)."""
-    from empirical.adaptive_attacks import sum_example
+    from empirical.attacks.adaptive import sum_example
 
     result = sum_example()
     rows = [

@@ -49,9 +49,9 @@ def residual_curves(dataset: Any, *, lam: float, sigma: float, removals: int = F
     import torch
 
     import bounds
+    from empirical.data.requests import removal_request
     from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
-    from empirical.requests import removal_request
 
     gamma_value = gamma_of("logistic", tight=gamma == "tight")
     rows = _removal_rows(dataset.n, removals, seed)
@@ -118,9 +118,9 @@ def removals_before_retraining(dataset: Any, *, lams=FIGURE_LAMBDAS, sigmas=FIGU
     interval enclosure of ``guo2020:alg2/budget``); capped at ``removals``."""
 
     import bounds
+    from empirical.data.requests import removal_request
     from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.guo2020 import GuoConfig, gamma_of, run_guo
-    from empirical.requests import removal_request
 
     budget_bound = bounds.get("guo2020:alg2/budget")
     rows = _removal_rows(dataset.n, removals, seed)
@@ -151,7 +151,7 @@ def reproduce_fig2(*, dataset: str = "digits", path: str | None = None, lam: flo
     3-vs-8 from ``path``), lambda = 1e-3 as the paper. The paper prints no numbers for this
     figure; what it shows, and what each row checks, is the ordering true residual <=
     data-dependent bound <= worst-case bound (the corrected worst case, since b != 0)."""
-    from empirical.data import load_dataset as load
+    from empirical.data.datasets import load_dataset as load
 
     if dataset == "mnist":
         if path is None:

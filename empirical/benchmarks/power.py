@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from empirical import divergence
-from empirical.renyi_audit import renyi_audit
+from empirical.divergences import estimators as divergence
+from empirical.divergences.renyi_tests import renyi_audit
 from empirical.statistics import epsilon_lower_bound
 from empirical.statistics import gaussian_delta as _gaussian_delta
 from empirical.statistics.gdp import gaussian_epsilon
@@ -169,7 +169,7 @@ def detection_power(
     uses sigma_cert / factor (factor 1: honest, so its rate is the false-violation rate).
     Tests: ``verdict`` (when given: the whole audit with its default settings, a callable the
     caller supplies, since this module does not know the audit), ``renyi``
-    (:func:`empirical.renyi_audit.renyi_audit`, the directed test, against eps(alpha) =
+    (:func:`empirical.divergences.renyi_tests.renyi_audit`, the directed test, against eps(alpha) =
     alpha/2 at the whole ``level``), and with ``eps_delta`` ``eps_delta_pilot`` (pilot lower
     bound above the exact certified epsilon at ``delta``) and ``eps_delta_current`` (the
     Bonferroni-Pareto bound).

@@ -5,7 +5,7 @@ faulted in), so the fastest of several runs is the best estimate of what the cod
 is what ``timeit`` reports too. Each path of a ratio is timed the same way, so a ratio compares
 like with like. Runs repeat until :data:`MAX_RUNS` runs or :data:`RUN_BUDGET_SECONDS` of timed
 calls, whichever comes first (one run of a call that takes longer). Every run computes in the
-heap regime of an audit's chunks (:func:`empirical.memory.heap_top_kept`) and hands the freed
+heap regime of an audit's chunks (:func:`empirical.engine.memory.heap_top_kept`) and hands the freed
 heap back afterwards.
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from empirical.memory import heap_top_kept, release_freed_memory
+from empirical.engine.memory import heap_top_kept, release_freed_memory
 
 __all__ = ["MAX_RUNS", "RUN_BUDGET_SECONDS", "Timed", "fastest_run"]
 

@@ -20,12 +20,12 @@ import numpy as np
 import torch
 
 from empirical.benchmarks.timing import fastest_run
-from empirical.data import drop_to_multiple, load_dataset
+from empirical.data.datasets import drop_to_multiple, load_dataset
+from empirical.data.requests import random_replacement_request
+from empirical.engine.trials import resolve_device
 from empirical.mechanisms import common as mechanisms_common
 from empirical.mechanisms.chien2024 import paper_logistic_config, run_pnsgd
 from empirical.mechanisms.common import TrialOptions
-from empirical.requests import random_replacement_request
-from empirical.trials import resolve_device
 
 __all__ = ["BENCH_DEFAULTS", "CPU_BENCH_THREADS", "trials_benchmark"]
 

@@ -27,7 +27,9 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.engine.trials import TrialRandom, trial_seed
 from empirical.mechanisms.common import (
     ModelSamples,
     TrialOptions,
@@ -43,9 +45,7 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.models import LOGISTIC_SMOOTHNESS, LinearModel
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom, trial_seed
+from empirical.models.linear import LOGISTIC_SMOOTHNESS, LinearModel
 
 __all__ = [
     "PAPER_BURN_IN_EPOCHS",
@@ -183,7 +183,7 @@ def run_pnsgd(
 ) -> PNSGDResult:
     """Run PNSGD learn -> unlearn and retrain-from-scratch for ``n_trials`` trials.
 
-    n must be a multiple of the batch size (see :func:`empirical.data.drop_to_multiple`). The
+    n must be a multiple of the batch size (see :func:`empirical.data.datasets.drop_to_multiple`). The
     forget records' losses use the original records. On a given device type and dtype, trial
     i's numbers depend only on (seed, i) (:class:`TrialOptions`; bit for bit for the linear
     models on CPU, to rounding for networks).
@@ -192,7 +192,7 @@ def run_pnsgd(
     if n % batch != 0:
         raise ValueError(
             f"n={n} is not a multiple of batch_size={batch}; drop the tail first with "
-            "empirical.data.drop_to_multiple (as Chien et al. 2024 do)"
+            "empirical.data.datasets.drop_to_multiple (as Chien et al. 2024 do)"
         )
     setup = prepare_mechanism(dataset, request, options)
     model = setup.model

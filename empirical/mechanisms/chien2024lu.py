@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 import torch
 
-from empirical.data import Dataset
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.engine.trials import TrialRandom
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -43,8 +45,6 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom
 
 __all__ = ["LangevinConfig", "LangevinResult", "full_batch_gradient", "run_langevin"]
 

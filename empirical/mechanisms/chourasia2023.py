@@ -42,8 +42,10 @@ from typing import Protocol
 import numpy as np
 import torch
 
-from empirical.data import Dataset
-from empirical.gaussian_laws import GaussianLaws
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.divergences.gaussian_laws import GaussianLaws
+from empirical.engine.trials import TrialRandom, chunk_size_for
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -60,9 +62,7 @@ from empirical.mechanisms.common import (
     result_fields,
     tensor_versions,
 )
-from empirical.models import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom, chunk_size_for
+from empirical.models.linear import LinearModel, clip_scale, pairwise_dot, weighted_rows_sum
 
 __all__ = [
     "BatchedRequest",
@@ -80,7 +80,7 @@ __all__ = [
 
 # CPU bytes one chunk of full-batch trials may use (see run_noisy_gd): the knee of the demo's
 # batched rate on a 2-core EPYC (32 MiB L3), in the heap regime of audits
-# (empirical.memory.heap_top_kept): about 5,700, 7,200, 8,700, 9,300 and 9,400 trials/s at
+# (empirical.engine.memory.heap_top_kept): about 5,700, 7,200, 8,700, 9,300 and 9,400 trials/s at
 # 2, 4, 8, 16 and 32 MiB. A chunk's size leaves every trial's bits as they are.
 CPU_CACHE_BUDGET = 16 * 2**20
 

@@ -40,11 +40,11 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.engine.trials import Pipeline, TrialRandom, resolve_device, run_trials
 from empirical.mechanisms.counting import CountingModel
-from empirical.models import LogisticRegression, TrialModel, broadcast_rows, clip_scale
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import Pipeline, TrialRandom, resolve_device, run_trials
+from empirical.models.linear import LogisticRegression, TrialModel, broadcast_rows, clip_scale
 
 __all__ = [
     "DataVersion",
@@ -303,7 +303,7 @@ class MechanismSetup:
 
     def run(self, pipeline: Pipeline, *, bytes_per_trial: int, chunk_size: int | None = None,
             one_thread: bool = True) -> dict[str, np.ndarray]:
-        """:func:`~empirical.trials.run_trials` of the options' trials on this device and dtype,
+        """:func:`~empirical.engine.trials.run_trials` of the options' trials on this device and dtype,
         with one CPU thread (:func:`one_cpu_thread`) unless ``one_thread`` is False;
         ``chunk_size`` stands in for the options' when they leave it to the mechanism."""
         o = self.options
@@ -386,7 +386,7 @@ def learn_unlearn_retrain(
 def full_batch_bytes_per_trial(model: TrialModel, *, n: int, dtype: torch.dtype) -> int:
     """Memory estimate of one trial of full-batch descent on records shared by the trials
     (chunk sizing): twice the model's step workspace
-    (:meth:`~empirical.models.TrialModel.full_batch_workspace_elements`) and a dozen parameter
+    (:meth:`~empirical.models.linear.TrialModel.full_batch_workspace_elements`) and a dozen parameter
     vectors."""
     itemsize = torch.empty((), dtype=dtype).element_size()
     return 2 * itemsize * (model.full_batch_workspace_elements(n) + 12 * model.num_params)

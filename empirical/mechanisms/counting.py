@@ -1,4 +1,4 @@
-"""Counted gradient evaluations: a :class:`~empirical.models.TrialModel` wrapper.
+"""Counted gradient evaluations: a :class:`~empirical.models.linear.TrialModel` wrapper.
 
 Seed 000's headline comparison ("PNSGD needs about 2% and 10% of the gradient computations of
 the best baselines", Section 4) is a ratio of gradient computations. The mechanisms count them
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from empirical.models import TrialModel
+from empirical.models.linear import TrialModel
 
 __all__ = ["CountingModel", "phase_counts"]
 

@@ -10,7 +10,7 @@ and every step is one batched torch call, never a Python loop over trials:
 
 * every product of the trials' rows with a table they share (the data X, the packed outer
   products x_i x_i^T, the preconditioner) is a blocked product of a fixed number of trials
-  (:func:`empirical.models.blocked_product`): Hessians X^T diag(w_i l''_i) X are one such
+  (:func:`empirical.models.linear.blocked_product`): Hessians X^T diag(w_i l''_i) X are one such
   product [N, n] @ [n, d(d+1)/2] with the packed outer products (computed once per dataset),
   then unpacked;
 * training starts from a shared warm start (the unperturbed minimiser w_0 minus
@@ -55,8 +55,10 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.data import Dataset
-from empirical.elementwise import elementwise_per_trial
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.engine.elementwise import elementwise_per_trial
+from empirical.engine.trials import DEFAULT_CPU_MEMORY_BUDGET, TrialRandom, chunk_size_for
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -68,7 +70,7 @@ from empirical.mechanisms.common import (
     prepare_mechanism,
     result_fields,
 )
-from empirical.models import (
+from empirical.models.linear import (
     TRIAL_BLOCK,
     blocked_product,
     broadcast_rows,
@@ -76,8 +78,6 @@ from empirical.models import (
     pairwise_dot,
     weighted_rows_sum,
 )
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import DEFAULT_CPU_MEMORY_BUDGET, TrialRandom, chunk_size_for
 
 __all__ = [
     "LOGISTIC_GAMMA",
@@ -134,7 +134,7 @@ def _ones(X: torch.Tensor) -> torch.Tensor:
 
 
 # Products of the trials' rows with a table every trial shares (the data, the preconditioner)
-# go through the blocked products of empirical.models: one BLAS product over all trials would
+# go through the blocked products of empirical.models.linear: one BLAS product over all trials would
 # round by shape, so a trial's bits would depend on how many trials share the call.
 
 def _scores(w: torch.Tensor, X: torch.Tensor) -> torch.Tensor:
@@ -214,7 +214,7 @@ def gradient(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, b
 @dataclass(frozen=True)
 class OuterProducts:
     """Packed upper triangles of x_i x_i^T, [n, d(d+1)/2] as a zero-padded table for
-    :func:`~empirical.models.blocked_product` (:func:`~empirical.models.padded_table`), and
+    :func:`~empirical.models.linear.blocked_product` (:func:`~empirical.models.linear.padded_table`), and
     where each of the d^2 entries of a symmetric matrix sits in the packed vector."""
 
     packed: torch.Tensor
@@ -251,7 +251,7 @@ def hessian(w: torch.Tensor, X: torch.Tensor, y: torch.Tensor, *, lam: float, lo
     """Hessian X^T diag(weights l'') X + lambda n I of the objective, per trial ([trials, d, d]).
 
     The product [trials, n] @ [n, d(d+1)/2] with the packed outer products, shared by every
-    trial, in blocks of a fixed number of trials (:func:`~empirical.models.blocked_product`),
+    trial, in blocks of a fixed number of trials (:func:`~empirical.models.linear.blocked_product`),
     so a trial's Hessian does not depend on the trials beside it.
     """
     weights = _ones(X) if weights is None else weights
@@ -618,7 +618,7 @@ def run_guo(
     retrained model: a fresh b (stream ``noise/retrain``) trained on the final data. Losses of
     the forget records use their original rows. Trial i depends only on (seed, i), bit for bit
     on CPU: its products with the shared data are blocked products of a fixed number of trials,
-    its exp/log go through :func:`~empirical.elementwise.elementwise_per_trial`, its solves and
+    its exp/log go through :func:`~empirical.engine.elementwise.elementwise_per_trial`, its solves and
     norms are its own, and a trial stops moving once it meets its tolerance, so neither the
     number of trials in the call, its place among them, the chunk size nor the mode changes a
     bit. ``evaluate_learned`` also scores the models before removal (off by default: the audit

@@ -17,7 +17,7 @@ Each audit trial produces the unlearned model U(A(D), D_r) and the certifying mo
 U(A(D_r), D_r) of Definition 2.1 (the same unlearning run started from the model trained
 without the forget set), with independent noise streams. Everything is batched over trials:
 the parameters of N models are rows of an [N, P] tensor; the MLP and the CNN run through
-their own batched products with the gradient written out (:class:`empirical.networks.StackedNetwork`:
+their own batched products with the gradient written out (:class:`empirical.models.networks.StackedNetwork`:
 the MLP's hidden layer as blocked products with the shared examples, the CNN's im2col
 products; ``vmap`` over ``conv2d`` was no faster than one model at a time on CPU), the head
 through ``torch.func`` (``vmap`` of ``grad`` of a ``functional_call``); trial i depends only
@@ -47,13 +47,13 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, vmap
 
-from empirical.data import Dataset
-from empirical.gaussian_laws import GaussianLaws
+from empirical.data.datasets import Dataset
+from empirical.divergences.gaussian_laws import GaussianLaws
+from empirical.engine.trials import TrialRandom, run_trials
 from empirical.mechanisms.common import one_cpu_thread
-from empirical.models import clip_scale
-from empirical.networks import FunctionalClassifier, StackedNetwork, TinyCNN, TinyMLP
+from empirical.models.linear import clip_scale
+from empirical.models.networks import FunctionalClassifier, StackedNetwork, TinyCNN, TinyMLP
 from empirical.statistics.gdp import gaussian_delta
-from empirical.trials import TrialRandom, run_trials
 
 __all__ = [
     "METHODS",

@@ -37,8 +37,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from empirical.data import Dataset
-from empirical.gaussian_laws import GaussianLaws
+from empirical.data.datasets import Dataset
+from empirical.data.requests import RequestSequence, UnlearningRequest
+from empirical.divergences.gaussian_laws import GaussianLaws
+from empirical.engine.trials import TrialRandom
 from empirical.mechanisms.common import (
     DataVersion,
     ModelSamples,
@@ -54,8 +56,6 @@ from empirical.mechanisms.common import (
     result_fields,
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
-from empirical.requests import RequestSequence, UnlearningRequest
-from empirical.trials import TrialRandom
 
 __all__ = ["D2DConfig", "D2DResult", "d2d_contraction", "d2d_gaussian_laws", "d2d_step_size",
            "full_batch_gradient", "run_d2d"]

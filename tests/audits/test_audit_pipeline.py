@@ -12,7 +12,7 @@ import pytest
 
 import bounds
 from audits.adapters.pnsgd import PNSGDMechanism
-from audits.analysis import FLOOR_EPS, KIND_EPS
+from audits.allocation import FLOOR_EPS, KIND_EPS
 from audits.cli import main as cli_main
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism

@@ -42,7 +42,7 @@ def test_reduced_demo_report_is_unchanged():
     # apart, the default statistic's rules see zero errors on the 950 trials its 5% pilot
     # leaves, each rule's binding rate at 0.7 and its other rate at 0.3 of the test's level over
     # its 6 rules; recomputed here from the statistics module.
-    from audits.analysis import KIND_EPS, allocation
+    from audits.allocation import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
     from empirical.statistics.thresholds import clopper_pearson_upper
 
@@ -59,7 +59,7 @@ def test_reduced_demo_report_is_unchanged():
     assert estimates[("AUC", "loss")] == pytest.approx(0.53427, rel=1e-12)
     assert estimates[("AUC", "projection")] == pytest.approx(0.495401, rel=1e-12)
     assert estimates[("TPR", "projection")] == pytest.approx(0.021, rel=1e-12)
-    # The Gaussian-fit KL is bias-corrected (empirical/divergence.py); check it against the
+    # The Gaussian-fit KL is bias-corrected (empirical/divergences/estimators.py); check it against the
     # closed form of the fitted normals, computed here from the report's own scores (all 1000
     # are kept).
     import numpy as np
@@ -82,7 +82,7 @@ def test_demo_with_5000_trials_gives_the_same_lower_bound():
     # scores pulled apart: zero errors on the 4750 trials its pilot leaves, at the threshold
     # tests' level of the allocation the pilot chose (they keep FLOOR_EPS: its normal fits
     # predict they cannot reject).
-    from audits.analysis import KIND_EPS, allocation
+    from audits.allocation import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
     from empirical.statistics.thresholds import clopper_pearson_upper
 

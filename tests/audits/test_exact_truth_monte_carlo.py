@@ -1,6 +1,6 @@
 """The exact laws of every bench instance against simulations of the mechanism: each side's law
 by a Kolmogorov-Smirnov distance, and the Rényi divergence against the project's Monte Carlo
-estimator (empirical.divergence.knn_renyi_divergence) on the simulated runs."""
+estimator (empirical.divergences.estimators.knn_renyi_divergence) on the simulated runs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from scipy.interpolate import CubicSpline
 from scipy.special import logsumexp
 
 from audits.adapters import exact_cases as cases
-from empirical.divergence import knn_renyi_divergence
+from empirical.divergences.estimators import knn_renyi_divergence
 from empirical.exact_laws.divergences import renyi_divergence
 from empirical.exact_laws.noisy_gradient import Records, StepRule, ordered_partitions
 

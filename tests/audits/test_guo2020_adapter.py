@@ -125,7 +125,7 @@ def test_audit_catches_noise_below_the_certificate() -> None:
 
 def test_figure_1_shape_more_noise_or_regularisation_serves_more_removals() -> None:
     from audits.reproductions.guo2020 import removals_before_retraining
-    from empirical.data import load_dataset
+    from empirical.data.datasets import load_dataset
 
     grid = removals_before_retraining(load_dataset("digits"), lams=(0.01, 0.1),
                                       sigmas=(0.1, 10.0), removals=15, trials=2)

@@ -11,20 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.analysis import (
+from audits.allocation import (
     FLOOR_EPS,
     FLOOR_RENYI,
     KIND_EPS,
     RENYI_SHARE,
-    AttackScores,
     allocation,
     pilot_allocation,
     trial_rows,
 )
 from audits.protocols import Certificate
+from audits.results import AttackScores
 from audits.runner import audit_scores
 from audits.statistics import allocation_pilot_size
-from empirical.renyi_audit import gaussian_fit_excess, renyi_audit
+from empirical.divergences.renyi_reach import gaussian_fit_excess
+from empirical.divergences.renyi_tests import renyi_audit
 from empirical.statistics.checks import paired_permutations
 from empirical.statistics.pilot import pilot_epsilon_lower_bound
 from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound

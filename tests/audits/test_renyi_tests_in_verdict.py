@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audits.analysis import FLOOR_EPS, KIND_EPS, effective_curve
+from audits.allocation import FLOOR_EPS, KIND_EPS
 from audits.loader import demo_spec, spec_from_dict
 from audits.protocols import CURVE_ORDERS, Certificate
 from audits.runner import audit_scores, prepare_audit
-from empirical.renyi_audit import max_renyi_lower_bound, renyi_audit, renyi_lower_bound_curve
+from empirical.divergences.renyi_histogram import renyi_lower_bound_curve
+from empirical.divergences.renyi_reach import max_renyi_lower_bound
+from empirical.divergences.renyi_tests import renyi_audit
 
 
 def _gaussian_curve_exact(order: float, *, sensitivity: Fraction, sigma: Fraction) -> Fraction:
@@ -76,7 +78,7 @@ def test_certificate_rejects_malformed_curves():
 def test_the_tested_curve_is_the_non_decreasing_envelope():
     cert = Certificate(epsilon=1.0, delta=1e-5,
                        renyi_curve=((1.5, 0.9), (2.0, 0.3), (4.0, 0.5), (8.0, 0.4)))
-    assert effective_curve(cert) == [(1.5, 0.3), (2.0, 0.3), (4.0, 0.4), (8.0, 0.4)]
+    assert cert.effective_curve() == [(1.5, 0.3), (2.0, 0.3), (4.0, 0.4), (8.0, 0.4)]
 
 
 def _binned_truth(mu: float, edges: tuple[float, ...], order: float) -> tuple[float, float]:
@@ -232,7 +234,7 @@ def test_pnsgd_broken_noise_is_caught_at_200_trials_and_calibrated_noise_is_not(
 
 
 def test_error_budget_goes_mostly_to_the_renyi_tests_and_never_exceeds_the_total():
-    from audits.analysis import allocation
+    from audits.allocation import allocation
 
     for n_eps, n_renyi in [(0, 1), (2, 0), (2, 1), (8, 2), (1, 5)]:
         eps_level, renyi_level = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=0.05)

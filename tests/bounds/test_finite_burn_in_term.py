@@ -63,7 +63,7 @@ def _params(n: int, b: int, T: int, sigma: str) -> dict:
     return {**_exact(n), "M": 1, "n": n, "b": b, "T": T, "R": RADIUS, "sigma": Fraction(sigma)}
 
 
-DIGITS_N = 256  # the embedded digits 3-vs-8 training split (empirical.data.digits_3_vs_8)
+DIGITS_N = 256  # the embedded digits 3-vs-8 training split (empirical.data.datasets.digits_3_vs_8)
 
 
 @pytest.mark.parametrize("batch", [32, 128, "full"])  # b = 512 exceeds n

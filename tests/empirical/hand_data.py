@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from empirical.data import Dataset
+from empirical.data.datasets import Dataset
 
 
 def line_dataset(n: int = 4) -> Dataset:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from empirical import adaptive_attacks as attacks
+from empirical.attacks import adaptive as attacks
 
 # --------------------------------------------------------------------------------------------
 # Theorem 3.1

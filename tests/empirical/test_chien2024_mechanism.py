@@ -18,7 +18,8 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, digits_3_vs_8
+from empirical.data.datasets import Dataset, digits_3_vs_8
+from empirical.data.requests import RequestSequence, UnlearningRequest, removal_request, replacement_request
 from empirical.mechanisms.chien2024 import (
     PAPER_BURN_IN_EPOCHS,
     PNSGDConfig,
@@ -27,9 +28,8 @@ from empirical.mechanisms.chien2024 import (
     run_pnsgd,
 )
 from empirical.mechanisms.common import TrialOptions
-from empirical.models import QuadraticLoss
-from empirical.networks import FunctionalClassifier, TinyCNN, TinyMLP
-from empirical.requests import RequestSequence, UnlearningRequest, removal_request, replacement_request
+from empirical.models.linear import QuadraticLoss
+from empirical.models.networks import FunctionalClassifier, TinyCNN, TinyMLP
 
 SIDES = ("learned", "unlearned", "retrained")
 
@@ -391,7 +391,7 @@ def test_noise_multiplier_scale_shrinks_all_noise_exactly():
 
 
 def test_quadratic_renyi_divergence_matches_gaussian_fit():
-    divergence = pytest.importorskip("empirical.divergence")
+    divergence = pytest.importorskip("empirical.divergences.estimators")
     eta, m, sigma = QUAD["eta"], QUAD["m"], QUAD["sigma"]
     c = 1 - eta * m
     stationary_var = 2 * eta * sigma**2 / (1 - c**2)

@@ -16,11 +16,11 @@ import math
 import numpy as np
 import pytest
 
-from empirical.data import Dataset, digits_3_vs_8
+from empirical.data.datasets import Dataset, digits_3_vs_8
+from empirical.data.requests import UnlearningRequest, replacement_request
 from empirical.mechanisms.chien2024lu import LangevinConfig, run_langevin
 from empirical.mechanisms.common import TrialOptions
-from empirical.models import QuadraticLoss
-from empirical.requests import UnlearningRequest, replacement_request
+from empirical.models.linear import QuadraticLoss
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset

@@ -20,7 +20,8 @@ import pytest
 import torch
 
 from bounds.papers import chourasia2023 as paper
-from empirical.data import Dataset, digits_3_vs_8
+from empirical.data.datasets import Dataset, digits_3_vs_8
+from empirical.data.requests import UnlearningRequest, removal_request
 from empirical.mechanisms.chourasia2023 import (
     BatchedRequest,
     LinearLoss,
@@ -29,7 +30,6 @@ from empirical.mechanisms.chourasia2023 import (
     stationary_init_variance,
 )
 from empirical.mechanisms.common import TrialOptions, data_versions
-from empirical.requests import UnlearningRequest, removal_request
 
 SIDES = ("learned", "unlearned", "retrained")
 

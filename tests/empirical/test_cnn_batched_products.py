@@ -10,10 +10,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad
 
-from empirical import networks
-from empirical.data import Dataset
+from empirical.data.datasets import Dataset
 from empirical.mechanisms import koloskova2025 as kol
-from empirical.networks import FunctionalClassifier, StackedNetwork, TinyCNN
+from empirical.models import networks
+from empirical.models.networks import FunctionalClassifier, StackedNetwork, TinyCNN
 
 # The batched products sum in another order than PyTorch's convolution kernels. Every
 # gradient entry is a sum of at most E * H * W * 9 * 64 products of float64 numbers (about 10^5

@@ -10,15 +10,15 @@ import pytest
 import torch
 from scipy import stats
 
-from empirical import counter_normals as module
-from empirical.counter_normals import (
+from empirical.engine import counter_normals as module
+from empirical.engine.counter_normals import (
     GOLDEN_GAMMA,
     counter_normals,
     mix64,
     stream_key,
     trial_keys,
 )
-from empirical.trials import TrialRandom, run_trials
+from empirical.engine.trials import TrialRandom, run_trials
 
 CPU = torch.device("cpu")
 WORD = 2**64

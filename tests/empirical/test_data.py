@@ -9,7 +9,7 @@ import struct
 import numpy as np
 import pytest
 
-from empirical.data import (
+from empirical.data.datasets import (
     Dataset,
     breast_cancer,
     dataset_names,
@@ -24,7 +24,7 @@ from empirical.data import (
     synthetic_mnist_shape,
     unit_normalize,
 )
-from empirical.requests import (
+from empirical.data.requests import (
     RequestSequence,
     UnlearningRequest,
     apply_request,

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
-from empirical import renyi_audit as R
+from empirical.divergences import renyi_directed, renyi_tests
 
 
 def _renyi_mp(p, q, order) -> float:
@@ -54,19 +54,19 @@ def test_betting_lower_bound_covers_the_mean_on_multinomial_draws(probabilities)
     beta, draws = 0.1, 2000
     lam = math.sqrt(2 * math.log(1 / beta) / (300 * max(float(probabilities @ values**2) - mean**2,
                                                          1e-4)))
-    misses = sum(R.betting_lower_mean(values, rng.multinomial(300, probabilities), beta=beta,
+    misses = sum(renyi_directed.betting_lower_mean(values, rng.multinomial(300, probabilities), beta=beta,
                                       lam=lam) > mean for _ in range(draws))
     assert misses / draws <= beta + 4 * math.sqrt(beta * (1 - beta) / draws)
     # An upper bound (the bound on -X) covers too.
-    misses_up = sum(-R.betting_lower_mean(-values, rng.multinomial(300, probabilities), beta=beta,
-                                          lam=lam) < mean for _ in range(draws))
+    misses_up = sum(-renyi_directed.betting_lower_mean(-values, rng.multinomial(300, probabilities),
+                                                    beta=beta, lam=lam) < mean for _ in range(draws))
     assert misses_up / draws <= beta + 4 * math.sqrt(beta * (1 - beta) / draws)
 
 
 def test_betting_lower_bound_is_below_the_sample_mean_and_tightens_with_more_draws():
     values = np.array([0.0, 0.5, 1.0])
-    small = R.betting_lower_mean(values, np.array([30, 40, 30]), beta=0.05, lam=2.0)
-    large = R.betting_lower_mean(values, np.array([3000, 4000, 3000]), beta=0.05, lam=0.2)
+    small = renyi_directed.betting_lower_mean(values, np.array([30, 40, 30]), beta=0.05, lam=2.0)
+    large = renyi_directed.betting_lower_mean(values, np.array([3000, 4000, 3000]), beta=0.05, lam=0.2)
     assert 0.0 < small < large < 0.5
 
 
@@ -81,9 +81,9 @@ def test_joint_regions_cover_the_divergence_on_multinomial_draws():
     beta, draws, n = 0.2, 400, 2000
     for order in (1.1, 2.0):
         truth = _renyi_mp(p, q, order)
-        choice = R.DirectedChoice("forward", order, edges, g, lam_first=5.0, lam_second=5.0,
+        choice = renyi_directed.DirectedChoice("forward", order, edges, g, lam_first=5.0, lam_second=5.0,
                                   predicted_margin=0.0)
-        bounds = [R.directed_lower_bound(choice, rng.multinomial(n, p), rng.multinomial(n, q),
+        bounds = [renyi_directed.directed_lower_bound(choice, rng.multinomial(n, p), rng.multinomial(n, q),
                                          beta=beta) for _ in range(draws)]
         misses = sum(b > truth for b in bounds)
         assert misses / draws <= beta + 4 * math.sqrt(beta * (1 - beta) / draws)
@@ -143,7 +143,7 @@ def test_directed_test_false_alarms_on_a_tight_two_point_null_stay_within_the_le
         rng = np.random.default_rng([5, seed])
         u = (rng.random(1000) < p).astype(float)
         r = (rng.random(1000) < 1 - p).astype(float)
-        alarms += R.renyi_audit(u, r, certified=curve, beta=0.2, seed=seed).violation
+        alarms += renyi_tests.renyi_audit(u, r, certified=curve, beta=0.2, seed=seed).violation
     assert alarms / runs <= 0.2 + 4 * math.sqrt(0.2 * 0.8 / runs)
 
 
@@ -154,14 +154,14 @@ def test_directed_test_catches_a_gaussian_noise_shortfall_of_fifteen_percent():
     hits = 0
     for seed in range(10):
         rng = np.random.default_rng([15, seed])
-        hits += R.renyi_audit(rng.normal(1.15, 1.0, 10_000), rng.normal(0.0, 1.0, 10_000),
+        hits += renyi_tests.renyi_audit(rng.normal(1.15, 1.0, 10_000), rng.normal(0.0, 1.0, 10_000),
                               certified=lambda a: a / 2, beta=0.04, seed=seed).violation
     assert hits >= 7
 
 
 def test_a_bound_at_one_order_is_reported_at_every_larger_order_only():
     rng = np.random.default_rng(2)
-    result = R.renyi_audit(rng.normal(1.5, 1.0, 4000), rng.normal(0.0, 1.0, 4000),
+    result = renyi_tests.renyi_audit(rng.normal(1.5, 1.0, 4000), rng.normal(0.0, 1.0, 4000),
                            certified=lambda a: a / 2, seed=1)
     chosen = result.choice.order
     bounds = result.curve.forward if result.choice.direction == "forward" else result.curve.backward

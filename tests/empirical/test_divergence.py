@@ -1,4 +1,4 @@
-"""Tests for empirical.divergence: exact Gaussian truths, convergence, coverage, ties."""
+"""Tests for empirical.divergences.estimators: exact Gaussian truths, convergence, coverage, ties."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from empirical import divergence as D
+from empirical.divergences import estimators as D
 from empirical.statistics import gaussian_delta
 
 REPS = 200
@@ -366,7 +366,7 @@ def test_knn_validation():
 
 
 def test_gaussian_fit_is_the_unbiased_covariance_with_the_same_bits_on_any_blas_thread_count():
-    from empirical.samples import gaussian_fit
+    from empirical.divergences.samples import gaussian_fit
 
     threadpoolctl = pytest.importorskip("threadpoolctl")
     rng = np.random.default_rng(3)

@@ -1,4 +1,4 @@
-"""Exact Gaussian output laws computed from a mechanism's dynamics (empirical.gaussian_laws and
+"""Exact Gaussian output laws computed from a mechanism's dynamics (empirical.divergences.gaussian_laws and
 the per-paper law functions), against hand derivations and against Monte Carlo trials.
 
 Monte Carlo checks: with N trials of N(m, v I), each coordinate's sample mean has z-score
@@ -17,8 +17,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from empirical.data import digits_3_vs_8
-from empirical.gaussian_laws import GaussianLaws
+from empirical.data.datasets import digits_3_vs_8
+from empirical.data.requests import UnlearningRequest, removal_request
+from empirical.divergences.gaussian_laws import GaussianLaws
 from empirical.mechanisms.chourasia2023 import (
     LinearLoss,
     NoisyGDConfig,
@@ -27,8 +28,7 @@ from empirical.mechanisms.chourasia2023 import (
 )
 from empirical.mechanisms.common import TrialOptions
 from empirical.mechanisms.neel2021 import D2DConfig, d2d_gaussian_laws, run_d2d
-from empirical.models import QuadraticLoss
-from empirical.requests import UnlearningRequest, removal_request
+from empirical.models.linear import QuadraticLoss
 from tests.empirical.hand_data import line_dataset
 
 Z_LIMIT = 5.5

@@ -117,8 +117,8 @@ def test_algorithm2_accumulates_and_retrains() -> None:
 
 
 def test_packed_hessian_matches_the_shared_trial_model() -> None:
-    """The one-GEMM Hessian equals empirical.models.LogisticRegression.data_hessian_sum + lambda n I."""
-    from empirical.models import LogisticRegression
+    """The one-GEMM Hessian equals LogisticRegression.data_hessian_sum + lambda n I (the shared model)."""
+    from empirical.models.linear import LogisticRegression
 
     X, y = problem(n=30, d=5, seed=7)
     w = noise(4, 5, 2.0, seed=8)
@@ -162,8 +162,8 @@ def test_preconditioned_training_meets_the_tolerance_and_agrees_with_newton() ->
 
 
 def digits_removals(count: int):
-    from empirical.data import load_dataset
-    from empirical.requests import removal_request
+    from empirical.data.datasets import load_dataset
+    from empirical.data.requests import removal_request
 
     return load_dataset("digits"), [removal_request([i]) for i in range(count)]
 
@@ -257,8 +257,8 @@ def test_exact_hessian_solves_give_the_same_bits_one_trial_at_a_time(
 
 
 def test_run_guo_refuses_replacements() -> None:
-    from empirical.data import load_dataset
-    from empirical.requests import replacement_request
+    from empirical.data.datasets import load_dataset
+    from empirical.data.requests import replacement_request
 
     dataset = load_dataset("digits")
     with pytest.raises(ValueError, match="removals only"):
@@ -280,7 +280,7 @@ def test_spectral_norm_is_bounded_from_above_against_50_digits() -> None:
 
 
 def test_run_guo_refuses_a_model_its_config_does_not_train() -> None:
-    from empirical.models import LogisticRegression
+    from empirical.models.linear import LogisticRegression
 
     dataset, requests = digits_removals(1)
     with pytest.raises(ValueError, match="options.model must be None"):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from empirical.hockey_stick import hockey_stick_lower_bound
+from empirical.divergences.hockey_stick import hockey_stick_lower_bound
 from empirical.statistics import gaussian_delta
 
 REPS = 200

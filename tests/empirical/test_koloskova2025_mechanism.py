@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import load_dataset
+from empirical.data.datasets import load_dataset
+from empirical.engine.trials import TrialRandom
 from empirical.mechanisms import koloskova2025 as kol
-from empirical.trials import TrialRandom
 
 
 @pytest.fixture(scope="module")

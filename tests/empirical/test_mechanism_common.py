@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, digits_3_vs_8
+from empirical.data.datasets import Dataset, digits_3_vs_8
+from empirical.data.requests import UnlearningRequest, replacement_request
+from empirical.engine.trials import TrialRandom, run_trials
 from empirical.mechanisms.chien2024 import PNSGDConfig, run_pnsgd
 from empirical.mechanisms.common import (
     ModelSamples,
@@ -31,9 +33,7 @@ from empirical.mechanisms.common import (
 )
 from empirical.mechanisms.counting import CountingModel, phase_counts
 from empirical.mechanisms.neel2021 import D2DConfig, run_d2d
-from empirical.models import LinearModel, LogisticRegression, QuadraticLoss
-from empirical.requests import UnlearningRequest, replacement_request
-from empirical.trials import TrialRandom, run_trials
+from empirical.models.linear import LinearModel, LogisticRegression, QuadraticLoss
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset

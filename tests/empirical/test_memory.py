@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from empirical import memory
+from empirical.engine import memory
 
 
 class RecordedMallopt:

@@ -10,8 +10,8 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad
 
-from empirical import networks
-from empirical.networks import FunctionalClassifier, StackedNetwork, TinyMLP
+from empirical.models import networks
+from empirical.models.networks import FunctionalClassifier, StackedNetwork, TinyMLP
 
 # Every gradient entry is a sum of at most E * (d + 1) products of float64 numbers, each
 # rounded once, summed in another order than autograd's; 1e-12 of the largest entry leaves

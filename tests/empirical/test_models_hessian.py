@@ -6,8 +6,8 @@ import pytest
 import torch
 from torch.func import hessian
 
-from empirical.models import LogisticRegression, QuadraticLoss
-from empirical.networks import FunctionalClassifier, TinyMLP
+from empirical.models.linear import LogisticRegression, QuadraticLoss
+from empirical.models.networks import FunctionalClassifier, TinyMLP
 
 torch.set_default_dtype(torch.float64)
 

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.data import Dataset, digits_3_vs_8
+from empirical.data.datasets import Dataset, digits_3_vs_8
+from empirical.data.requests import UnlearningRequest, replacement_request
 from empirical.mechanisms.common import TrialOptions, tensor_versions
 from empirical.mechanisms.neel2021 import (
     D2DConfig,
@@ -26,8 +27,7 @@ from empirical.mechanisms.neel2021 import (
     full_batch_gradient,
     run_d2d,
 )
-from empirical.models import LogisticRegression, QuadraticLoss
-from empirical.requests import UnlearningRequest, replacement_request
+from empirical.models.linear import LogisticRegression, QuadraticLoss
 from tests.empirical.hand_data import line_dataset
 
 _line = line_dataset

@@ -13,8 +13,8 @@ import numpy as np
 import numpy.lib.format as npformat
 import pytest
 
-from empirical.data import load_arrays, load_mnist
-from empirical.npz import MAX_RATIO, npz_arrays, read_npz
+from empirical.data.datasets import load_arrays, load_mnist
+from empirical.data.npz import MAX_RATIO, npz_arrays, read_npz
 
 
 def _bomb(path, rows: int, cols: int = 1000) -> None:

@@ -8,8 +8,16 @@ import numpy as np
 import pytest
 import torch
 
-from empirical.elementwise import elementwise_per_trial
-from empirical.models import (
+from empirical.engine.elementwise import elementwise_per_trial
+from empirical.engine.trials import (
+    DEFAULT_CPU_MEMORY_BUDGET,
+    TrialRandom,
+    chunk_size_for,
+    resolve_device,
+    run_trials,
+    trial_seed,
+)
+from empirical.models.linear import (
     LogisticRegression,
     QuadraticLoss,
     TrialModel,
@@ -18,15 +26,7 @@ from empirical.models import (
     rows_dot,
     weighted_rows_sum,
 )
-from empirical.networks import FunctionalClassifier, TinyCNN, TinyMLP
-from empirical.trials import (
-    DEFAULT_CPU_MEMORY_BUDGET,
-    TrialRandom,
-    chunk_size_for,
-    resolve_device,
-    run_trials,
-    trial_seed,
-)
+from empirical.models.networks import FunctionalClassifier, TinyCNN, TinyMLP
 
 CPU = torch.device("cpu")
 

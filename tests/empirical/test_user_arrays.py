@@ -1,4 +1,4 @@
-"""Users' own data: ``empirical.data.load_arrays`` (dataset ``npz``) and its spec wiring."""
+"""Users' own data: ``empirical.data.datasets.load_arrays`` (dataset ``npz``) and its spec wiring."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from audits.cli import main as cli_main
 from audits.fields import SpecError
 from audits.loader import spec_from_toml
 from audits.spec import DatasetSpec
-from empirical.data import load_arrays, load_dataset
+from empirical.data.datasets import load_arrays, load_dataset
 
 
 def _write(path, **arrays):

@@ -76,7 +76,7 @@ def _count_unlearning(method: str, prepared: Any) -> int:
     if method == "pnsgd":
         from empirical.mechanisms.chien2024 import run_pnsgd
         from empirical.mechanisms.counting import CountingModel
-        from empirical.models import LogisticRegression
+        from empirical.models.linear import LogisticRegression
 
         data = mechanism.data()
         counter = CountingModel(LogisticRegression(data.dataset.dim))
@@ -202,7 +202,7 @@ def pnsgd_sequence_epochs(*, epsilon: float, sigma: float, eta: float, l2: float
     from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
     from bounds.papers.chien2024 import sequence_start_distance
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     m, L, _ = logistic_constants(Fraction(l2))
@@ -228,7 +228,7 @@ def _pnsgd_sequence(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma: 
                     removals: int) -> tuple[Any, int, tuple[int, ...]]:
     """PNSGD spec whose K per request is the least the adapter's sequence certificate allows."""
     from bounds.numerics import float_down
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     n, _ = n_and_dim(setting, batch)
     lam = l2_strength(setting, n)
@@ -249,7 +249,7 @@ def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: 
     import bounds
     from bounds.conversions import best_epsilon
     from bounds.numerics import float_down
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     n, _ = n_and_dim(setting, batch)
     m, L, max_step = logistic_constants(Fraction(l2_strength(setting, n)))
@@ -336,7 +336,7 @@ def pnsgd_accountings(setting: Fig3Setting, batch: Any, *, epsilon: float, sigma
     none certifies; the finite-T ones use the setting's burn-in T of ``batch``."""
     from bounds.numerics import float_down
     from bounds.papers.chien2024.schedules import FINITE_BURN_IN_METHODS, sequential_epochs
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     n, _ = n_and_dim(setting, batch)
     m, L, max_step = logistic_constants(Fraction(l2_strength(setting, n)))
@@ -425,7 +425,7 @@ def panel_cd(setting: Fig3Setting) -> list[dict[str, Any]]:
     from empirical.mechanisms.chien2024 import run_pnsgd
     from empirical.mechanisms.common import TrialOptions
     from empirical.mechanisms.counting import CountingModel
-    from empirical.models import LogisticRegression
+    from empirical.models.linear import LogisticRegression
 
     rows = []
     n_full, _ = n_and_dim(setting)

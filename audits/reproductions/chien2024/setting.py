@@ -161,7 +161,7 @@ def burn_in_epochs_long(*, n: int, b: int, l2: float, clip: float, radius: float
     from bounds.calibration import least_integer
     from bounds.conversions import best_epsilon
     from bounds.numerics import float_down
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     bound = bounds.get("chien2024:thm3.2+thm3.11/sequence")
     m, L, max_step = logistic_constants(Fraction(l2))
@@ -197,7 +197,7 @@ def is_stress_test(setting: Fig3Setting) -> bool:
 def contraction_note(setting: Fig3Setting) -> str:
     """Per-epoch contraction c^{n/b} of the headline's mini-batch here and on MNIST."""
     from bounds.numerics import float_down
-    from empirical.models import logistic_constants
+    from empirical.models.linear import logistic_constants
 
     def per_epoch(n: int, b: int, lam: float) -> float:
         m, _, max_step = logistic_constants(Fraction(lam))

@@ -176,7 +176,7 @@ class SekhariAdapter(AdapterBase):
         """N(w_bar, s^2 I) and N(w_hat', s^2 I): only the output noise is random."""
         import torch
 
-        from empirical.gaussian_laws import GaussianLaws
+        from empirical.divergences.gaussian_laws import GaussianLaws
         from empirical.mechanisms.common import TrialOptions
 
         mechanism, data = prepared.mechanism, prepared.mechanism.data()

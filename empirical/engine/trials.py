@@ -2,7 +2,7 @@
 
 A pipeline is a function of a :class:`TrialRandom` that returns tensors whose leading axis
 indexes trials. Randomness comes only from per-trial streams named by (seed, trial index,
-stream name). Normal draws are counter-based (:mod:`empirical.counter_normals`): draw c of a
+stream name). Normal draws are counter-based (:mod:`empirical.engine.counter_normals`): draw c of a
 trial's stream is a function of its key and c, so one set of tensor operations draws for the
 whole chunk. Permutations and other draws come from one ``torch.Generator`` per trial and
 stream, and a batched draw is the stack of every trial's own draw. Trial i therefore sees the
@@ -24,8 +24,8 @@ from typing import Literal
 import numpy as np
 import torch
 
-from empirical.counter_normals import counter_normals, trial_keys
-from empirical.seeding import hash_seed
+from empirical.engine.counter_normals import counter_normals, trial_keys
+from empirical.engine.seeding import hash_seed
 
 __all__ = [
     "DEFAULT_CPU_MEMORY_BUDGET",
@@ -123,7 +123,7 @@ class TrialRandom:
                rows: Sequence[int] | torch.Tensor | None = None) -> torch.Tensor:
         """Standard normal draws of ``shape`` for every trial, [N, *shape], or only for the
         chunk's ``rows`` (positions in this chunk), [len(rows), *shape]; only the trials that
-        draw move on in their stream (:func:`~empirical.counter_normals.counter_normals`)."""
+        draw move on in their stream (:func:`~empirical.engine.counter_normals.counter_normals`)."""
         shape = tuple(int(s) for s in shape)
         if stream not in self._normal_keys:
             self._normal_keys[stream] = trial_keys(seed=self.seed, stream=stream,

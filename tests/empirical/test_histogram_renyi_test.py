@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special, stats
 
-from empirical import renyi_audit as R
+from empirical.divergences import renyi_histogram, renyi_reach, renyi_tests
 
 
 def renyi(p: np.ndarray, q: np.ndarray, order: float) -> float:
@@ -61,7 +61,7 @@ def test_point_boxes_give_the_exact_divergence():
     p = np.array([0.1, 0.2, 0.3, 0.4])
     q = np.array([0.25, 0.25, 0.3, 0.2])
     for order in (1.1, 2.0, 7.0):
-        bound = R.histogram_renyi_lower_bound((p, p), (q, q), order=order)
+        bound = renyi_histogram.histogram_renyi_lower_bound((p, p), (q, q), order=order)
         assert bound == pytest.approx(renyi(p, q, order), rel=1e-6)
         assert bound <= renyi(p, q, order)
 
@@ -77,7 +77,7 @@ def test_two_bins_against_a_grid():
         # D_order of (s, 1 - s) || (t, 1 - t), vectorised over the grid.
         values = np.log(s**order * t ** (1 - order) + (1 - s) ** order * (1 - t) ** (1 - order))
         grid_min = float(np.min(values)) / (order - 1)
-        bound = R.histogram_renyi_lower_bound(box_p, box_q, order=order)
+        bound = renyi_histogram.histogram_renyi_lower_bound(box_p, box_q, order=order)
         assert bound <= grid_min + 1e-12
         assert bound >= grid_min - 1e-4  # and tight: the grid spacing is the only gap
 
@@ -90,9 +90,9 @@ def test_dual_bound_never_exceeds_the_primal_minimum(bins, n, seed, order):
     rng = np.random.default_rng(seed)
     counts_p = rng.multinomial(n, rng.dirichlet(np.ones(bins)))
     counts_q = rng.multinomial(n, rng.dirichlet(np.ones(bins)))
-    box_p = R.simultaneous_boxes(counts_p, gamma=0.01)
-    box_q = R.simultaneous_boxes(counts_q, gamma=0.01)
-    bound = R.histogram_renyi_lower_bound(box_p, box_q, order=order)
+    box_p = renyi_histogram.simultaneous_boxes(counts_p, gamma=0.01)
+    box_q = renyi_histogram.simultaneous_boxes(counts_q, gamma=0.01)
+    bound = renyi_histogram.histogram_renyi_lower_bound(box_p, box_q, order=order)
     primal = primal_minimum(box_p, box_q, order, rng)
     assert bound <= primal + 1e-7 * max(1.0, primal)
     # Not vacuous: strong duality holds for this convex program, so the gap is small.
@@ -117,8 +117,8 @@ def test_curve_covers_the_binned_truth(mu, n, seed):
     rng = np.random.default_rng(seed)
     failures = 0
     for _ in range(10):
-        curve = R.renyi_lower_bound_curve(rng.normal(mu, 1, n), rng.normal(0, 1, n), edges=edges,
-                                          orders=orders, beta=0.05)
+        curve = renyi_histogram.renyi_lower_bound_curve(rng.normal(mu, 1, n), rng.normal(0, 1, n),
+                                                        edges=edges, orders=orders, beta=0.05)
         failures += any(lb > t for lb, t in zip(curve.forward + curve.backward, truth_f + truth_b,
                                                 strict=True))
     assert failures <= 3
@@ -130,7 +130,7 @@ def test_exact_gaussian_mechanism_is_not_flagged():
     alarms = 0
     for seed in range(8):
         rng = np.random.default_rng(seed)
-        result = R.renyi_audit(rng.normal(mu, 1, 3000), rng.normal(0, 1, 3000),
+        result = renyi_tests.renyi_audit(rng.normal(mu, 1, 3000), rng.normal(0, 1, 3000),
                                certified=lambda a: a * mu**2 / 2, orders=(1.05, 2.0, 8.0), seed=seed)
         alarms += result.violation
         for lb, a in zip(result.curve.forward, result.curve.orders, strict=True):
@@ -143,7 +143,7 @@ def test_exact_gaussian_mechanism_false_alarm_rate_at_10000():
     runs, alarms = 200, 0
     for seed in range(runs):
         rng = np.random.default_rng([99, seed])
-        alarms += R.renyi_audit(rng.normal(1, 1, 10_000), rng.normal(0, 1, 10_000),
+        alarms += renyi_tests.renyi_audit(rng.normal(1, 1, 10_000), rng.normal(0, 1, 10_000),
                                 certified=lambda a: a / 2, seed=seed).violation
     assert alarms <= int(stats.binom.ppf(0.999, runs, 0.05))
 
@@ -151,7 +151,7 @@ def test_exact_gaussian_mechanism_false_alarm_rate_at_10000():
 def test_detects_a_noise_shortfall():
     """sigma_true = sigma_cert / 1.5 at 10,000 per side (the benchmark measures the rates)."""
     rng = np.random.default_rng(5)
-    result = R.renyi_audit(rng.normal(1.5, 1, 10_000), rng.normal(0, 1, 10_000),
+    result = renyi_tests.renyi_audit(rng.normal(1.5, 1, 10_000), rng.normal(0, 1, 10_000),
                            certified=lambda a: a / 2, orders=(1.05, 1.5, 4.0))
     assert result.violation and result.violating_orders
     assert result.curve.kind == "lower bound" and result.curve.confidence == pytest.approx(0.95)
@@ -165,8 +165,8 @@ def test_one_sided_certificate_tests_one_direction():
     # P much wider than Q: D(Q || P) is moderate, D(P || Q) is large.
     p, q = rng.normal(0, 3, 10_000), rng.normal(0, 1, 10_000)
     cap = 0.5
-    one = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=False, orders=(1.5, 4.0))
-    both = R.renyi_audit(q, p, certified=lambda a: cap, two_sided=True, orders=(1.5, 4.0))
+    one = renyi_tests.renyi_audit(q, p, certified=lambda a: cap, two_sided=False, orders=(1.5, 4.0))
+    both = renyi_tests.renyi_audit(q, p, certified=lambda a: cap, two_sided=True, orders=(1.5, 4.0))
     assert both.violation
     assert len(one.violating_orders) <= len(both.violating_orders)
 
@@ -174,13 +174,13 @@ def test_one_sided_certificate_tests_one_direction():
 def test_pilot_edges_ignore_the_tested_scores():
     rng = np.random.default_rng(7)
     pilot_p, pilot_q = rng.normal(1, 1, 300), rng.normal(0, 1, 300)
-    edges = R.pilot_bin_edges(pilot_p, pilot_q)
+    edges = renyi_histogram.pilot_bin_edges(pilot_p, pilot_q)
     assert np.all(np.diff(edges) > 0)
-    assert np.array_equal(edges, R.pilot_bin_edges(pilot_p, pilot_q))
+    assert np.array_equal(edges, renyi_histogram.pilot_bin_edges(pilot_p, pilot_q))
     a = rng.normal(size=5000)
     b = rng.normal(size=5000)
-    r1 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
-    r2 = R.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
+    r1 = renyi_tests.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
+    r2 = renyi_tests.renyi_audit(a, b, certified=lambda x: 1.0, seed=3, orders=(2.0,))
     assert r1.curve == r2.curve
     assert r1.n_pilot_p == r2.n_pilot_p == 1000  # the default pilot is 20% of the trials
 
@@ -188,15 +188,15 @@ def test_pilot_edges_ignore_the_tested_scores():
 def test_validation():
     x = np.zeros(10)
     with pytest.raises(ValueError, match="order"):
-        R.histogram_renyi_lower_bound((x, x), (x, x), order=1.0)
+        renyi_histogram.histogram_renyi_lower_bound((x, x), (x, x), order=1.0)
     with pytest.raises(ValueError, match="increasing"):
-        R.renyi_lower_bound_curve(np.ones(10), np.ones(10), edges=[1.0, 0.0])
+        renyi_histogram.renyi_lower_bound_curve(np.ones(10), np.ones(10), edges=[1.0, 0.0])
     with pytest.raises(ValueError, match="beta"):
-        R.renyi_lower_bound_curve(np.ones(10), np.ones(10), edges=[0.0], beta=1.0)
+        renyi_histogram.renyi_lower_bound_curve(np.ones(10), np.ones(10), edges=[0.0], beta=1.0)
     with pytest.raises(ValueError, match="NaN"):
-        R.renyi_audit(np.array([np.nan, 1, 2]), np.ones(10), certified=lambda a: 1.0)
+        renyi_tests.renyi_audit(np.array([np.nan, 1, 2]), np.ones(10), certified=lambda a: 1.0)
     with pytest.raises(ValueError, match="pilot_fraction"):
-        R.renyi_audit(np.ones(10), np.ones(10), certified=lambda a: 1.0, pilot_fraction=1.5)
+        renyi_tests.renyi_audit(np.ones(10), np.ones(10), certified=lambda a: 1.0, pilot_fraction=1.5)
 
 
 def test_pilot_split_keeps_paired_trials_together():
@@ -204,7 +204,7 @@ def test_pilot_split_keeps_paired_trials_together():
     sends row i of both sides to the same part, so the tested counts coincide exactly; separate
     permutations would test different rows and let pilot rows of one side into the other's."""
     scores = np.random.default_rng(3).normal(size=500)
-    result = R.renyi_audit(scores, scores.copy(), certified=lambda a: 10.0, seed=5)
+    result = renyi_tests.renyi_audit(scores, scores.copy(), certified=lambda a: 10.0, seed=5)
     assert result.curve.counts_p == result.curve.counts_q
     assert result.n_pilot_p == result.n_pilot_q == 100
 
@@ -222,16 +222,16 @@ def test_large_orders_are_computed_in_log_space(order):
     logarithms instead of dropping to 0."""
     p = np.array([0.5, 0.3, 0.2])
     q = np.array([0.2, 0.3, 0.5])
-    assert R._renyi_from_probabilities(p, q, order) == pytest.approx(_renyi_mp(p, q, order),
+    assert renyi_histogram.renyi_from_probabilities(p, q, order) == pytest.approx(_renyi_mp(p, q, order),
                                                                       rel=1e-12)
     # Perfectly separated counts: D_alpha is non-decreasing in alpha, and so is the bound.
-    at_32 = R.max_renyi_lower_bound(n_p=900, n_q=900, orders=[32.0])[0]
-    large = R.max_renyi_lower_bound(n_p=900, n_q=900, orders=[order])[0]
+    at_32 = renyi_reach.max_renyi_lower_bound(n_p=900, n_q=900, orders=[32.0])[0]
+    large = renyi_reach.max_renyi_lower_bound(n_p=900, n_q=900, orders=[order])[0]
     assert at_32 > 1.0 and large >= at_32 * (1 - 1e-6)
     # Against a box whose minimum is known: the boxes pin p and q to the points above (width
     # 1e-12), so the bound is the exact divergence up to the rounding shrink.
     box_p = (p - 1e-12, p + 1e-12)
     box_q = (q - 1e-12, q + 1e-12)
-    bound = R.histogram_renyi_lower_bound(box_p, box_q, order=order)
+    bound = renyi_histogram.histogram_renyi_lower_bound(box_p, box_q, order=order)
     exact = _renyi_mp(p, q, order)
     assert exact * (1 - 1e-6) <= bound + 1e-9 and bound <= exact + 1e-9

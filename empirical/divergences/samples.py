@@ -1,6 +1,6 @@
 """Samples of a low-dimensional statistic over many runs ([n] or [n, d] arrays), checked once
-and fitted with Gaussians: the shared input side of :mod:`empirical.divergence` (estimators) and
-:mod:`empirical.hockey_stick` (the lower-bound tester).
+and fitted with Gaussians: the shared input side of :mod:`empirical.divergences.estimators` (estimators) and
+:mod:`empirical.divergences.hockey_stick` (the lower-bound tester).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   term lambda * w is added by the optimiser, after clipping the logistic part at M.
 * :class:`QuadraticLoss`: f(x; a) = (m/2) ||x - a||^2, whose noisy-SGD iterates are exactly
   Gaussian (ground truth of catalog section 3.3).
-* The small networks of seed 004 live in :mod:`empirical.networks`; they build on the blocked
+* The small networks of seed 004 live in :mod:`empirical.models.networks`; they build on the blocked
   products here.
 
 All models implement :class:`TrialModel`. Labels are +1 / -1. Linear models compute their dot
@@ -27,7 +27,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from empirical.elementwise import elementwise_per_trial
+from empirical.engine.elementwise import elementwise_per_trial
 
 __all__ = [
     "ROW_ALIGNMENT",

@@ -5,7 +5,7 @@ parameter set is one row of an [N, P] tensor.
   :class:`FunctionalClassifier` with ``torch.func`` (functional_call + vmap + grad); their
   logits and mean-loss gradients on shared examples go through their own batched products
   with the gradient written out instead (:class:`StackedNetwork`: the MLP's hidden layer
-  through the blocked products of :mod:`empirical.models`, the CNN's layers as im2col
+  through the blocked products of :mod:`empirical.models.linear`, the CNN's layers as im2col
   products, one aligned matrix product per parameter set).
 
 These batched products are bit-identical on CPU to the same code run on one parameter set;
@@ -21,8 +21,9 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad, hessian, jvp, vmap
 
-from empirical.elementwise import elementwise_per_trial
-from empirical.models import (
+from empirical.engine.elementwise import elementwise_per_trial
+from empirical.engine.trials import chunk_size_for
+from empirical.models.linear import (
     ROW_ALIGNMENT,
     TRIAL_BLOCK,
     blocked_product,
@@ -30,7 +31,6 @@ from empirical.models import (
     clip_scale,
     padded_table,
 )
-from empirical.trials import chunk_size_for
 
 __all__ = ["FunctionalClassifier", "StackedNetwork", "TinyCNN", "TinyMLP"]
 

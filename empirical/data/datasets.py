@@ -1,4 +1,4 @@
-"""Datasets for the empirical trials (requests on them: :mod:`empirical.requests`).
+"""Datasets for the empirical trials (requests on them: :mod:`empirical.data.requests`).
 
 The conventions follow the PNSGD experiments (Chien et al., NeurIPS 2024, App. N.2-N.3):
 binary tasks built from a pair of classes, every feature vector scaled to unit l2 norm,
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from empirical.npz import npz_arrays, read_npz
+from empirical.data.npz import npz_arrays, read_npz
 
 __all__ = [
     "check_labels",
@@ -426,7 +426,7 @@ def load_mnist(
         splits = {key: read_idx(_find_idx_file(path, stem))
                   for key, stem in _MNIST_IDX_NAMES.items()}
         source = f"MNIST IDX files in {path}"
-    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.npz)
+    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.data.npz)
         splits = _read_npz_splits(path)
         source = f"MNIST arrays from {path}"
     else:
@@ -503,7 +503,7 @@ def load_cifar10(
             "y_test": test_y,
         }
         source = f"CIFAR-10 python batches in {path}"
-    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.npz)
+    elif path.suffix == ".npz":  # a file that is not a zip is named as such (empirical.data.npz)
         splits = _read_npz_splits(path)
         source = f"CIFAR-10 arrays from {path}"
     else:
@@ -558,12 +558,12 @@ def load_arrays(path: str | Path, *, classes: tuple[Any, Any], n_train: int | No
     held out as one (said in the provenance). Rows are scaled to unit l2 norm, as the other
     loaders do (the certificates assume ||x|| <= 1); ``n_train`` keeps the first records.
     Every array's declared shape and dtype are checked before its data is inflated
-    (:mod:`empirical.npz`: a zip bomb or an object array is refused, naming file and array).
+    (:mod:`empirical.data.npz`: a zip bomb or an object array is refused, naming file and array).
     """
     path = Path(path)
     if len(classes) != 2 or classes[0] == classes[1]:
         raise ValueError(f"classes must be two different labels, got {classes!r}")
-    # every array's header is checked before any data is inflated (empirical.npz)
+    # every array's header is checked before any data is inflated (empirical.data.npz)
     files = set(npz_arrays(path))
     missing = {"X", "y"} - files
     if missing:

@@ -1,7 +1,7 @@
 """Elementwise functions whose bits per trial do not depend on the rows beside it (CPU).
 
-Shared by the models (:mod:`empirical.models`) and the counter-based normals
-(:mod:`empirical.counter_normals`).
+Shared by the models (:mod:`empirical.models.linear`) and the counter-based normals
+(:mod:`empirical.engine.counter_normals`).
 """
 
 from __future__ import annotations

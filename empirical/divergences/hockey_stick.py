@@ -7,7 +7,7 @@ hockey-stick divergence, so a region's probabilities measured on a statistic bou
 divergence between the models; the region is fitted on a training split and its probabilities
 are bounded by Clopper-Pearson on the held-out split, so the result holds at the stated
 confidence whatever the two laws are (kind "lower bound"). The estimators of
-:mod:`empirical.divergence` are estimates of the same divergences, not bounds.
+:mod:`empirical.divergences.estimators` are estimates of the same divergences, not bounds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
+from empirical.divergences.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
 from empirical.statistics.checks import check_probability, paired_permutations
 from empirical.statistics.thresholds import clopper_pearson_lower as cp_lower
 from empirical.statistics.thresholds import clopper_pearson_upper as cp_upper

@@ -11,7 +11,7 @@ generators", OOPSLA 2014; Stafford's variant 13), a bijection of 64-bit words, a
 G = 0x9E3779B97F4A7C15, all modulo 2^64. The inner ``mix((c + 1) G)`` is SplitMix64's c-th output
 from seed 0; keying it through a second mix, rather than adding the key to the counter, keeps
 two keys from giving shifted copies of one sequence. A trial's key is ``mix(s + (t + 1) G)`` for
-the stream key s (BLAKE2b of the seed and the stream name, :func:`empirical.seeding.hash_seed`)
+the stream key s (BLAKE2b of the seed and the stream name, :func:`empirical.engine.seeding.hash_seed`)
 and the trial index t.
 
 The stream is a sequence of pairs of words: pair j (words 2j and 2j + 1 from the stream's start)
@@ -22,7 +22,7 @@ next ceil(m / 2) pairs for each of its rows, in order (an odd m drops each row's
 a draw of (a + b, m) begins with the draw of (a, m), whatever follows. Magnitudes are at most
 sqrt(106 ln 2) ~ 8.57 (a tail mass of about 1e-17 is cut off); values are computed in float64
 and rounded once to the trials' dtype, and the transcendental functions go through
-:func:`~empirical.elementwise.elementwise_per_trial` on whole SIMD blocks (the words of a few pairs
+:func:`~empirical.engine.elementwise.elementwise_per_trial` on whole SIMD blocks (the words of a few pairs
 past the draw are computed and discarded), so a trial's bits do not depend on the rows beside
 it.
 
@@ -40,8 +40,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from empirical.elementwise import SIMD_BLOCK, elementwise_per_trial
-from empirical.seeding import hash_seed
+from empirical.engine.elementwise import SIMD_BLOCK, elementwise_per_trial
+from empirical.engine.seeding import hash_seed
 
 __all__ = ["GOLDEN_GAMMA", "MIX_MULTIPLIERS", "counter_normals", "mix64", "stream_key",
            "trial_keys"]

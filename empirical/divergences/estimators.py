@@ -8,7 +8,7 @@ Why these are lower-bound evidence. A statistic is a (possibly randomised) funct
 and by the data-processing inequality no such function can increase a Renyi, KL or hockey-stick
 divergence: D(f(P) || f(Q)) <= D(P || Q). A divergence measured on a projection therefore
 understates the divergence between the models. These are estimates of the projected divergence;
-:mod:`empirical.hockey_stick` turns a hockey-stick divergence into a bound at a stated confidence.
+:mod:`empirical.divergences.hockey_stick` turns a hockey-stick divergence into a bound at a stated confidence.
 
 Public API
 ----------
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special
 
-from empirical.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
+from empirical.divergences.samples import check_epsilon, gaussian_fit, log_determinant, sample_pair
 from empirical.statistics.checks import check_probability
 from empirical.statistics.gdp import gaussian_delta
 

@@ -18,7 +18,7 @@
   remaining records satisfies Guo et al.'s certified removal and Sekhari et al.'s unlearning with
   epsilon = delta = 0, and a deletion request chosen from the model reveals the deleted record.
 
-Trials run through :func:`empirical.trials.run_trials` (per-trial random streams: trial k sees
+Trials run through :func:`empirical.engine.trials.run_trials` (per-trial random streams: trial k sees
 the same numbers whatever the batch size or mode). Outputs are plain NumPy arrays and dicts.
 Estimates are labelled as such; the only bounds reported are exact or proved ones.
 """
@@ -33,8 +33,8 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
+from empirical.engine.trials import TrialRandom, run_trials
 from empirical.statistics import clopper_pearson
-from empirical.trials import TrialRandom, run_trials
 
 __all__ = [
     "median_attack",

@@ -1,4 +1,4 @@
-"""Unlearning requests on a :class:`~empirical.data.Dataset`: which records leave or change.
+"""Unlearning requests on a :class:`~empirical.data.datasets.Dataset`: which records leave or change.
 
 A replacement request (the adjacency of seed 000, Chien et al. 2024, App. N.2) turns records into
 N(0, I) features scaled to unit norm, as the authors' code does, with uniformly random labels; a
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from empirical.data import Dataset, check_labels, frozen_array, unit_normalize
+from empirical.data.datasets import Dataset, check_labels, frozen_array, unit_normalize
 
 __all__ = [
     "RequestSequence",

@@ -1,0 +1,1 @@
+"""Attacks that choose their own requests (adaptive deletion), with their exact success laws."""
