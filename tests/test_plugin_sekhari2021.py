@@ -3,8 +3,10 @@ temporary folder, audited from the command line: discovered through its entry po
 
 from __future__ import annotations
 
+import ast
 import json
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -54,6 +56,29 @@ def test_the_installed_plugin_is_audited_from_the_command_line(installed: pathli
     assert report["status"] == "CONSISTENT", report
     assert report["bound"] == "sekhari2021:alg2/renyi" and report["certified_epsilon"] <= 1
     assert report["exact_epsilon"] is not None  # the exact Gaussian laws reached the report
+
+
+def test_a_spec_naming_the_plugin_runs(installed: pathlib.Path) -> None:
+    spec = installed / "spec.toml"
+    spec.write_text('trials = 400\npilot_trials = 40\n[algorithm]\nname = "sekhari2021-newton"\n'
+                    'lam = 0.2\n[request]\nkind = "remove"\nindices = [3]\n')
+    report = json.loads(unlearn(installed, "audit", "run", str(spec), "--out",
+                                str(installed / "run"), "--json", "--quiet").stdout)
+    assert report["status"] == "CONSISTENT" and report["bound"] == "sekhari2021:alg2/renyi"
+
+
+def test_every_toolkit_name_the_plugin_imports_is_named_in_the_guide() -> None:
+    guide = (ROOT / "docs" / "adding-an-algorithm.md").read_text()
+    missing = []
+    for path in sorted(PLUGIN.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (isinstance(node, ast.ImportFrom) and node.module
+                    and node.module.split(".")[0] in ("audits", "bounds", "empirical")):
+                missing += [f"{path.name}: {node.module}.{a.name}" for a in node.names
+                            if f"{node.module}.{a.name}" not in guide and not re.search(
+                                rf"^\s*from {re.escape(node.module)} import .*\b{a.name}\b",
+                                guide, re.MULTILINE)]
+    assert not missing, "docs/adding-an-algorithm.md does not name " + ", ".join(missing)
 
 
 @pytest.mark.slow
