@@ -51,11 +51,13 @@ def _minimise(model: Any, version: Any, lam: float, start: Any = None, steps: in
     w = torch.zeros((1, model.dim), dtype=x.dtype, device=x.device) if start is None else start
     for _ in range(steps):
         gradient = model.data_gradient_sum(w, x, y, weight, clip=None) / count + lam * w
+        if start is None and float(gradient.abs().max()) <= 1e-13:  # a minimiser, to rounding
+            return w
         hessian = model.data_hessian_sum(w, x, y, weight)[0] / count + lam * eye
         w = w - torch.linalg.solve(hessian, gradient[0])[None]
         if start is not None:  # unlearning: exactly one step (Algorithm 2)
-            break
-    return w
+            return w
+    raise ValueError(f"Newton's method did not reach the minimiser in {steps} steps (lam={lam})")
 
 
 def newton_removal(dataset: Any, request: Any, *, config: SekhariConfig, options: Any):
