@@ -42,13 +42,6 @@ from audits.adapters.koloskova_mechanism import (
     benchmark,
     worst_case_record,
 )
-from audits.adapters.koloskova_params import (
-    HELP,
-    NETWORK_MODELS,
-    GradientClippingParams,
-    ModelClippingParams,
-    OutputPerturbationParams,
-)
 from audits.adapters.protocol import PreparedAudit
 from audits.certify import certify
 from audits.exact_loss import LIKELIHOOD_RATIO
@@ -56,6 +49,12 @@ from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, ModelSpec, RequestSpec
+from empirical.mechanisms.koloskova2025_params import (
+    NETWORK_MODELS,
+    GradientClippingParams,
+    ModelClippingParams,
+    OutputPerturbationParams,
+)
 
 __all__ = [
     "GRADIENT_CLIPPING",
@@ -300,7 +299,6 @@ class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
     noise_scale_field = "noise_multiplier_scale"
     params_type: type
-    parameter_help = HELP
     worst_case_forget = WORST_CASE_RULE
     extra_attacks = ("stated-direction",)
 

@@ -286,7 +286,7 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
         # Progress lines go to stderr under --json too (stdout keeps the one JSON object): a
         # network benchmark runs for minutes.
         with reporting("bench trials"):
-            res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n,
+            res = trials_benchmark(algorithm=args.algorithm, n_trials=args.trials,
                                    device=args.device, dataset=args.dataset, path=args.path,
                                    model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
@@ -399,7 +399,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
     p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
                    "one (default: the default algorithm)")
-    p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
+    p.add_argument("--trials", type=integer_in(2, 1_000_000), default=1000,
+                   help="number of trials N (default 1000)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--path", help="the file or folder of --dataset mnist, cifar10 or npz")

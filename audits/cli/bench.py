@@ -350,7 +350,7 @@ def _cmd_bench_tightness(args: Any) -> None:
     from audits.cli.common import emit
     from audits.tightness import settings_from_options, tightness_benchmark, tightness_table
 
-    settings = settings_from_options(algorithm=args.algorithm, n=args.n, seeds=args.seeds,
+    settings = settings_from_options(algorithm=args.algorithm, trials=args.trials, seeds=args.seeds,
                                      factors=args.factors, required=args.required,
                                      early_stop=not args.all_seeds)
     # Progress goes to stderr under --json too (the command runs for minutes to hours).
@@ -376,7 +376,7 @@ def add_tightness_command(bench_subparsers: Any) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--algorithm", default="all", metavar="NAMES",
                    help="a registered algorithm, a comma-separated list, or 'all' (default)")
-    p.add_argument("--n", default=None, metavar="LIST",
+    p.add_argument("--trials", default=None, metavar="LIST",
                    help="trials per side, comma-separated (default "
                         f"{','.join(str(n) for n in DEFAULT_SIZES)})")
     p.add_argument("--seeds", type=integer_in(1, 1000), default=DEFAULT_SEEDS,
