@@ -18,15 +18,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import delta_label, mark_broken
-from audits.adapters.data import require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials
-from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
+from audits.adapters.mechanism import SpecMechanism
+from audits.adapters.worst_case import RecordDomain
 from audits.certify import certify
 from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import fail
 from audits.spec import CertificateSpec, RequestSpec
+from empirical.mechanisms.parameters import (
+    AlgorithmParameters,
+    config_from,
+    noise_scale,
+    parameter,
+    positive,
+)
 from unlearn_sekhari2021.bound import RENYI
 
 L_LOGISTIC, M_LOGISTIC = 2, Fraction(1, 10)
@@ -92,19 +98,15 @@ def run_sekhari(dataset: Any, request: Any, *, config: SekhariConfig, options: A
 
 
 @dataclass(frozen=True)
-class SekhariParams(AlgorithmParams):
-    """Algorithm 2's parameters: ``lam`` (lambda), ``sigma`` (None: calibrated) and
-    ``noise_multiplier_scale`` (a factor on the noise that leaves the certificate as it is)."""
+class SekhariParams(AlgorithmParameters):
+    """Algorithm 2's hyper-parameters, declared once (help and checks in the field metadata)."""
 
     name: ClassVar[str] = "sekhari2021-newton"
-    lam: float = 0.1
-    sigma: float | None = None
-    noise_multiplier_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        positive(self.lam, "lam", "a positive number (lambda, the strong convexity)")
-        optional_sigma(self.sigma)
-        noise_scale(self.noise_multiplier_scale)
+    lam: float = parameter(0.1, help="lambda: loss mean log(1 + e^-yw.x) + (lambda/2)||w||^2",
+                           check=positive("a positive number (lambda, the strong convexity)"))
+    sigma: float | None = parameter(None, help="output noise per coordinate; left out: "
+                                    "calibrated", check=positive(optional=True))
+    noise_multiplier_scale: float = noise_scale()
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class SekhariMechanism(SpecMechanism):
     """Algorithm 2's trials on a spec's data (scores: minus the forgotten records' losses)."""
 
     fingerprint_tag = "sekhari2021"
+    runner = "unlearn_sekhari2021.algorithm:run_sekhari"
 
     @property
     def description(self) -> str:
@@ -120,11 +123,6 @@ class SekhariMechanism(SpecMechanism):
         return (f"Sekhari et al. 2021 Algorithm 2 (one Newton step, output noise): lambda={c.lam!r}"
                 f", sigma={c.sigma!r}, noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int, mode: str = "batched"):
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
-        return run_request_trials(run_sekhari, self, self.data(), seed=seed,
-                                  first_trial=first_trial, n_trials=n_trials, mode=mode)
-
 
 class SekhariAdapter(AdapterBase):
     """Algorithm 2 certified by gamma and the Gaussian mechanism's Rényi curve."""
@@ -132,9 +130,11 @@ class SekhariAdapter(AdapterBase):
     description = ("Sekhari et al. 2021 (plug-in): one Newton step with the retained Hessian + "
                    "Gaussian noise, on logistic regression")
     params_type = SekhariParams
-    parameter_help = {"lam": "lambda: loss mean log(1 + e^-yw.x) + (lambda/2)||w||^2",
-                      "sigma": "output noise per coordinate; left out: calibrated",
-                      "noise_multiplier_scale": "< 1 breaks the mechanism on purpose"}
+    mechanism_type = SekhariMechanism
+    unit_features = "for L = 2 and M = 1/10"
+    # gamma holds for any record of norm <= 1 with a label +-1: a planted worst case keeps it
+    record_domain = RecordDomain(norm_bound=1.0, assumption="gamma (Sekhari et al. 2021, "
+                                 "Algorithm 2): features of norm <= 1 and a label of the data")
     demo = DemoSettings(params=SekhariParams(), trials=20000, name="sekhari2021-demo",
                         request=RequestSpec(kind="remove", indices=(0,)),
                         certificate=CertificateSpec(target_epsilon=1.0, delta="1/n"))
@@ -154,12 +154,9 @@ class SekhariAdapter(AdapterBase):
         if spec.dtype != "float64":
             raise fail("spec.dtype", "must be 'float64' (Newton's method to rounding)")
 
-    def prepare(self, spec: Any, *, device: str) -> Any:
-        """The certificate (sigma calibrated or given) and the mechanism of a valid spec."""
-        params, cert = spec.algorithm, spec.certificate
-        data = SekhariMechanism.load_data(spec.canonical_json())
-        require_unit_features(data, "for L = 2 and M = 1/10")
-        n = data.dataset.n
+    def plan(self, spec: Any, data: Any) -> MechanismPlan:
+        """The certificate (sigma calibrated or given) and the mechanism's numbers."""
+        params, cert, n = spec.algorithm, spec.certificate, data.dataset.n
         run = certify(RENYI, inputs={"L": L_LOGISTIC, "M": M_LOGISTIC, "lam": Fraction(params.lam),
                                      "m": spec.request.size, "n": n},
                       free={"sigma": params.sigma}, delta=cert.resolve_delta(n),
@@ -167,12 +164,8 @@ class SekhariAdapter(AdapterBase):
                       solve=None if cert.target_epsilon is None else "sigma",
                       conversion=cert.conversion, delta_label=delta_label(cert),
                       assumptions=[__doc__.split("\n\n")[1].replace("\n", " ")])
-        config = SekhariConfig(lam=params.lam, sigma=float(run.values["sigma"]),
-                               noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = SekhariMechanism(spec.canonical_json(), config, device, spec.dtype)
-        return prepared_audit(spec, certificate=mark_broken(run.certificate,
-                                                            params.noise_multiplier_scale),
-                              mechanism=mechanism, device=device, data=data)
+        config = config_from(SekhariConfig, params, sigma=float(run.values["sigma"]))
+        return MechanismPlan(mark_broken(run.certificate, params.noise_multiplier_scale), config)
 
     def exact_laws(self, spec: Any, prepared: Any) -> Any:
         """N(w_bar, s^2 I) and N(w_hat', s^2 I): only the output noise is random."""
