@@ -25,7 +25,8 @@ preconditions and guarantee; from that one declaration come float (numpy, vector
 # import. The engine never imports the papers, so the package has no import circle. Plug-ins
 # (entry-point group unlearn_verify.bounds) load on the registry's first look-up after this.
 import bounds.papers  # noqa: E402,F401,I001
-from bounds.declarations import Bound, Evaluation
+from bounds.declarations import Bound
+from bounds.evaluator import Evaluation
 from bounds.errors import BoundError, PreconditionError, SolverError, UnknownBoundError
 from bounds.registry import get, list_bounds, seal_builtins
 
