@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from bounds.declarations import Bound, Citation, Guarantee, Parameter, Precondition
+from bounds.declarations import Bound, Citation, Guarantee, GuaranteeKind, Parameter, Precondition
 from bounds.registry import register
 from bounds.values import symbols
 
@@ -39,8 +39,9 @@ SENSITIVITY = register(Bound(
     citation=Citation("sekhari2021", REFERENCE, "", "Algorithm 2, gamma",
                       "Section 4 (the lemma bounding the Newton step's error)"),
     parameters=PARAMETERS, expression=GAMMA, preconditions=(FEWER,), assumptions=ASSUMPTIONS,
-    guarantee=Guarantee("w_infinity", "the distance between the Newton-step model w_bar and "
-                        "the retrained minimiser w_hat' (both deterministic) is at most the value"),
+    guarantee=Guarantee(GuaranteeKind.SENSITIVITY, "the distance between the Newton-step "
+                        "model w_bar and the retrained minimiser w_hat' (both deterministic) is "
+                        "at most the value"),
     monotone={"L": "increasing", "M": "increasing", "lam": "decreasing", "m": "increasing",
               "n": "decreasing"},
     example={"L": 2, "M": "1/10", "lam": "1/10", "m": 1, "n": 280},
@@ -57,8 +58,8 @@ RENYI = register(Bound(
     expression=alpha * GAMMA**2 / (2 * sigma**2), preconditions=(FEWER,),
     assumptions=(*ASSUMPTIONS, "the unlearned model w_bar + N(0, sigma^2 I) is compared with "
                  "the retrained one w_hat' + N(0, sigma^2 I) (the paper's unlearning definition)"),
-    guarantee=Guarantee("renyi_unlearning", "D_alpha between the unlearned and the retrained "
-                        "output laws, in both directions, is at most the value",
+    guarantee=Guarantee(GuaranteeKind.RENYI_UNLEARNING, "D_alpha between the unlearned and "
+                        "the retrained output laws, in both directions, is at most the value",
                         renyi_order="alpha"),
     variant="improved",
     monotone={"sigma": "decreasing", "alpha": "increasing", "lam": "decreasing",
@@ -80,8 +81,8 @@ SIGMA = register(Bound(
     expression=GAMMA / epsilon * sp.sqrt(2 * sp.log(sp.Rational(5, 4) / delta)),
     preconditions=(FEWER,), assumptions=(*ASSUMPTIONS, "epsilon < 1: the classical Gaussian "
                                          "mechanism (Dwork and Roth 2014, Theorem A.1)"),
-    guarantee=Guarantee("noise_scale", "(epsilon, delta)-unlearning for every sigma at least "
-                        "the value"),
+    guarantee=Guarantee(GuaranteeKind.NOISE_SCALE, "(epsilon, delta)-unlearning for every "
+                        "sigma at least the value"),
     monotone={"epsilon": "decreasing", "delta": "decreasing", "lam": "decreasing"},
     example={"L": 2, "M": "1/10", "lam": "1/10", "m": 1, "n": 280, "epsilon": "1/2",
              "delta": "1/280"},
