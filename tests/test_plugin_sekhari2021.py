@@ -67,6 +67,14 @@ def test_a_spec_naming_the_plugin_runs(installed: pathlib.Path) -> None:
     assert report["status"] == "CONSISTENT" and report["bound"] == "sekhari2021:alg2/renyi"
 
 
+def test_bench_exact_runs_the_plugins_small_instance(installed: pathlib.Path) -> None:
+    rows = json.loads(unlearn(installed, "bench", "exact", "--algorithm", "sekhari2021-newton",
+                              "--json", "--quiet").stdout)["rows"]
+    assert [(r["algorithm"], r["bound"]) for r in rows] == [("sekhari2021-newton",
+                                                             "sekhari2021:alg2/renyi")]
+    assert not rows[0]["violations"] and rows[0]["exact_epsilon"] <= rows[0]["certified_epsilon"]
+
+
 def toolkit_imports(source: str) -> set[str]:
     """``module.name`` of every ``from audits|bounds|empirical... import name`` in ``source``."""
     return {f"{node.module}.{alias.name}" for node in ast.walk(ast.parse(source))

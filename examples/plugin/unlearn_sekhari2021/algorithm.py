@@ -143,6 +143,10 @@ class SekhariAdapter(AdapterBase):
     scaled_noise = "the output noise N(0, sigma^2 I) of the unlearned and the retrained model"
     extra_attacks = (LIKELIHOOD_RATIO,)
 
+    def exact_cases(self) -> tuple[Any, ...]:
+        """The one small instance ``unlearn bench exact`` runs (:func:`exact_case`)."""
+        return (exact_case,)
+
     def check_spec(self, spec: Any) -> None:
         """One removal request, sigma given or calibrated (not both), double precision."""
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -187,6 +191,34 @@ class SekhariAdapter(AdapterBase):
                             retrained_mean=w_retrained[0].cpu().numpy().astype(np.float64),
                             variance=std**2, method="deterministic Newton models plus N(0, s^2 I)",
                             assumptions=("the noise is added in exact arithmetic",))
+
+
+def exact_case() -> Any:
+    """``unlearn bench exact``: four records in one dimension (lambda = 1, record 0 removed),
+    w_bar and w_hat' by scalar Newton steps in float64; the laws are N(w_bar, sigma^2) and
+    N(w_hat', sigma^2) on a grid."""
+    from audits.exact_truth import ExactCase, renyi_certificate
+    from empirical.exact_laws.grid import Grid, gaussian_law
+
+    x, y, lam, sigma, delta = np.array([1.0, -0.5, 0.8, 0.3]), np.array([1, -1, -1, 1.0]), 1.0, 0.1, 1e-3
+
+    def step(w: float, keep: slice) -> float:  # Newton on mean log(1 + e^-ywx) + lam w^2 / 2
+        s = 1 / (1 + np.exp(y[keep] * x[keep] * w))
+        grad = np.mean(-y[keep] * x[keep] * s) + lam * w
+        return w - grad / (np.mean(x[keep] ** 2 * s * (1 - s)) + lam)
+
+    w_hat, w_ret = 0.0, 0.0
+    for _ in range(NEWTON_STEPS):
+        w_hat, w_ret = step(w_hat, slice(None)), step(w_ret, slice(1, None))
+    w_bar = step(w_hat, slice(1, None))
+    lo, hi = min(w_bar, w_ret) - 14 * sigma, max(w_bar, w_ret) + 14 * sigma
+    inputs = {"L": L_LOGISTIC, "M": M_LOGISTIC, "lam": lam, "m": 1, "n": 4, "sigma": sigma}
+    return ExactCase(
+        "sekhari2021-newton", {"x": x.tolist(), "y": y.tolist(), "forget": 0, "lambda": lam,
+                               "sigma": sigma}, lambda size: tuple(
+            gaussian_law(Grid(lo, hi, size, False), mean=m, variance=sigma**2)
+            for m in (w_bar, w_ret)), 801, delta,
+        (renyi_certificate(RENYI.id, inputs=inputs, delta=delta),), label="one removal of four")
 
 
 ADAPTER = SekhariAdapter()
