@@ -18,7 +18,8 @@ from typing import Any
 
 from audits.exact_truth import Certified, ExactCase, renyi_certificate
 
-__all__ = ["DEFAULT_CASES", "case_makers", "d2d_case", "default_cases", "guo_case", "langevin_case", "model_clipping_case",
+__all__ = ["DEFAULT_CASES", "case_makers", "d2d_case", "default_cases", "guo_case", "langevin_case",
+           "model_clipping_case",
            "gradient_clipping_case", "noisy_gd_case", "output_perturbation_case", "pnsgd_case",
            "pnsgd_sequence_case", "pnsgd_stationary_case", "pnsgd_stationary_sequence_case"]
 
