@@ -34,14 +34,13 @@ from audits.allocation import (
     pilot_allocation,
     trial_rows,
 )
+from audits.attacks import pilot_attacks
 from audits.estimators import estimator
 from audits.protocols import Certificate, TrialBatch, project_rows, projection_unit
 from audits.results import AttackScores, EstimateResult, LowerBoundResult, RenyiTestResult
-from audits.statistics import (
-    EpsilonStatistic,
-    statistic,
-)
+from audits.statistics import EpsilonStatistic, ScoreOrientation, statistic
 from empirical.engine.memory import release_freed_memory
+from empirical.statistics.checks import PrivacyDirection
 
 if TYPE_CHECKING:
     from audits.execution import ChunkResults
@@ -68,11 +67,11 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
     score_names = list(main.unlearned.scores)
     stat_names = list(projections) + [s for s in main.unlearned.statistics if s not in projections]
     if attacks is None:
-        attacks = score_names + (["projection"] if stat_names and pilot is not None else [])
+        attacks = score_names + (list(pilot_attacks()) if stat_names and pilot is not None else [])
     out: list[AttackScores] = []
-    for attack in attacks:
-        if attack in main.unlearned.scores:
-            u, r = main.unlearned.scores[attack], main.retrained.scores[attack]
+    for name in attacks:
+        if name in main.unlearned.scores:
+            u, r = main.unlearned.scores[name], main.retrained.scores[name]
             per_example = None
             details: dict[str, Any] = {"score": "as returned by the mechanism"}
             if u.ndim == 2:
@@ -80,12 +79,12 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                     per_example = (u, r)
                 details = {"score": f"mean over {u.shape[1]} forgotten record(s)"}
                 u, r = u.mean(axis=1), r.mean(axis=1)
-            out.append(AttackScores(attack, u, r, per_example, details))
-        elif attack == "projection":
+            out.append(AttackScores(name, u, r, per_example, details))
+        elif name in pilot_attacks():
             if not stat_names:
-                raise ValueError("the projection attack needs statistics from the mechanism")
+                raise ValueError(f"the {name} attack needs statistics from the mechanism")
             if pilot is None:
-                raise ValueError("the projection attack needs pilot trials (pilot_trials > 0)")
+                raise ValueError(f"the {name} attack needs pilot trials (pilot_trials > 0)")
             for stat in stat_names:
                 if stat in projections:
                     u, r, norm = projections[stat]
@@ -93,15 +92,14 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
                     unit, norm = projection_unit(pilot, stat)
                     u = project_rows(main.unlearned.statistics[stat], unit)
                     r = project_rows(main.retrained.statistics[stat], unit)
-                name = "projection" if len(stat_names) == 1 else f"projection[{stat}]"
                 out.append(AttackScores(
-                    name, u, r, None,
+                    name if len(stat_names) == 1 else f"{name}[{stat}]", u, r, None,
                     {"statistic": stat, "direction": "mean(unlearned) - mean(retrained) over "
                      f"{pilot.n_trials} pilot trials (independent seed)",
                      "direction_norm": norm},
                 ))
         else:
-            raise ValueError(f"attack {attack!r} is not produced by the mechanism; it gives "
+            raise ValueError(f"attack {name!r} is not produced by the mechanism; it gives "
                              f"scores {score_names} and statistics {stat_names}")
     return out
 
@@ -159,7 +157,8 @@ def design_refutes(attack: AttackScores, certificate: Certificate, *,
 
         curve = dict(certificate.effective_curve())
         return renyi_audit(attack.unlearned, attack.retrained, certified=curve.__getitem__,
-                           two_sided=certificate.renyi_direction == "both", orders=list(curve),
+                           two_sided=certificate.renyi_direction == PrivacyDirection.BOTH,
+                           orders=list(curve),
                            beta=alpha_renyi, pilot_fraction=RENYI_PILOT_FRACTION,
                            rows=rows).violation
     return False
@@ -174,9 +173,9 @@ def _test_family(attacks: list[AttackScores], *, statistics: Sequence[str], dire
     return len(attacks) * per_attack, n_renyi
 
 
-def one_lower_bound(attack: AttackScores, *, declared: EpsilonStatistic, orientation: str,
-                    delta: float, alpha_each: float, seed: int, privacy_direction: str,
-                    rows: np.ndarray | None = None):
+def one_lower_bound(attack: AttackScores, *, declared: EpsilonStatistic,
+                    orientation: ScoreOrientation, delta: float, alpha_each: float, seed: int,
+                    privacy_direction: PrivacyDirection, rows: np.ndarray | None = None):
     """One test of the family: statistic ``declared`` on ``attack`` in one score orientation.
     ``rows``: the shared row order (:func:`trial_rows`) whose first 5% is the pilot of the
     pilot statistics; None draws one from ``seed`` (the same for every attack)."""
@@ -184,7 +183,7 @@ def one_lower_bound(attack: AttackScores, *, declared: EpsilonStatistic, orienta
     if rows is None and declared.uses_allocation_pilot:
         rows = trial_rows(seed, max(u.size, r.size))
     return declared.lower_bound(u, r, orientation=orientation, delta=delta, alpha=alpha_each,
-                                seed=seed, direction=privacy_direction, rows=rows)
+                                seed=seed, privacy_direction=privacy_direction, rows=rows)
 
 
 def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
@@ -210,12 +209,12 @@ def _pulled_apart(unlearned: np.ndarray, retrained: np.ndarray, *,
     return moved, r
 
 
-def _above(attack: AttackScores, direction: str) -> bool:
+def _above(attack: AttackScores, orientation: ScoreOrientation) -> bool:
     """The side the reference violation moves the attack's unlearned scores to: the stated
-    score direction, else the side their mean lies on. One reference per attack, shared by all
+    score orientation, else the side their mean lies on. One reference per attack, shared by all
     its tests, so that scores already apart are their own reference for every test."""
-    if direction in ("greater", "less"):
-        return direction == "greater"
+    if orientation != ScoreOrientation.BOTH:
+        return orientation == ScoreOrientation.GREATER
     return float(attack.unlearned.mean()) >= float(attack.retrained.mean())
 
 
@@ -250,8 +249,9 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                                  f"computed ({error}); it counts as unable to refute")
                     test_reach = 0.0
                 reach = max(reach, test_reach)
-                above = lb.positive_above if orientation != "less" else not lb.positive_above
-                threshold = lb.threshold if orientation != "less" else -lb.threshold
+                flipped = orientation == ScoreOrientation.LESS
+                above = not lb.positive_above if flipped else lb.positive_above
+                threshold = -lb.threshold if flipped else lb.threshold
                 entries.append(LowerBoundResult(
                     attack=attack.name,
                     statistic=name,
@@ -261,11 +261,11 @@ def _lower_bounds(attacks: list[AttackScores], *, statistics: Sequence[str], del
                     confidence=1.0 - alpha_each,
                     reach=test_reach,
                     delta=delta,
-                    certificate_direction=privacy_direction,
+                    privacy_direction=privacy_direction,
                     strategy=getattr(lb, "strategy", name),
                     positive_above=above,
                     # An orientation the statistic chose (on its pilot) is reported as chosen.
-                    orientation_chosen_by_statistic=orientation == "both",
+                    orientation_chosen_by_statistic=orientation == ScoreOrientation.BOTH,
                     threshold=threshold,
                     false_positives=lb.false_positives,
                     false_negatives=lb.false_negatives,
@@ -300,7 +300,7 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
     curve = certificate.effective_curve()
     orders = [a for a, _ in curve]
     certified = dict(curve)
-    two_sided = certificate.renyi_direction == "both"
+    two_sided = certificate.renyi_direction == PrivacyDirection.BOTH
     out = []
     for attack in attacks:
         n_u, n_r = attack.unlearned.size, attack.retrained.size
@@ -328,7 +328,7 @@ def _renyi_tests(attacks: list[AttackScores], certificate: Certificate, *, alpha
             confidence=c.confidence,
             alpha_each=alpha_each,
             overall_confidence=confidence,
-            direction="both" if two_sided else "forward",
+            direction=PrivacyDirection.BOTH if two_sided else PrivacyDirection.FORWARD,
             orders=tuple(c.orders),
             certified=tuple(certified[a] for a in c.orders),
             certified_as_stated=tuple(certificate.renyi_epsilon(a) for a in c.orders),

@@ -23,18 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from audits.attacks import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS, LIKELIHOOD_RATIO, attack
 from audits.fields import SpecError
 from audits.protocols import CURVE_ORDERS, Certificate, ModelOutputs, TrialBatch
-from audits.spec import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS, AuditSpec, check_projection_pilot
+from audits.spec import AuditSpec, check_projection_pilot
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import AlgorithmAdapter, PreparedAudit
     from empirical.divergences.gaussian_laws import GaussianLaws
 
-__all__ = ["LIKELIHOOD_RATIO", "LikelihoodRatioMechanism", "attach_exact_law",
+__all__ = ["LikelihoodRatioMechanism", "attach_exact_law",
            "exact_privacy_loss", "resolve_attacks"]
 
-LIKELIHOOD_RATIO = "likelihood-ratio"
 _STATISTIC = "params"
 
 
@@ -87,7 +87,7 @@ class LikelihoodRatioMechanism:
     def description(self) -> str:
         """The wrapped mechanism's description, with the added score named."""
         return (f"{getattr(self.inner, 'description', type(self.inner).__name__)}; score "
-                f"{LIKELIHOOD_RATIO} from the exact Gaussian laws")
+                f"{LIKELIHOOD_RATIO.name} from the exact Gaussian laws")
 
     def fingerprint(self) -> str:
         """The wrapped mechanism's fingerprint and a digest of the laws."""
@@ -95,7 +95,7 @@ class LikelihoodRatioMechanism:
         for array in (self.laws.unlearned_mean, self.laws.retrained_mean):
             digest.update(np.ascontiguousarray(array).tobytes())
         digest.update(repr(self.laws.variance).encode())
-        return repr((self.inner.fingerprint(), LIKELIHOOD_RATIO, digest.hexdigest()))
+        return repr((self.inner.fingerprint(), LIKELIHOOD_RATIO.name, digest.hexdigest()))
 
     def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
                    **options: Any) -> TrialBatch:
@@ -106,10 +106,10 @@ class LikelihoodRatioMechanism:
 
         def scored(side: ModelOutputs) -> ModelOutputs:
             if _STATISTIC not in side.statistics:
-                raise ValueError(f"the {LIKELIHOOD_RATIO} attack needs the final parameters "
+                raise ValueError(f"the {LIKELIHOOD_RATIO.name} attack needs the final parameters "
                                  "(statistic 'params') from the mechanism")
             ratio = self.laws.log_likelihood_ratio(side.statistics[_STATISTIC])
-            return dataclasses.replace(side, scores={**side.scores, LIKELIHOOD_RATIO: ratio})
+            return dataclasses.replace(side, scores={**side.scores, LIKELIHOOD_RATIO.name: ratio})
 
         return TrialBatch(scored(batch.unlearned), scored(batch.retrained))
 
@@ -121,15 +121,15 @@ def resolve_attacks(spec: AuditSpec, *, exact_laws: bool) -> tuple[tuple[str, ..
     most powerful white-box attack its mechanism gives: where the output laws are exactly
     Gaussian (``exact_laws``) their likelihood-ratio test alone (by Neyman-Pearson no test of
     the final parameters is more powerful, and a second attack would only split the level;
-    :data:`~audits.spec.DEFAULT_EXACT_ATTACKS`), else the loss attack and the projection on the
-    pilot trials' mean difference (:data:`~audits.spec.DEFAULT_ATTACKS`; at least 2 pilot
+    :data:`~audits.attacks.DEFAULT_EXACT_ATTACKS`), else the loss attack and the projection on the
+    pilot trials' mean difference (:data:`~audits.attacks.DEFAULT_ATTACKS`; at least 2 pilot
     trials)."""
     if spec.attacks is not None:
         return tuple(spec.attacks), "named by the spec"
     if exact_laws:
         return DEFAULT_EXACT_ATTACKS, (
             "the default (the spec names no attacks): the mechanism's output laws are exactly "
-            f"Gaussian, so the {LIKELIHOOD_RATIO} test of those laws, the most powerful test of "
+            f"Gaussian, so the {LIKELIHOOD_RATIO.name} test of those laws, the most powerful test of "
             "the final parameters")
     check_projection_pilot(spec.pilot_trials,
                            why=", the default white-box attack where the spec names no attacks "
@@ -146,18 +146,19 @@ def attach_exact_law(spec: AuditSpec, adapter: AlgorithmAdapter,
     attacks resolved (:func:`resolve_attacks`) and, when they include the ``likelihood-ratio``
     attack, the mechanism that scores it."""
     laws = adapter.exact_laws(spec, prepared)
-    # the default takes the likelihood-ratio attack only from an adapter that gives it
-    attacks, rule = resolve_attacks(
-        spec, exact_laws=laws is not None and LIKELIHOOD_RATIO in adapter.extra_attacks)
+    # the default takes the exact-law attacks only from an adapter that gives them
+    attacks, rule = resolve_attacks(spec, exact_laws=laws is not None and all(
+        name in adapter.extra_attacks for name in DEFAULT_EXACT_ATTACKS))
+    exact = [name for name in attacks if attack(name).needs_exact_laws]
     if laws is None:
-        if LIKELIHOOD_RATIO in attacks:
-            raise SpecError(f"spec.attacks: {LIKELIHOOD_RATIO!r} needs the exact output laws, "
+        if exact:
+            raise SpecError(f"spec.attacks: {exact[0]!r} needs the exact output laws, "
                             f"which the {adapter.name} adapter does not know for this spec "
                             "(see docs/audits.md, exact privacy loss)")
         return dataclasses.replace(prepared, attacks=attacks, attacks_rule=rule)
     mechanism = prepared.mechanism
     fingerprint = prepared.fingerprint
-    if LIKELIHOOD_RATIO in attacks:
+    if LIKELIHOOD_RATIO.name in attacks:
         mechanism = LikelihoodRatioMechanism(prepared.mechanism, laws)
         fingerprint = mechanism.fingerprint()
     return dataclasses.replace(prepared, mechanism=mechanism, fingerprint=fingerprint,

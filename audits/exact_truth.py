@@ -21,6 +21,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audits.attacks import LIKELIHOOD_RATIO
+
 __all__ = ["Certified", "ExactCase", "audit_lower_bound", "certified_renyi", "evaluate_case",
            "renyi_certificate", "violations"]
 
@@ -143,8 +145,8 @@ def audit_lower_bound(case: ExactCase, row: Mapping[str, Any], *, trials: int,
         ratio = np.nan_to_num(lp - lq, nan=0.0, posinf=1e6, neginf=-1e6)
     certificate = Certificate(epsilon=float(row["certified_epsilon"]), delta=float(row["delta"]),
                               bound=str(row["bound"]))
-    result = audit_scores(unlearned={"likelihood-ratio": ratio[draw(lp)]},
-                          retrained={"likelihood-ratio": ratio[draw(lq)]},
+    result = audit_scores(unlearned={LIKELIHOOD_RATIO.name: ratio[draw(lp)]},
+                          retrained={LIKELIHOOD_RATIO.name: ratio[draw(lq)]},
                           certificate=certificate, seed=seed, estimators=[])
     return {"trials": trials, "lower_bound": result.max_lower_bound, "status": result.status}
 

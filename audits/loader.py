@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from audits.attacks import generic_attacks
 from audits.fields import SpecError, check_keys, choice, fail, from_fields
 from audits.registry import adapters, default_adapter, get_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec, check_work
@@ -28,8 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["adapter_of", "check_spec", "demo_spec", "load_spec", "spec_from_dict",
            "spec_from_toml"]
 
-# Attacks every mechanism's trials support; others come from an adapter's ``extra_attacks``.
-GENERIC_ATTACKS = ("loss", "projection")
 _TABLES = {"dataset": DatasetSpec, "model": ModelSpec, "request": RequestSpec,
            "certificate": CertificateSpec}
 
@@ -54,10 +53,11 @@ def check_spec(spec: AuditSpec) -> AuditSpec:
         raise fail("spec.request.forget", f"'worst-case' is not available for algorithm "
                    f"{adapter.name!r}: its adapter states no adversarial record within its "
                    "paper's assumptions; use 'random'")
-    for attack in spec.attacks or ():  # None: the default, resolved when prepared
-        if attack not in GENERIC_ATTACKS and attack not in adapter.extra_attacks:
-            raise fail("spec.attacks", f"{attack!r} is not given by algorithm {adapter.name!r} "
-                       f"(it gives {', '.join((*GENERIC_ATTACKS, *adapter.extra_attacks))})")
+    given = (*generic_attacks(), *adapter.extra_attacks)
+    for name in spec.attacks or ():  # None: the default, resolved when prepared
+        if name not in given:
+            raise fail("spec.attacks", f"{name!r} is not given by algorithm {adapter.name!r} "
+                       f"(it gives {', '.join(given)})")
     adapter.check_spec(spec)
     check_work(spec)
     return spec

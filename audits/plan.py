@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from audits.execution import code_version
+from audits.attacks import projects_statistics
 from audits.protocols import Certificate, TrialBatch, TrialMechanism
 from audits.spec import AuditSettings, AuditSpec
+from audits.versions import code_version
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import PreparedAudit
@@ -82,7 +83,7 @@ def spec_plan(spec: AuditSpec, prepared: PreparedAudit, *, started: float,
     return AuditPlan(
         settings=spec.settings_with(attacks), certificate=prepared.certificate,
         mechanism=prepared.mechanism, cache_key=key, spec=spec.to_dict(),
-        spec_json=spec.canonical_json(), stored=True, project="projection" in attacks,
+        spec_json=spec.canonical_json(), stored=True, project=projects_statistics(attacks),
         device=prepared.device, seeds={**prepared.seeds, "per_trial": _PER_TRIAL_SEEDS},
         started=started, notes=tuple(prepared.notes), extra_plots=tuple(extra_plots),
         exact_privacy_loss=prepared.exact_privacy_loss, attacks_rule=prepared.attacks_rule)
@@ -103,7 +104,7 @@ def mechanism_plan(mechanism: TrialMechanism, *, certificate: Certificate,
     return AuditPlan(
         settings=settings, certificate=certificate, mechanism=mechanism, cache_key=key,
         spec=recorded, spec_json=recorded_json, stored=cache_key is not None,
-        project=settings.attacks is None or "projection" in settings.attacks,
+        project=projects_statistics(settings.attacks),
         device=str(getattr(mechanism, "device", "cpu")), seeds={}, started=started,
         attacks_rule=("every score the mechanism's trials give, and the projection attack "
                       "where there are pilot trials" if settings.attacks is None

@@ -29,13 +29,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import numpy as np
 
+if TYPE_CHECKING:
+    from empirical.statistics.checks import PrivacyDirection
+
 __all__ = [
     "CURVE_ORDERS",
-    "RENYI_DIRECTIONS",
     "Certificate",
     "ModelOutputs",
     "TrialBatch",
@@ -264,14 +266,17 @@ class Certificate:
     inputs: Mapping[str, Any] = field(default_factory=dict)
     provenance: Mapping[str, Any] = field(default_factory=dict)
     renyi_curve: tuple[tuple[float, float], ...] | None = None
-    renyi_direction: str | None = None
+    renyi_direction: PrivacyDirection | None = None
 
     @property
-    def privacy_direction(self) -> str:
+    def privacy_direction(self) -> PrivacyDirection:
         """The inequalities of the (epsilon, delta) region the certificate states: "forward" (only
         P(S) <= e^eps Q(S) + delta, P = unlearned) when its Rényi curve bounds only
         D(unlearned || retrained), else "both" (the unlearning definitions of the seed papers)."""
-        return "forward" if self.renyi_direction == "forward" else "both"
+        from empirical.statistics.checks import PrivacyDirection
+
+        return (PrivacyDirection.FORWARD if self.renyi_direction == PrivacyDirection.FORWARD
+                else PrivacyDirection.BOTH)
 
     def effective_curve(self) -> list[tuple[float, float]]:
         """The certified curve made non-decreasing: D_alpha is non-decreasing in alpha (van Erven
@@ -314,10 +319,13 @@ class Certificate:
         orders = [a for a, _ in pairs]
         if any(b <= a for a, b in zip(orders, orders[1:], strict=False)):
             raise ValueError("renyi_curve orders must be strictly increasing")
-        direction = "both" if self.renyi_direction is None else self.renyi_direction
-        if direction not in RENYI_DIRECTIONS:
-            raise ValueError(f"renyi_direction must be one of {RENYI_DIRECTIONS}, got "
-                             f"{direction!r}")
+        from empirical.statistics.checks import PrivacyDirection
+
+        try:
+            direction = PrivacyDirection(self.renyi_direction or PrivacyDirection.BOTH)
+        except ValueError:
+            raise ValueError(f"renyi_direction must be one of {tuple(PrivacyDirection)}, got "
+                             f"{self.renyi_direction!r}") from None
         object.__setattr__(self, "renyi_curve", tuple(pairs))
         object.__setattr__(self, "renyi_direction", direction)
 
@@ -380,7 +388,6 @@ class Certificate:
 # (empirical.divergences.renyi_histogram.DEFAULT_ORDERS, repeated here so this module stays free of the trial
 # code) -- near 1, where score histograms carry most evidence, up to 32.
 CURVE_ORDERS: tuple[float, ...] = (1.02, 1.05, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0)
-RENYI_DIRECTIONS = ("both", "forward")
 # Guarantee kinds whose value caps the divergence in both directions: a Rényi difference
 # (seed 000's Rényi unlearning: the max of both directions) and RDP, whose neighbouring
 # relation is symmetric (Mironov 2017, Definition 4).
@@ -389,7 +396,7 @@ _TWO_SIDED_KINDS = ("renyi_unlearning", "renyi_dp")
 
 def certified_renyi_curve(bound: Any, params: Mapping[str, Any], *,
                           orders: Any = None) -> tuple[tuple[tuple[float, float], ...] | None,
-                                                       str | None, list[str]]:
+                                                       PrivacyDirection | None, list[str]]:
     """The certified curve ``((alpha, eps), ...)`` of a Rényi bound at ``params``, its
     direction, and notes on orders left out.
 
@@ -423,7 +430,10 @@ def certified_renyi_curve(bound: Any, params: Mapping[str, Any], *,
         pairs.append((order, upper))
     if not pairs:
         return None, None, notes
-    direction = "both" if guarantee.kind in _TWO_SIDED_KINDS else "forward"
+    from empirical.statistics.checks import PrivacyDirection
+
+    direction = (PrivacyDirection.BOTH if guarantee.kind in _TWO_SIDED_KINDS
+                 else PrivacyDirection.FORWARD)
     return tuple(pairs), direction, notes
 
 

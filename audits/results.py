@@ -9,11 +9,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from audits.report.schema import KIND_ESTIMATE, KIND_LOWER_BOUND
+
+if TYPE_CHECKING:
+    from empirical.statistics.checks import PrivacyDirection
 
 __all__ = ["AttackScores", "EstimateResult", "LowerBoundResult", "RenyiTestResult", "finite"]
 
@@ -49,7 +52,7 @@ class LowerBoundResult:
     confidence: float
     reach: float
     delta: float
-    certificate_direction: str
+    privacy_direction: PrivacyDirection
     strategy: str
     positive_above: bool
     orientation_chosen_by_statistic: bool
@@ -82,7 +85,7 @@ class LowerBoundResult:
             "confidence": self.confidence,
             "details": {
                 "delta": self.delta,
-                "certificate_direction": self.certificate_direction,
+                "certificate_direction": self.privacy_direction,
                 "strategy": self.strategy,
                 "score_direction": ("higher score = unlearned" if self.positive_above
                                     else "lower score = unlearned"),
@@ -119,7 +122,7 @@ class RenyiTestResult:
     confidence: float
     alpha_each: float
     overall_confidence: float
-    direction: str
+    direction: PrivacyDirection
     orders: tuple[float, ...]
     certified: tuple[float, ...]
     certified_as_stated: tuple[float, ...]

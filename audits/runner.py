@@ -32,14 +32,11 @@ from typing import Any
 
 from audits import progress as progress_lines
 from audits.adapters.protocol import PreparedAudit
-from audits.execution import (
-    ChunkResults,
-    code_version,
-    printable,
-    resolve_device,
-    run_chunks,
-)
+from audits.chunks import printable
+from audits.estimators import DEFAULT_ESTIMATORS
+from audits.execution import ChunkResults, resolve_device, run_chunks
 from audits.loader import adapter_of, load_spec
+from audits.options import Backend, ExecutionOptions
 from audits.plan import AuditPlan, mechanism_plan, scores_plan, spec_plan
 from audits.protocols import Certificate, ModelOutputs, TrialBatch, TrialMechanism
 from audits.report.assemble import build_report
@@ -47,14 +44,16 @@ from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.score_input import score_sides
 from audits.seeds import derived_seed
 from audits.spec import AuditSettings, AuditSpec
-from audits.statistics import DEFAULT_STATISTICS
+from audits.statistics import DEFAULT_STATISTICS, ScoreOrientation
 from audits.store import STORE_NAME, FolderLock, check_folder
+from audits.versions import code_version
 from empirical.engine.memory import release_freed_memory
 
 __all__ = [
     "SCHEMA_ID",
     "SCHEMA_VERSION",
     "AuditResult",
+    "ExecutionOptions",
     "PreparedAudit",
     "audit_mechanism",
     "audit_scores",
@@ -174,7 +173,7 @@ def _refuse_foreign_report(out_dir: str | Path | None, *, replace: bool, field: 
 
 
 def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
-                  backend: str = "local") -> PreparedAudit:
+                  backend: Backend = Backend.LOCAL) -> PreparedAudit:
     """Certificate and mechanism of a spec, without running anything (with the exact privacy
     loss where the adapter knows the exact output laws, :mod:`audits.exact_loss`)."""
     from audits.exact_loss import attach_exact_law
@@ -189,11 +188,16 @@ def prepare_audit(spec: AuditSpec | Mapping[str, Any] | str | Path, *,
 # Entry points.
 
 
+_LOCAL = ExecutionOptions()
+
+
 def reported(run: Callable[..., AuditResult]) -> Callable[..., AuditResult]:
-    """Progress lines (phases, stored chunks reused, a heartbeat) on stderr with ``progress=True``."""
+    """Progress lines (phases, stored chunks reused, a heartbeat) on stderr when the
+    ``options`` ask for them (:attr:`ExecutionOptions.progress`)."""
     @functools.wraps(run)
     def wrapper(*args: Any, **kwargs: Any) -> AuditResult:
-        with progress_lines.reporting("audit", enabled=bool(kwargs.get("progress"))):
+        options = kwargs.get("options") or _LOCAL
+        with progress_lines.reporting("audit", enabled=options.progress):
             return run(*args, **kwargs)
     return wrapper
 
@@ -203,31 +207,32 @@ def run_audit(
     spec: AuditSpec | Mapping[str, Any] | str | Path,
     *,
     out_dir: str | Path | None = None,
-    backend: str = "local",
-    progress: bool = False,
-    ray_address: str | None = None,
-    replace: bool = False,
-    resume: bool = False,
-    keep_statistics: bool = False,
+    options: ExecutionOptions | None = None,
     extra_figures: bool = True,
 ) -> AuditResult:
     """Run a spec-driven audit; with ``out_dir``, store chunks there and write the report.
 
-    An ``out_dir`` holding another spec's audit is refused unless ``replace``; stored chunks
-    failing their checksum are refused unless ``resume`` (they are then recomputed and the
-    report says so). One audit at a time writes a folder: another one running there is
-    refused, and so are symbolic links among the folder's files; nothing is written before
-    these checks pass. The store keeps what the report needs (main trials' statistics only as
-    their projection scores); ``keep_statistics`` stores the statistics of every trial too.
+    ``options`` (:class:`~audits.options.ExecutionOptions`, default: locally, quietly) say how
+    it runs. An ``out_dir`` holding another spec's audit is refused unless ``options.replace``;
+    stored chunks failing their checksum are refused unless ``options.resume`` (they are then
+    recomputed and the report says so). One audit at a time writes a folder: another one
+    running there is refused, and so are symbolic links among the folder's files; nothing is
+    written before these checks pass. The store keeps what the report needs (main trials'
+    statistics only as their projection scores); ``options.keep_statistics`` stores the
+    statistics of every trial too; ``options.device`` replaces the spec's device.
 
     Rerunning with the same spec and ``out_dir`` resumes: finished chunks are read back, not
     recomputed, and the report is identical (apart from its creation time and timing).
-    ``backend="ray"`` sends chunks to Ray (``ray_address`` or a local instance).
-    ``extra_figures`` False leaves out the algorithm's own figures (its adapter's
+    ``options.backend`` "ray" sends chunks to Ray (``options.ray_address`` or a local
+    instance). ``extra_figures`` False leaves out the algorithm's own figures (its adapter's
     ``extra_plots``), which cost time and change no number of the verdict.
     """
     start = time.perf_counter()
+    options = options or _LOCAL
     spec = load_spec(spec)
+    if options.device is not None:
+        spec = load_spec(spec.replace(device=options.device))
+    replace = options.replace
 
     def refusals() -> None:
         from audits.report.schema import HTML_NAME, JSON_NAME
@@ -242,15 +247,13 @@ def run_audit(
 
     refusals()  # before the certificate is computed: a refused folder costs nothing
     progress_lines.phase("preparing the audit (data, model, certificate)")
-    plan = spec_plan(spec, prepare_audit(spec, backend=backend), started=start,
+    plan = spec_plan(spec, prepare_audit(spec, backend=options.backend), started=start,
                      extra_plots=tuple(adapter_of(spec).extra_plots(spec)) if extra_figures
                      else ())
     _release_preparation_memory()
     with _writer(out_dir, check=refusals):
         # where chunks ran does not change the numbers, so it stays out of the report
-        chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,
-                      ray_address=ray_address, replace=replace, resume=resume,
-                      keep_statistics=keep_statistics)
+        chunks = _run(plan, out_dir=out_dir, options=options)
         return _finish(build_report(plan, chunks), out_dir)
 
 
@@ -269,18 +272,16 @@ def _release_preparation_memory() -> None:
     release_freed_memory()
 
 
-def _run(plan: AuditPlan, *, out_dir: str | Path | None, backend: str, progress: bool,
-         ray_address: str | None, replace: bool, resume: bool = False,
-         keep_statistics: bool = False) -> ChunkResults:
+def _run(plan: AuditPlan, *, out_dir: str | Path | None,
+         options: ExecutionOptions) -> ChunkResults:
     """The plan's trials, in chunks (stored in ``out_dir`` when the plan stores them)."""
     settings = plan.settings
     return run_chunks(
         plan.mechanism, trials=settings.trials, pilot_trials=settings.pilot_trials,
         chunk_size=settings.chunk_size, seed=settings.seed,
         out_dir=out_dir if plan.stored else None, audit_key=plan.cache_key,
-        spec_json=plan.spec_json, backend=backend, progress=progress,
-        label=f"audit {printable(settings.name, 60)}", ray_address=ray_address,
-        replace=replace, resume=resume, project=plan.project, keep_statistics=keep_statistics)
+        spec_json=plan.spec_json, options=options, label=f"audit {printable(settings.name, 60)}",
+        project=plan.project)
 
 
 @reported
@@ -294,16 +295,13 @@ def audit_mechanism(
     seed: int = 0,
     attacks: Sequence[str] | None = None,
     statistics: Sequence[str] = DEFAULT_STATISTICS,
-    estimators: Sequence[str] = ("plugin-epsilon", "auc"),
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     chunk_size: int = 250,
     out_dir: str | Path | None = None,
     cache_key: str | None = None,
-    backend: str = "local",
-    progress: bool = False,
-    ray_address: str | None = None,
+    options: ExecutionOptions | None = None,
     name: str = "custom mechanism",
-    direction: str = "both",
-    replace: bool = False,
+    direction: ScoreOrientation = ScoreOrientation.BOTH,
 ) -> AuditResult:
     """Audit your own :class:`~audits.protocols.TrialMechanism` against a certificate.
 
@@ -312,10 +310,12 @@ def audit_mechanism(
     rerun) only when you give a ``cache_key`` that changes whenever your mechanism does; without
     one, nothing is cached and a rerun recomputes everything. ``direction``: "both" (default)
     tests each score orientation with the Bonferroni correction; "greater" (higher score =
-    unlearned) or "less" when the score's orientation is known in advance. An ``out_dir`` holding
-    another audit's report or chunks is refused unless ``replace``.
+    unlearned) or "less" when the score's orientation is known in advance. ``options`` as in
+    :func:`run_audit` (``device`` aside: your mechanism holds its own); an ``out_dir`` holding
+    another audit's report or chunks is refused unless ``options.replace``.
     """
     start = time.perf_counter()
+    options = options or _LOCAL
     settings = AuditSettings(name=name, trials=trials, pilot_trials=pilot_trials,
                              confidence=confidence, seed=seed, attacks=attacks,
                              statistics=statistics, estimators=estimators,
@@ -324,12 +324,12 @@ def audit_mechanism(
                           cache_key=cache_key, started=start)
 
     def refusals() -> None:
-        _refuse_foreign_report(out_dir, replace=replace, field="spec_hash", value=plan.cache_key)
+        _refuse_foreign_report(out_dir, replace=options.replace, field="spec_hash",
+                               value=plan.cache_key)
 
     refusals()
     with _writer(out_dir, check=refusals):
-        chunks = _run(plan, out_dir=out_dir, backend=backend, progress=progress,
-                      ray_address=ray_address, replace=replace)
+        chunks = _run(plan, out_dir=out_dir, options=options)
         return _finish(build_report(plan, chunks), out_dir)
 
 
@@ -340,13 +340,13 @@ def audit_scores(
     certificate: Certificate,
     confidence: float = 0.95,
     statistics: Sequence[str] = DEFAULT_STATISTICS,
-    estimators: Sequence[str] = ("plugin-epsilon", "auc"),
+    estimators: Sequence[str] = DEFAULT_ESTIMATORS,
     unlearned_accuracy: Any = None,
     retrained_accuracy: Any = None,
     seed: int = 0,
     out_dir: str | Path | None = None,
     name: str = "precomputed scores",
-    direction: str = "both",
+    direction: ScoreOrientation = ScoreOrientation.BOTH,
     replace: bool = False,
 ) -> AuditResult:
     """Audit precomputed attack scores: ``{attack: [n] or [n, E] scores}`` per side, or one

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from audits.attacks import attack, attack_summaries
 from audits.estimators import DEFAULT_ESTIMATORS, SPEC_ESTIMATORS, estimator_summaries
 from audits.fields import (
     SpecError,
@@ -36,14 +37,17 @@ from audits.fields import (
     plain,
     positive_int,
 )
-from audits.statistics import DEFAULT_STATISTICS, statistic_summaries
+from audits.statistics import (
+    DEFAULT_STATISTICS,
+    ScoreOrientation,
+    statistic,
+    statistic_summaries,
+)
 from bounds.conversions import CONVERSIONS
 
 __all__ = [
     "ATTACKS",
     "CONVERSIONS",
-    "DEFAULT_ATTACKS",
-    "DEFAULT_EXACT_ATTACKS",
     "DATASETS",
     "ESTIMATORS",
     "FORGET_CHOICES",
@@ -62,33 +66,12 @@ __all__ = [
 ]
 
 
-# Attack scores, lower-bound statistics and plug-in estimators the runner knows.
-ATTACKS: dict[str, str] = {
-    "loss": "minus the loss of the forgotten record(s) (Yeom et al. 2018)",
-    "projection": "final parameters projected on the unlearned-minus-retrained mean difference "
-    "of independent pilot trials",
-    "stated-direction": "final parameters projected on a direction the mechanism fixes from the "
-    "data before any trial (white-box; e.g. the difference of the two runs' deterministic "
-    "starts); only some algorithms give it",
-    "likelihood-ratio": "log-likelihood ratio of the final parameters under the exact Gaussian "
-    "output laws (where the algorithm's adapter knows them; see exact privacy loss)",
-}
-
-# The attacks a spec that names none runs, resolved when the audit is prepared
-# (audits.exact_loss.resolve_attacks). Where the adapter knows the exact Gaussian output laws:
-# their likelihood-ratio test alone. By Neyman-Pearson no test of the final parameters has
-# more power, and every further attack only splits the audit's level (Bonferroni): at N = 10^4
-# on the three exact examples, seeds 0-9, adding the loss attack lowered the mean largest lower
-# bound by 0.002-0.008 of the exact epsilon, adding the projection as well by 0.006-0.015
-# (docs/audits.md, default attacks). Otherwise the loss attack and the projection on the pilot
-# trials' mean difference.
-DEFAULT_ATTACKS: tuple[str, ...] = ("loss", "projection")
-DEFAULT_EXACT_ATTACKS: tuple[str, ...] = ("likelihood-ratio",)
+# Attacks, statistics and estimators are declared in audits.attacks, audits.statistics and
+# audits.estimators; these are their names and one-line summaries, for validation and help texts.
+ATTACKS: dict[str, str] = attack_summaries()
 # How the forgotten records are chosen: the rows the request draws, or records the algorithm's
 # adapter plants there, chosen adversarially within its paper's assumptions.
 FORGET_CHOICES = ("random", "worst-case")
-# Statistics and estimators are declared in audits.statistics and audits.estimators; these are
-# their names and one-line summaries, for validation and help texts.
 STATISTICS: dict[str, str] = statistic_summaries()
 ESTIMATORS: dict[str, str] = estimator_summaries()
 # Names accepted by empirical.data.datasets.load_dataset (kept here so specs validate without numpy).
@@ -127,10 +110,11 @@ _DATASET_ALIASES = {"digits-3-vs-8": "digits", "synthetic": "synthetic-gaussian"
 _PATH_DATASETS = ("mnist", "cifar10", "npz")
 DEVICES = ("cpu", "cuda", "auto")
 DTYPES = ("float64", "float32")
-# Score directions the (epsilon, delta) tests may take: "greater" = higher score means "trained
-# on the forgotten data" (the toolkit's score convention), "less" the reverse, "both" tests
-# each orientation (Bonferroni) so a reversed score is not a false CONSISTENT.
-DIRECTIONS = ("both", "greater", "less")
+# Score orientations the (epsilon, delta) tests may take (audits.statistics.ScoreOrientation):
+# "greater" = higher score means "trained on the forgotten data" (the toolkit's score
+# convention), "less" the reverse, "both" tests each orientation (Bonferroni) so a reversed
+# score is not a false CONSISTENT.
+DIRECTIONS = tuple(ScoreOrientation)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -390,7 +374,7 @@ class AuditSettings:
     statistics: tuple[str, ...] = DEFAULT_STATISTICS
     estimators: tuple[str, ...] = DEFAULT_ESTIMATORS
     chunk_size: int = 250
-    direction: str = "both"
+    direction: ScoreOrientation = ScoreOrientation.BOTH
     path: dataclasses.InitVar[str] = ""
 
     def __post_init__(self, path: str) -> None:
@@ -415,6 +399,7 @@ class AuditSettings:
         _seed(self.seed, at("seed"))
         positive_int(self.chunk_size, at("chunk_size"))
         choice(self.direction, at("direction"), DIRECTIONS)
+        object.__setattr__(self, "direction", ScoreOrientation(self.direction))
         if not isinstance(self.name, str) or not self.name.strip():
             raise fail(at("name"), f"must be a non-empty string, got {self.name!r}")
 
@@ -436,8 +421,9 @@ class AuditSpec:
     ``trials`` N pairs (unlearned, retrained) are compared; ``pilot_trials`` further pairs,
     with their own seed, choose data-dependent attack parameters (the projection direction)
     and are never used to certify. ``attacks`` None (the canonical form's ``null``) leaves the
-    attacks to the default, resolved when the audit is prepared: :data:`DEFAULT_EXACT_ATTACKS`
-    where the adapter knows the mechanism's exact output laws, else :data:`DEFAULT_ATTACKS`
+    attacks to the default, resolved when the audit is prepared:
+    :data:`audits.attacks.DEFAULT_EXACT_ATTACKS` where the adapter knows the mechanism's exact
+    output laws, else :data:`audits.attacks.DEFAULT_ATTACKS`
     (:func:`audits.exact_loss.resolve_attacks`); a list is run as written. ``confidence`` is
     the probability with which all lower bounds of the audit hold simultaneously.
     ``chunk_size`` trials are stored at a time.
@@ -481,10 +467,12 @@ class AuditSpec:
         if self.pilot_trials > MAX_TRIALS:
             raise fail(f"{p}.pilot_trials", f"must be at most {MAX_TRIALS}, got "
                        f"{self.pilot_trials}")
-        if self.attacks is not None and "projection" in self.attacks:
+        if self.attacks is not None and any(attack(a).needs_pilot for a in self.attacks):
             check_projection_pilot(self.pilot_trials, why="")
-        if "sample-split" in self.statistics and self.trials < 4:
-            raise fail(f"{p}.trials", "must be at least 4 for the sample-split statistic")
+        for name in self.statistics:
+            least = statistic(name).min_trials
+            if self.trials < least:
+                raise fail(f"{p}.trials", f"must be at least {least} for the {name} statistic")
         if not isinstance(self.device, str) or not (
             self.device in DEVICES or self.device.startswith("cuda:")
         ):

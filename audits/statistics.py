@@ -15,19 +15,23 @@ Validity of each statistic is proved in the empirical module it calls
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from audits.seeds import derived_seed
 
+if TYPE_CHECKING:
+    from empirical.statistics.checks import PrivacyDirection
+
 __all__ = [
     "ALLOCATION_PILOT_FRACTION",
     "DEFAULT_STATISTICS",
     "EpsilonStatistic",
-    "Orientation",
+    "ScoreOrientation",
     "allocation_pilot_size",
     "register_statistic",
     "statistic",
@@ -46,13 +50,19 @@ def allocation_pilot_size(n: int) -> int:
     return max(_ALLOCATION_PILOT_MIN, int(round(ALLOCATION_PILOT_FRACTION * n)))
 
 
-class Orientation:
-    """Score orientations a test is run in: "greater" (a higher score says unlearned), "less",
-    or "both" (the statistic's pilot chooses, one test)."""
+class ScoreOrientation(enum.StrEnum):
+    """Which way an attack's score points: "greater" (a higher score says unlearned), "less",
+    or "both" (not known in advance: each orientation is a test of the family, or one test when
+    the statistic's pilot chooses). Not the certificate's direction
+    (:class:`empirical.statistics.PrivacyDirection`)."""
 
     GREATER = "greater"
     LESS = "less"
     BOTH = "both"
+
+    # Written as the plain value, so that seeds drawn from the repr of a design holding one
+    # (audits.detectable) are those of the plain string.
+    __repr__ = str.__repr__
 
 
 LowerBoundRun = Callable[..., Any]
@@ -69,6 +79,7 @@ class EpsilonStatistic:
     ``uses_allocation_pilot``: it holds out exactly the allocation pilot
     (:func:`allocation_pilot_size` rows of the shared order) and never reads it as tested data,
     once there are at least ``min_pilot_trials()`` rows per side; below, it reads every trial.
+    ``min_trials``: the fewest tested trials per side it runs on (a spec asking fewer is refused).
     ``ceiling`` bounds every value it can give with n tested rows per side; ``forecast`` (or
     None) predicts its bound from the allocation pilot's rows alone.
     """
@@ -79,30 +90,34 @@ class EpsilonStatistic:
     ceiling: Callable[..., float]
     chooses_orientation: bool = False
     uses_allocation_pilot: bool = False
+    min_trials: int = 2
     min_pilot_trials: Callable[[], int] = lambda: 0
     forecast: Callable[..., float] | None = None
     detail: str = field(default="", compare=False)
 
-    def orientations(self, direction: str) -> tuple[str, ...]:
-        """The score orientations it is run in, each one test of the family."""
-        if direction != Orientation.BOTH:
-            return (direction,)
+    def orientations(self, orientation: str) -> tuple[ScoreOrientation, ...]:
+        """The score orientations it is run in, each one test of the family, when the score
+        points ``orientation``."""
+        if orientation != ScoreOrientation.BOTH:
+            return (ScoreOrientation(orientation),)
         if self.chooses_orientation:
-            return (Orientation.BOTH,)
-        return (Orientation.GREATER, Orientation.LESS)
+            return (ScoreOrientation.BOTH,)
+        return (ScoreOrientation.GREATER, ScoreOrientation.LESS)
 
     def reads_every_trial(self, n: int) -> bool:
         """Whether, with n rows per side, it reads the allocation pilot as tested data."""
         return not self.uses_allocation_pilot or n < self.min_pilot_trials()
 
-    def lower_bound(self, unlearned: np.ndarray, retrained: np.ndarray, *, orientation: str,
-                    delta: float, alpha: float, seed: int, direction: str,
-                    rows: np.ndarray | None = None):
-        """The bound in one orientation ("less" runs it on the negated scores)."""
-        u, r = (-unlearned, -retrained) if orientation == Orientation.LESS else (unlearned,
-                                                                                 retrained)
+    def lower_bound(self, unlearned: np.ndarray, retrained: np.ndarray, *,
+                    orientation: ScoreOrientation, delta: float, alpha: float, seed: int,
+                    privacy_direction: PrivacyDirection, rows: np.ndarray | None = None):
+        """The bound in one score orientation ("less" runs it on the negated scores), for the
+        inequalities ``privacy_direction`` of the certificate."""
+        flip = orientation == ScoreOrientation.LESS
+        u, r = (-unlearned, -retrained) if flip else (unlearned, retrained)
         return self.run(u, r, delta=delta, alpha=alpha, rows=rows, seed=seed,
-                        both_orientations=orientation == Orientation.BOTH, direction=direction)
+                        both_orientations=orientation == ScoreOrientation.BOTH,
+                        direction=privacy_direction)
 
 
 _REGISTRY: dict[str, EpsilonStatistic] = {}
@@ -213,7 +228,7 @@ def _bonferroni_pareto(seed: int):
 def _sample_split(seed: int):
     from empirical import statistics as st
 
-    return st.SampleSplit(selection_fraction=0.5, seed=derived_seed(seed, "sample-split"))
+    return st.SampleSplit(selection_fraction=0.5, seed=derived_seed(seed, SAMPLE_SPLIT.name))
 
 
 def _min_pilot_trials() -> int:
@@ -248,6 +263,7 @@ SAMPLE_SPLIT = register_statistic(EpsilonStatistic(
     summary="Clopper-Pearson epsilon lower bound, threshold chosen on half the trials",
     run=_ss_run,
     ceiling=_ss_ceiling,
+    min_trials=4,  # two per half
 ))
 
 PILOT_THRESHOLD = register_statistic(EpsilonStatistic(

@@ -242,7 +242,7 @@ _NPY_MAGIC = b"\x93NUMPY"
 # accuracies and the trial index, 8 bytes each: about 80,100 bytes. 1 MiB is 13 times that, and
 # leaves room for 65,536 float64 per trial and side from a mechanism of one's own.
 _TRIAL_BYTES = 1 << 20
-# One exact column sum, stored per chunk as hex text (audits.execution, arrays named
+# One exact column sum, stored per chunk as hex text (audits.chunks, arrays named
 # ``side.column_sums.stat``): an integer in units of 2^-1074 of a sum of at most 10^7 float64
 # (the spec's trial limit), below 10^7 * 2^1024 * 2^1074 < 2^2122, hence at most 531 hex digits
 # and a sign.

@@ -34,6 +34,7 @@ from audits.loader import load_spec
 from audits.protocols import Certificate, TrialMechanism
 from audits.runner import AuditResult, audit_mechanism, run_audit
 from audits.spec import AuditSpec
+from audits.statistics import ScoreOrientation
 
 __all__ = [
     "DEFAULT_TEST_TRIALS",
@@ -58,7 +59,7 @@ def run_reduced_audit(
     confidence: float | None = None,
     seed: int | None = None,
     out_dir: str | Path | None = None,
-    direction: str = "both",
+    direction: ScoreOrientation = ScoreOrientation.BOTH,
 ) -> AuditResult:
     """Run a reduced audit of a spec (TOML path, dict, :class:`AuditSpec`) or a mechanism.
 
@@ -85,7 +86,7 @@ def run_reduced_audit(
             confidence=0.95 if confidence is None else confidence,
             seed=0 if seed is None else seed, out_dir=out_dir, direction=direction,
         )
-    if direction != "both":
+    if direction != ScoreOrientation.BOTH:
         raise ValueError("a spec audit tests both score directions; direction= is for mechanisms")
     if certified_epsilon is not None or delta is not None or certificate is not None:
         raise ValueError("a spec's certificate comes from the bound engine; put the target in "

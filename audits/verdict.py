@@ -24,6 +24,7 @@ from audits.analysis import design_refutes
 from audits.protocols import Certificate
 from audits.report.schema import EXIT_CODES
 from audits.results import AttackScores, LowerBoundResult, RenyiTestResult, finite
+from audits.statistics import ScoreOrientation
 
 if TYPE_CHECKING:
     from audits.analysis import Analysis
@@ -123,9 +124,9 @@ def trials_needed(certificate: Certificate, *, statistics: Sequence[str], miss: 
 
     def refutes_at(n: int, draw: int) -> bool:
         rng = np.random.default_rng([seed, n, draw])
-        # One reference for every test: unlearned scores above (below for direction "less").
+        # One reference for every test: unlearned scores above (below for orientation "less").
         u, r = 3.0 + rng.random(n), rng.random(n)
-        if direction == "less":
+        if direction == ScoreOrientation.LESS:
             u = -u
         return design_refutes(AttackScores("reference", u, r, None, {}), certificate,
                               statistics=statistics, direction=direction, miss=miss,

@@ -218,23 +218,23 @@ class _CountedMechanism:
 
 
 def test_a_chunk_computed_in_parts_stores_what_one_call_would_store():
-    from audits import execution as ex
+    from audits import chunks as ex
 
     mechanism = _CountedMechanism()
-    plan = ex._Plan(ex.MAIN, 3, 7000, 2 * ex._PART_TRIALS + 17, 5)
+    plan = ex.ChunkPlan(ex.MAIN, 3, 7000, 2 * ex.PART_TRIALS + 17, 5)
     whole = mechanism.run_trials(seed=5, first_trial=7000, n_trials=plan.n_trials).to_arrays()
     unit = np.array([0.6, -0.8, 0.0])
-    for keep in (ex._Keep(None, False), ex._Keep({"params": unit}, False),
-                 ex._Keep({"params": unit}, True)):
+    for keep in (ex.Keep(None, False), ex.Keep({"params": unit}, False),
+                 ex.Keep({"params": unit}, True)):
         mechanism.calls.clear()
-        arrays, _ = ex._compute_chunk(mechanism, plan, keep)
-        assert mechanism.calls == [ex._PART_TRIALS, ex._PART_TRIALS, 17]
-        expected = ex._joined([ex._light(dict(whole), keep)])
+        arrays, _ = ex.compute_chunk(mechanism, plan, keep)
+        assert mechanism.calls == [ex.PART_TRIALS, ex.PART_TRIALS, 17]
+        expected = ex.joined([ex.light(dict(whole), keep)])
         assert sorted(arrays) == sorted([*expected, "trial_index"])
         for key, array in expected.items():
             assert array.dtype == arrays[key].dtype and array.tobytes() == arrays[key].tobytes()
     mechanism.calls.clear()
-    ex._compute_chunk(mechanism, plan)  # nothing reduced: one call, as stored
+    ex.compute_chunk(mechanism, plan)  # nothing reduced: one call, as stored
     assert mechanism.calls == [plan.n_trials]
 
 

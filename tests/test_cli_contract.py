@@ -236,7 +236,7 @@ def test_memory_and_recursion_errors_are_one_line(monkeypatch: pytest.MonkeyPatc
 
 def test_ray_failing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     ray = pytest.importorskip("ray")
-    from audits.execution import _run_ray
+    from audits.ray_runner import run_on_ray
 
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise ConnectionError("could not reach 10.0.0.1:6379\nmore detail")
@@ -245,7 +245,7 @@ def test_ray_failing_to_start_is_one_line(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(ray, "init", refuse)
     with pytest.raises(RuntimeError, match=r"^Ray could not start \(ConnectionError: could not "
                                            r"reach 10\.0\.0\.1:6379\); check --ray-address") as info:
-        _run_ray(object(), [], None, None, address="10.0.0.1:6379")
+        run_on_ray(object(), [], None, None, address="10.0.0.1:6379")
     assert "\n" not in str(info.value)
 
 

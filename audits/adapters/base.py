@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
 from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.attacks import DEFAULT_ATTACKS
 from audits.estimators import DEMO_ESTIMATORS
 from audits.fields import fail, from_fields
 from audits.protocols import Certificate
@@ -31,9 +32,7 @@ from empirical.mechanisms.parameters import ParameterError, parameter_help
 
 __all__ = [
     "AdapterBase",
-    "DEMO_ATTACKS",
     "DEMO_ESTIMATORS",
-    "DEMO_STATISTICS",
     "DemoSettings",
     "FLIP_FIRST_RECORD",
     "MechanismPlan",
@@ -44,7 +43,10 @@ __all__ = [
 @dataclass(frozen=True)
 class DemoSettings:
     """An algorithm's embedded demo audit, as data: its parameters, its trial count and the parts
-    of the spec it sets (the rest comes from :func:`demo_audit_spec`'s shared settings)."""
+    of the spec it sets (the rest comes from :func:`demo_audit_spec`'s shared settings).
+    ``attacks`` names the demo's attacks (e.g. the likelihood-ratio attack beside the generic
+    ones where the adapter knows the exact output laws); None leaves them to the spec's default
+    rule (:func:`audits.exact_loss.resolve_attacks`)."""
 
     params: Any
     trials: int
@@ -54,6 +56,7 @@ class DemoSettings:
     dataset: Any = None  # DatasetSpec; None: digits 3-vs-8
     model: Any = None  # ModelSpec; None: the spec's default model
     chunk_size: int = 2500
+    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS
 
 
 @dataclass(frozen=True)
@@ -180,7 +183,8 @@ class AdapterBase:
         return demo_audit_spec(
             algorithm=demo.params, name=demo.name, trials=trials, default_trials=demo.trials,
             device=device, request=demo.request, certificate=demo.certificate,
-            dataset=demo.dataset, model=demo.model, chunk_size=demo.chunk_size)
+            dataset=demo.dataset, model=demo.model, chunk_size=demo.chunk_size,
+            attacks=demo.attacks)
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Line plots the report draws for this spec beside the generic figures (none here)."""
@@ -222,8 +226,6 @@ class AdapterBase:
         return ()
 
 
-DEMO_ATTACKS = ("loss", "projection")
-DEMO_STATISTICS = DEFAULT_STATISTICS
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
 
@@ -231,10 +233,12 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
                     device: str | None, request: RequestSpec | None = None,
                     certificate: CertificateSpec | None = None,
                     dataset: DatasetSpec | None = None, model: ModelSpec | None = None,
-                    chunk_size: int = 2500) -> AuditSpec:
-    """A demo audit: the algorithm's own parts plus the settings every demo shares (both
-    attacks, both statistics, all estimators, 95% joint confidence, seed 0, one pilot trial
-    per ten). Unless given: digits 3-vs-8; the request flips the label of record 0 (for a
+                    chunk_size: int = 2500,
+                    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS) -> AuditSpec:
+    """A demo audit: the algorithm's own parts plus the settings every demo shares (the loss
+    and projection attacks unless ``attacks`` names others, None leaving them to the default
+    rule; both statistics, all estimators, 95% joint confidence, seed 0, one pilot trial per
+    ten). Unless given: digits 3-vs-8; the request flips the label of record 0 (for a
     clipped linear model the replacement whose gradient differs most, 2M); the certificate
     calibrates sigma to (epsilon, delta) = (1, 1/n) with Mironov's conversion
     (:class:`~audits.spec.CertificateSpec`'s defaults)."""
@@ -248,8 +252,8 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
         trials=n,
         # a non-integer N is left for the spec's own check to name
         pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=DEMO_ATTACKS,
-        statistics=DEMO_STATISTICS,
+        attacks=attacks,
+        statistics=DEFAULT_STATISTICS,
         estimators=DEMO_ESTIMATORS,
         confidence=0.95,
         seed=0,

@@ -30,7 +30,7 @@ from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism
 from audits.adapters.protocol import PreparedAudit
 from audits.adapters.worst_case import RecordDomain
-from audits.exact_loss import LIKELIHOOD_RATIO
+from audits.attacks import DEFAULT_ATTACKS, LIKELIHOOD_RATIO
 from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
@@ -194,13 +194,16 @@ class D2DAdapter(AdapterBase):
     # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
     # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
     # M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    # With the internal state from the point 0 the output laws are exactly Gaussian, so the demo
+    # runs their likelihood-ratio test beside the loss and projection attacks.
     demo = DemoSettings(params=D2DParams(), trials=20000, name="d2d-demo",
-                                request=RequestSpec(kind="remove", indices=(0,)),
-                                certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
-                                                            calibrate="sigma"))
+                        request=RequestSpec(kind="remove", indices=(0,)),
+                        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                                    calibrate="sigma"),
+                        attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
     bench_bound = "neel2021:thm9"
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
-    extra_attacks = (LIKELIHOOD_RATIO,)
+    extra_attacks = (LIKELIHOOD_RATIO.name,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules: a target is required, sigma is calibrated, one record per update, removals

@@ -43,8 +43,8 @@ from audits.adapters.koloskova_mechanism import (
     worst_case_record,
 )
 from audits.adapters.protocol import PreparedAudit
+from audits.attacks import LIKELIHOOD_RATIO, STATED_DIRECTION
 from audits.certify import certify
-from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
@@ -300,7 +300,7 @@ class _KoloskovaAdapter(AdapterBase):
     noise_scale_field = "noise_multiplier_scale"
     params_type: type
     worst_case_forget = WORST_CASE_RULE
-    extra_attacks = ("stated-direction",)
+    extra_attacks = (STATED_DIRECTION.name,)
 
     def check_spec(self, spec: AuditSpec) -> None:
         if spec.request.kind != "remove" or spec.request.requests != 1:
@@ -393,7 +393,7 @@ class OutputPerturbationAdapter(_KoloskovaAdapter):
     params_type = OutputPerturbationParams
     scaled_noise = "the output noise N(0, sigma^2 I) of eq. (1)"
     # the likelihood-ratio attack where the released laws are exact (no fine-tuning)
-    extra_attacks = ("stated-direction", LIKELIHOOD_RATIO)
+    extra_attacks = (STATED_DIRECTION.name, LIKELIHOOD_RATIO.name)
     demo = _demo(OutputPerturbationParams(report_figures=True), name="demo-output-perturbation")
 
 

@@ -21,6 +21,7 @@ import numpy as np
 from audits import progress
 from audits.adapters.data import SpecData, plant_record, spec_data
 from audits.adapters.mechanism import SpecMechanism, model_outputs, torch_threads
+from audits.attacks import STATED_DIRECTION
 from audits.loader import spec_from_dict
 from audits.protocols import TrialBatch
 from audits.spec import DatasetSpec, ModelSpec
@@ -155,7 +156,7 @@ class KoloskovaMechanism(SpecMechanism):
 
         def side(losses: Any, params: Any, accuracy: Any, direction: Any) -> Any:
             out = model_outputs(losses, params, accuracy, keep_params=small)
-            return dataclasses.replace(out, scores={**out.scores, "stated-direction": direction})
+            return dataclasses.replace(out, scores={**out.scores, STATED_DIRECTION.name: direction})
 
         return TrialBatch(
             side(result.unlearned_forget_losses, result.unlearned_params,

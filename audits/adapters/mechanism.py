@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from audits.adapters.data import SpecData, spec_data
+from audits.attacks import LOSS
 from audits.protocols import ModelOutputs, TrialBatch
 
 __all__ = [
@@ -121,7 +122,7 @@ def model_outputs(losses: Any, params: Any, accuracy: Any, *, keep_params: bool 
                   ) -> ModelOutputs:
     """One side of a trial batch: score ``loss`` = minus each forgotten record's loss (higher
     means "looks like a member"), statistic ``params`` (unless too large), test accuracy."""
-    return ModelOutputs(scores={"loss": -losses},
+    return ModelOutputs(scores={LOSS.name: -losses},
                         statistics={"params": params} if keep_params else {},
                         accuracy=accuracy)
 

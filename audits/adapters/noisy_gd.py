@@ -24,8 +24,8 @@ from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
 from audits.adapters.protocol import PreparedAudit
 from audits.adapters.worst_case import RecordDomain, rule_text
+from audits.attacks import LIKELIHOOD_RATIO
 from audits.certify import certify
-from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import SpecError, choice, fail
 from audits.protocols import TrialBatch
 from audits.registry import register_adapter
@@ -250,7 +250,7 @@ class NoisyGDAdapter(AdapterBase):
                                 model=ModelSpec(name="logistic-regression"))
     models = ("logistic-regression", "linear")
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
-    extra_attacks = (LIKELIHOOD_RATIO,)
+    extra_attacks = (LIKELIHOOD_RATIO.name,)
     calibratable = ("sigma", "K_Abar")
     bench_bound = BOUND
     bench_point: ClassVar[dict[str, Any]] = {

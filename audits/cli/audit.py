@@ -34,6 +34,8 @@ from audits.cli.common import (
     positive_number,
     probability,
 )
+from audits.options import Backend, ExecutionOptions
+from audits.statistics import ScoreOrientation
 from bounds.conversions import CONVERSIONS
 
 __all__ = ["add_audit_commands", "default_out_dir"]
@@ -88,16 +90,19 @@ def _outcome(result, out_dir: Path) -> dict[str, Any]:
     }
 
 
+def execution_options(args: argparse.Namespace) -> ExecutionOptions:
+    """The execution flags of an audit command (:func:`add_execution_flags`) as one object."""
+    return ExecutionOptions(backend=args.backend, ray_address=args.ray_address,
+                            device=args.device,
+                            progress=not args.quiet,  # on stderr; JSON lines under --json
+                            replace=args.replace, resume=args.resume,
+                            keep_statistics=args.keep_statistics)
+
+
 def _run(spec, args: argparse.Namespace, out_dir: Path) -> None:
     from audits.runner import run_audit
 
-    if args.device is not None:
-        spec = spec.replace(device=args.device)
-    result = run_audit(spec, out_dir=out_dir, backend=args.backend,
-                       progress=not args.quiet,  # on stderr; JSON lines under --json
-                       ray_address=getattr(args, "ray_address", None),
-                       replace=args.replace, resume=args.resume,
-                       keep_statistics=args.keep_statistics)
+    result = run_audit(spec, out_dir=out_dir, options=execution_options(args))
     summary = result.summary()
     summary += f"\n  report              {result.paths.html_path}" if result.paths else ""
     emit(_outcome(result, out_dir), args.json, summary)
@@ -250,7 +255,7 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
         p.add_argument("--device", help="cpu, cuda, cuda:N or auto (default: the spec's)")
         p.add_argument("--trials", type=integer_in(2, 10_000_000),
                        help="number of trials N (default: the spec's)")
-        p.add_argument("--backend", choices=("local", "ray"), default="local",
+        p.add_argument("--backend", choices=tuple(Backend), default=Backend.LOCAL,
                        help="where chunks run (ray: a local instance or RAY_ADDRESS)")
         p.add_argument("--ray-address", help="address of a running Ray cluster")
         p.add_argument("--quiet", action="store_true", help="no progress line")
@@ -299,7 +304,7 @@ def add_audit_commands(subparsers: Any, with_json: Any) -> None:
     p.add_argument("--retrained-accuracy", metavar="ARRAY", help="test accuracies, retrained")
     p.add_argument("--confidence", type=probability, default=0.95,
                    help="joint confidence of the lower bounds (default 0.95)")
-    p.add_argument("--direction", choices=("both", "greater", "less"), default="both",
+    p.add_argument("--direction", choices=tuple(ScoreOrientation), default=ScoreOrientation.BOTH,
                    help="score orientation: both (default), greater (higher = unlearned), less")
     p.add_argument("--out", help="output directory (default: audit-out/scores-<file stem>)")
     p.add_argument("--replace", action="store_true",

@@ -19,7 +19,7 @@ import numpy as np
 
 __all__ = ["MESSAGE_CHARS", "CommandError", "Parser", "UsageError", "add_descriptions", "emit",
            "error_payload", "integer_in", "one_line", "parse_assignments", "positive_number",
-           "probability", "toolkit_version", "with_json"]
+           "probability", "with_json"]
 
 _EXPONENT = re.compile(r"[0-9.][eE][+-]?(\d+)")
 MESSAGE_CHARS = 500  # an error line never grows with the input that caused it
@@ -61,16 +61,6 @@ def one_line(text: str, limit: int = MESSAGE_CHARS) -> str:
 def error_payload(kind: str, message: str) -> dict[str, dict[str, str]]:
     """The ``--json`` form of an error: ``{"error": {"type": ..., "message": ...}}``."""
     return {"error": {"type": kind, "message": message}}
-
-
-def toolkit_version() -> str:
-    """The installed version of the toolkit (the source version in a checkout)."""
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version("unlearn-verify")
-    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - source checkout
-        return "0.1.0"
 
 
 _NOT_ASCII = ("numbers and expressions are read in ASCII only: a digit of another script "

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from audits.analysis import analyse
-from audits.execution import code_version, toolkit_version
 from audits.report.schema import SCHEMA_ID, SCHEMA_VERSION
 from audits.results import finite
 from audits.verdict import decide
+from audits.versions import code_version, toolkit_version
 
 if TYPE_CHECKING:
     from audits.execution import ChunkResults

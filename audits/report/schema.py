@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from empirical.statistics import KIND_ESTIMATE, KIND_LOWER_BOUND
+from audits.statistics import ScoreOrientation
+from empirical.statistics import KIND_ESTIMATE, KIND_LOWER_BOUND, PrivacyDirection
 
 __all__ = [
     "HTML_NAME",
@@ -285,7 +286,7 @@ def _check_empirical(report: Mapping) -> list[float]:
     for i, entry in enumerate(estimates):
         _check_estimate(entry, f"empirical.estimates[{i}]")
     direction = _get(emp, "direction", "empirical")
-    if direction not in ("both", "greater", "less"):
+    if direction not in tuple(ScoreOrientation):
         raise _invalid("empirical.direction", f"must be both, greater or less, got {direction!r}")
     if "attacks" in emp:  # the attacks run, as resolved (absent from reports of older code)
         for i, name in enumerate(_list(emp["attacks"], "empirical.attacks")):
@@ -320,11 +321,11 @@ def _check_renyi(report: Mapping) -> list[Mapping]:
         if len(lengths) != 1:
             raise _invalid(path, "has curves of different lengths")
         direction = _get(entry, "direction", path)
-        if direction not in ("both", "forward"):
+        if direction not in tuple(PrivacyDirection):
             raise _invalid(f"{path}.direction", f"must be both or forward, got {direction!r}")
         above = [a for a, c, f, b in zip(orders, certified, lower["lower_forward"],
                                          lower["lower_backward"], strict=True)
-                 if f > c or (direction == "both" and b > c)]
+                 if f > c or (direction == PrivacyDirection.BOTH and b > c)]
         claimed = _numbers(_get(entry, "violating_orders", path), f"{path}.violating_orders")
         if sorted(claimed) != sorted(above) or bool(_get(entry, "violation", path)) != bool(above):
             raise _invalid(f"{path}.violating_orders",

@@ -19,7 +19,7 @@ Public API
 ----------
 ``epsilon_from_error_rates(*, fpr, fnr, delta, direction)``
     epsilon implied by one test's error rates (Kairouz, Oh, Viswanath 2015, Thm 2.1), from both
-    inequalities of the (epsilon, delta) region or only the forward one (``PRIVACY_DIRECTIONS``).
+    inequalities of the (epsilon, delta) region or only the forward one (``PrivacyDirection``).
 ``clopper_pearson(*, successes, trials, confidence, sided)``
     exact binomial interval.
 ``BonferroniPareto``, ``SampleSplit``, ``FixedThreshold``
@@ -77,7 +77,7 @@ from empirical.statistics.checks import (
     KIND_ESTIMATE,
     KIND_INTERVAL,
     KIND_LOWER_BOUND,
-    PRIVACY_DIRECTIONS,
+    PrivacyDirection,
     as_finite_array,
     epsilon_from_error_rates,
 )
@@ -141,7 +141,7 @@ __all__ = [
     "NeurIPS2023Score",
     "PilotEpsilonLowerBound",
     "PilotWindowEpsilonLowerBound",
-    "PRIVACY_DIRECTIONS",
+    "PrivacyDirection",
     "ProportionInterval",
     "RocCurve",
     "SampleSplit",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import math
 
 import numpy as np
@@ -135,18 +136,27 @@ def _log_ratio_term(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarra
     return out
 
 
-# Which inequalities of the (epsilon, delta) region a guarantee states: "both" (P and Q may be
-# swapped, as in the unlearning definitions of the seed papers) or "forward" (only
-# P(S) <= e^eps Q(S) + delta, P the positive law: a one-directional divergence bound).
-PRIVACY_DIRECTIONS = ("both", "forward")
+class PrivacyDirection(enum.StrEnum):
+    """Which inequalities of the (epsilon, delta) region a guarantee states (and which Rényi
+    divergences a Rényi guarantee caps): "both" (P and Q may be swapped, as in the unlearning
+    definitions of the seed papers) or "forward" (only P(S) <= e^eps Q(S) + delta, P the
+    positive law: a one-directional divergence bound). Not a score's orientation."""
+
+    BOTH = "both"
+    FORWARD = "forward"
+
+    # Written as the plain value, so that seeds drawn from the repr of a setting holding one
+    # are those of the plain string.
+    __repr__ = str.__repr__
 
 
-def check_direction(direction: str) -> str:
-    """``direction`` if it is one of ``PRIVACY_DIRECTIONS``, else a clear error."""
-    if direction not in PRIVACY_DIRECTIONS:
-        raise ValueError(f"direction must be one of {', '.join(PRIVACY_DIRECTIONS)}, got "
-                         f"{direction!r}")
-    return direction
+def check_direction(direction: str) -> PrivacyDirection:
+    """``direction`` as a :class:`PrivacyDirection`, else a clear error."""
+    try:
+        return PrivacyDirection(direction)
+    except ValueError:
+        raise ValueError(f"direction must be one of {', '.join(PrivacyDirection)}, got "
+                         f"{direction!r}") from None
 
 
 def epsilon_from_error_rates(*, fpr, fnr, delta: float, direction: str = "both"):

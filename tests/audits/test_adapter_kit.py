@@ -148,3 +148,19 @@ def test_time_batched_and_loop_times_the_same_trials() -> None:
                                              / rates["loop_trials_per_s"])
     with pytest.raises(ValueError, match="n_trials"):
         time_batched_and_loop(run, n_trials=0, loop_trials=1)
+
+
+def test_a_demo_names_its_attacks_and_none_leaves_them_to_the_default_rule() -> None:
+    from audits.adapters.base import DemoSettings
+    from audits.attacks import DEFAULT_ATTACKS
+    from audits.runner import prepare_audit
+
+    class _Demo(AdapterBase):
+        params_type = _Params
+        demo = DemoSettings(params=_Params(), trials=10, name="toy", attacks=None)
+
+    assert _Demo().demo_spec().attacks is None
+    assert DemoSettings(params=_Params(), trials=10, name="toy").attacks == DEFAULT_ATTACKS
+    d2d = adapters()["d2d"]  # exact Gaussian laws at its demo: their likelihood-ratio test too
+    prepared = prepare_audit(d2d.demo_spec(trials=10))
+    assert prepared.attacks == ("loss", "projection", "likelihood-ratio")

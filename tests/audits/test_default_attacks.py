@@ -12,15 +12,16 @@ from pathlib import Path
 
 import pytest
 
+from audits.attacks import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS
 from audits.exact_loss import LikelihoodRatioMechanism
 from audits.fields import SpecError
 from audits.loader import load_spec
+from audits.options import ExecutionOptions
 from audits.plan import spec_plan
 from audits.report.html import render_html
 from audits.report.schema import validate_report
 from audits.report.text import summary_text
 from audits.runner import prepare_audit, run_audit
-from audits.spec import DEFAULT_ATTACKS, DEFAULT_EXACT_ATTACKS
 from audits.store import StoreError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -142,7 +143,7 @@ def test_a_default_audit_folder_resumes_and_refuses_the_same_attacks_written_out
     explicit = _d2d(attacks=DEFAULT_EXACT_ATTACKS)
     with pytest.raises(StoreError, match="holds the audit of a different spec"):
         run_audit(explicit, out_dir=tmp_path)
-    replaced = run_audit(explicit, out_dir=tmp_path, replace=True)
+    replaced = run_audit(explicit, out_dir=tmp_path, options=ExecutionOptions(replace=True))
     assert replaced.report["timing"]["chunks_resumed"] == 0
     assert replaced.report["empirical"]["lower_bounds"] == first.report["empirical"]["lower_bounds"]
 

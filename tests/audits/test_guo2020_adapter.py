@@ -200,8 +200,7 @@ def test_demo_report_draws_the_corrected_worst_case_only_while_it_is_finite(tmp_
     removals; the report must still be written (finite numbers only) and say where it stops."""
     from audits.runner import run_audit
 
-    result = run_audit(demo(trials=200, pilot_trials=50, chunk_size=200), out_dir=tmp_path,
-                       progress=False)
+    result = run_audit(demo(trials=200, pilot_trials=50, chunk_size=200), out_dir=tmp_path)
     fig2 = next(p for p in result.report["plots"]["extra"] if p["id"] == "guo2020-residuals")
     corrected = next(s for s in fig2["series"] if "corrected" in s["label"])
     assert all(math.isfinite(v) for v in corrected["y"])

@@ -10,6 +10,7 @@ import time
 
 from audits import progress
 from audits.cli import main as cli_main
+from audits.options import ExecutionOptions
 from audits.protocols import Certificate
 from audits.runner import audit_mechanism
 from tests.audits.test_audit_pipeline import GaussianShift
@@ -54,7 +55,7 @@ def test_nested_reporting_keeps_the_outer_label() -> None:
 def test_an_audit_names_its_phases_and_a_rerun_says_it_reuses_stored_chunks(tmp_path, capsys):
     cert = Certificate(epsilon=10.0, delta=1e-3)
     options = dict(certificate=cert, trials=40, pilot_trials=0, chunk_size=20, out_dir=tmp_path,
-                   cache_key="gaussian-progress", progress=True)
+                   cache_key="gaussian-progress", options=ExecutionOptions(progress=True))
     audit_mechanism(GaussianShift(0.5), **options)
     first = capsys.readouterr().err
     # the chunk lines come first, then each later phase as it starts

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from audits.loader import spec_from_dict, spec_from_toml
+from audits.options import ExecutionOptions
 from audits.runner import comparable, run_audit
 from audits.store import STORE_NAME, ChunkStore
 
@@ -32,8 +33,8 @@ SPEC = {"trials": 240, "pilot_trials": 60, "chunk_size": 60, "estimators": ["auc
 
 def test_ray_and_local_agree(local_ray, tmp_path):
     spec = spec_from_dict(SPEC)
-    on_ray = run_audit(spec, backend="ray", out_dir=tmp_path / "ray")
-    local = run_audit(spec, backend="local", out_dir=tmp_path / "local")
+    on_ray = run_audit(spec, options=ExecutionOptions(backend="ray"), out_dir=tmp_path / "ray")
+    local = run_audit(spec, options=ExecutionOptions(backend="local"), out_dir=tmp_path / "local")
     assert comparable(on_ray.report) == comparable(local.report)
     assert on_ray.report["timing"]["chunks"] == 5
     with ChunkStore(tmp_path / "ray" / STORE_NAME, audit_key=on_ray.report["spec_hash"],
@@ -42,7 +43,7 @@ def test_ray_and_local_agree(local_ray, tmp_path):
         workers = {row[0] for row in store._conn.execute("SELECT worker FROM compute_log")}
     assert all(w.startswith("ray ") for w in workers)
     # The Ray run's store resumes locally: same key, nothing recomputed.
-    resumed = run_audit(spec, backend="local", out_dir=tmp_path / "ray")
+    resumed = run_audit(spec, options=ExecutionOptions(backend="local"), out_dir=tmp_path / "ray")
     assert resumed.report["timing"]["chunks_resumed"] == 5
     assert comparable(resumed.report) == comparable(local.report)
 
@@ -51,7 +52,7 @@ def test_ray_resumes_a_local_store(local_ray, tmp_path):
     spec = spec_from_dict({**SPEC, "trials": 120, "pilot_trials": 0,
                                 "attacks": ["loss"]})
     local = run_audit(spec, out_dir=tmp_path)
-    on_ray = run_audit(spec, backend="ray", out_dir=tmp_path)
+    on_ray = run_audit(spec, options=ExecutionOptions(backend="ray"), out_dir=tmp_path)
     assert on_ray.report["timing"]["chunks_resumed"] == 2
     assert comparable(on_ray.report) == comparable(local.report)
 

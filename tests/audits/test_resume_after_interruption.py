@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from audits.loader import spec_from_dict, spec_from_toml
+from audits.options import ExecutionOptions
 from audits.runner import comparable, run_audit
 from audits.store import STORE_NAME, ChunkStore, CorruptChunkError, StoreError, count_stored_chunks
 
@@ -95,7 +96,7 @@ def test_rerun_reads_everything_back_and_another_spec_is_refused_unless_replaced
     # The refused attempt left nothing that blocks the folder's own spec.
     assert run_audit(spec, out_dir=tmp_path).report["timing"]["chunks_resumed"] == 4
 
-    other = run_audit(spec.replace(seed=3), out_dir=tmp_path, replace=True)
+    other = run_audit(spec.replace(seed=3), out_dir=tmp_path, options=ExecutionOptions(replace=True))
     assert other.report["spec_hash"] != first.report["spec_hash"]
     assert other.report["timing"]["chunks_resumed"] == 0
     assert other.report["plots"]["scores"] != first.report["plots"]["scores"]
@@ -125,7 +126,7 @@ def test_a_flipped_byte_is_named_and_recomputed_on_resume(tmp_path):
     with pytest.raises(CorruptChunkError, match=f"audit/1 \\(array '{name}'\\).*--resume"):
         run_audit(spec, out_dir=tmp_path)
 
-    repaired = run_audit(spec, out_dir=tmp_path, resume=True)
+    repaired = run_audit(spec, out_dir=tmp_path, options=ExecutionOptions(resume=True))
     assert repaired.report["timing"]["chunks_resumed"] == 2  # chunks 0 and 2 were fine
     assert comparable({**repaired.report, "notes": None}) == comparable(
         {**first.report, "notes": None})

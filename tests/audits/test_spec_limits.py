@@ -13,6 +13,7 @@ import pytest
 from audits.cli import main
 from audits.cli.audit import default_out_dir
 from audits.loader import spec_from_dict
+from audits.options import ExecutionOptions
 from audits.protocols import Certificate
 from audits.runner import audit_scores, run_audit
 from audits.spec import SpecError
@@ -96,7 +97,7 @@ def test_spec_names_are_printed_sanitised_and_short(tmp_path, capsys):
     spec = spec_from_dict({"trials": 40, "chunk_size": 20, "pilot_trials": 0,
                                 "attacks": ["loss"], "estimators": ["auc"], "name": name})
     capsys.readouterr()
-    run_audit(spec, progress=True)
+    run_audit(spec, options=ExecutionOptions(progress=True))
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\nerror: fake line" not in err
     assert max(len(line) for line in err.replace("\r", "\n").splitlines()) < 200

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from audits.loader import spec_from_dict
+from audits.options import ExecutionOptions
 from audits.protocols import (
     Certificate,
     ModelOutputs,
@@ -122,7 +123,7 @@ def test_replace_never_follows_a_symlinked_store_into_another_folder(tmp_path):
     attacker.mkdir()
     (attacker / STORE_NAME).symlink_to(victim / STORE_NAME)
     with pytest.raises(StoreError, match="symbolic link"):
-        run_audit(_spec(seed=5), out_dir=attacker, replace=True)
+        run_audit(_spec(seed=5), out_dir=attacker, options=ExecutionOptions(replace=True))
     assert _digest(victim / STORE_NAME) == before
     assert _rows(victim / STORE_NAME, "chunks") == 3
     assert _side_files(victim) == []
@@ -147,7 +148,7 @@ def test_a_symlinked_report_is_refused(tmp_path):
     out.mkdir()
     (out / "report.json").symlink_to(target)
     with pytest.raises(StoreError, match="symbolic link"):
-        run_audit(_spec(), out_dir=out, replace=True)
+        run_audit(_spec(), out_dir=out, options=ExecutionOptions(replace=True))
     assert target.read_text() == "keep me"
 
 
@@ -185,7 +186,7 @@ def test_a_chunk_copied_over_another_is_named_and_resume_restores_the_report(tmp
     _copy_chunk(tmp_path / STORE_NAME, source=0, target=1)
     with pytest.raises(CorruptChunkError, match=r"audit/1 \(array 'retrained\.accuracy'\)"):
         run_audit(_spec(), out_dir=tmp_path)
-    repaired = run_audit(_spec(), out_dir=tmp_path, resume=True)
+    repaired = run_audit(_spec(), out_dir=tmp_path, options=ExecutionOptions(resume=True))
     assert repaired.report["timing"]["chunks_resumed"] == 2
     assert comparable({**repaired.report, "notes": None}) == comparable(
         {**first.report, "notes": None})
@@ -211,7 +212,7 @@ def test_a_deleted_array_row_names_the_chunk_and_resume_recomputes_it(tmp_path):
     with pytest.raises(CorruptChunkError,
                        match=r"audit/1 \(array 'unlearned\.scores\.loss' missing\).*--resume"):
         run_audit(_spec(), out_dir=tmp_path)
-    repaired = run_audit(_spec(), out_dir=tmp_path, resume=True)
+    repaired = run_audit(_spec(), out_dir=tmp_path, options=ExecutionOptions(resume=True))
     assert comparable({**repaired.report, "notes": None}) == comparable(
         {**first.report, "notes": None})
     with ChunkStore(tmp_path / STORE_NAME, audit_key=first.report["spec_hash"], spec_json="",
@@ -238,7 +239,8 @@ def test_the_store_keeps_projections_and_sums_not_parameter_vectors(tmp_path):
     assert {"unlearned.projection.params", "retrained.projection.params"} <= main_names
     assert {"unlearned.column_sums.params", "retrained.column_sums.params"} <= pilot_names
 
-    full = run_audit(_projection_spec(), out_dir=tmp_path / "full", keep_statistics=True)
+    full = run_audit(_projection_spec(), out_dir=tmp_path / "full",
+                     options=ExecutionOptions(keep_statistics=True))
     for phase in ("audit", "pilot"):
         assert "unlearned.statistics.params" in _array_names(tmp_path / "full" / STORE_NAME, phase)
     in_memory = run_audit(_projection_spec())
@@ -296,6 +298,6 @@ def test_a_store_of_another_schema_is_refused_untouched_and_replaced_on_request(
     with pytest.raises(StoreError, match="schema 2.*--replace"):
         run_audit(_spec(), out_dir=tmp_path)
     assert _digest(tmp_path / STORE_NAME) == before and _side_files(tmp_path) == []
-    again = run_audit(_spec(), out_dir=tmp_path, replace=True)
+    again = run_audit(_spec(), out_dir=tmp_path, options=ExecutionOptions(replace=True))
     assert again.report["timing"]["chunks_resumed"] == 0
     assert comparable(again.report) == comparable(first.report)

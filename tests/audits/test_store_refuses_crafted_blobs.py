@@ -20,6 +20,7 @@ import pytest
 
 from audits import store as store_module
 from audits.loader import spec_from_dict
+from audits.options import ExecutionOptions
 from audits.runner import comparable, run_audit
 from audits.store import (
     STORE_NAME,
@@ -304,7 +305,7 @@ def test_an_audit_refuses_a_bombed_folder_and_resume_recomputes_the_chunk(tmp_pa
     with pytest.raises(CorruptChunkError, match=r"audit/0 \(array 'unlearned\.scores\.loss': "
                                                 r"its header declares 209,715,328 bytes"):
         run_audit(spec, out_dir=tmp_path)
-    repaired = run_audit(spec, out_dir=tmp_path, resume=True)
+    repaired = run_audit(spec, out_dir=tmp_path, options=ExecutionOptions(resume=True))
     assert repaired.report["timing"]["chunks_resumed"] == 1
     assert comparable({**repaired.report, "notes": None}) == comparable(
         {**first.report, "notes": None})
