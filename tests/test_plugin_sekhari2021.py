@@ -67,7 +67,9 @@ def test_a_spec_naming_the_plugin_runs(installed: pathlib.Path) -> None:
     assert report["status"] == "CONSISTENT" and report["bound"] == "sekhari2021:alg2/renyi"
 
 
-def test_bench_exact_runs_the_plugins_small_instance(installed: pathlib.Path) -> None:
+def test_bench_bounds_and_bench_exact_serve_the_plugin(installed: pathlib.Path) -> None:
+    timed = unlearn(installed, "bench", "bounds", "--algorithm", "sekhari2021-newton").stdout
+    assert "sekhari2021:alg2/renyi" in timed and "evals/s" in timed
     rows = json.loads(unlearn(installed, "bench", "exact", "--algorithm", "sekhari2021-newton",
                               "--json", "--quiet").stdout)["rows"]
     assert [(r["algorithm"], r["bound"]) for r in rows] == [("sekhari2021-newton",

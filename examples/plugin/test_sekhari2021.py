@@ -14,6 +14,7 @@ import torch
 from unlearn_sekhari2021.algorithm import ADAPTER, M_LOGISTIC, newton_removal
 from unlearn_sekhari2021.bound import RENYI, SENSITIVITY, SIGMA
 
+from audits.attacks import DEFAULT_ATTACKS
 from audits.registry import register_adapter
 from audits.runner import prepare_audit
 from audits.testing import assert_consistent, assert_violation
@@ -55,7 +56,8 @@ def test_the_hessian_lipschitz_constant_bounds_the_logistic_third_derivative() -
 
 
 def demo_data(size: int = 1):
-    spec = ADAPTER.demo_spec(trials=40).replace(
+    spec = ADAPTER.demo_spec(trials=40).replace(  # without the likelihood-ratio wrapper
+        attacks=DEFAULT_ATTACKS,
         request=dataclasses.replace(ADAPTER.demo.request, size=size, indices=tuple(range(size))))
     return spec, prepare_audit(spec).mechanism
 

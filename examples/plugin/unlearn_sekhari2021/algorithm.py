@@ -22,8 +22,8 @@ from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import delta_label, mark_broken
 from audits.adapters.mechanism import SpecMechanism
 from audits.adapters.worst_case import RecordDomain
+from audits.attacks import DEFAULT_ATTACKS, LIKELIHOOD_RATIO
 from audits.certify import certify
-from audits.exact_loss import LIKELIHOOD_RATIO
 from audits.fields import fail
 from audits.spec import CertificateSpec, RequestSpec
 from empirical.mechanisms.parameters import (
@@ -135,13 +135,15 @@ class SekhariAdapter(AdapterBase):
     # gamma holds for any record of norm <= 1 with a label +-1: a planted worst case keeps it
     record_domain = RecordDomain(norm_bound=1.0, assumption="gamma (Sekhari et al. 2021, "
                                  "Algorithm 2): features of norm <= 1 and a label of the data")
+    # the output laws are exact Gaussians (exact_laws): the demo runs the likelihood-ratio test
     demo = DemoSettings(params=SekhariParams(), trials=20000, name="sekhari2021-demo",
                         request=RequestSpec(kind="remove", indices=(0,)),
-                        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n"))
+                        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n"),
+                        attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
     bench_bound = RENYI.id
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = "the output noise N(0, sigma^2 I) of the unlearned and the retrained model"
-    extra_attacks = (LIKELIHOOD_RATIO,)
+    extra_attacks = (LIKELIHOOD_RATIO.name,)
 
     def exact_cases(self) -> tuple[Any, ...]:
         """The one small instance ``unlearn bench exact`` runs (:func:`exact_case`)."""
