@@ -39,11 +39,6 @@ def load_plugins() -> None:
         load_group(BOUNDS_GROUP)
 
 
-def is_builtin(identifier: str) -> bool:
-    """Whether a bound id (or reproduction id) was declared by :mod:`bounds.papers`."""
-    return _ALIASES.get(identifier, identifier) in _BUILTINS
-
-
 def register(bound: Bound) -> Bound:
     """Add a declaration to the registry (ids and aliases must be new)."""
     for key in (bound.id, *bound.aliases):
