@@ -1,13 +1,18 @@
-"""Register entry points for a subprocess without installing anything: a ``<name>.dist-info``
-folder (METADATA and entry_points.txt) on the subprocess's ``PYTHONPATH`` is what
-:func:`importlib.metadata.entry_points` reads for an installed distribution."""
+"""Plug-ins for subprocesses: :func:`install` puts a package (its own ``pyproject.toml``) into a
+folder with pip, offline; :func:`entry_point_path` registers entry points without installing
+anything (a ``<name>.dist-info`` folder with METADATA and entry_points.txt on the subprocess's
+``PYTHONPATH`` is what :func:`importlib.metadata.entry_points` reads for an installed
+distribution)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
+import tomllib
 from collections.abc import Mapping, Sequence
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -32,3 +37,20 @@ def run_unlearn(args: Sequence[str], *, paths: Sequence[pathlib.Path], cwd: path
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *map(str, paths)])}
     return subprocess.run([sys.executable, "-m", "audits", *args], capture_output=True, text=True,
                           env=env, cwd=cwd, timeout=timeout)
+
+
+def install(source: pathlib.Path, site: pathlib.Path, *, pip_args: Sequence[str] = ()) -> None:
+    """``pip install --no-deps --no-build-isolation --no-index --target SITE SOURCE`` (plus
+    ``pip_args``); where setuptools is missing (pip could not build offline), the same layout by
+    hand: the packages ``[tool.setuptools] packages`` lists, and a dist-info with the
+    ``[project.entry-points]`` of ``pyproject.toml``."""
+    if importlib.util.find_spec("setuptools") is not None:
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
+                        "--no-build-isolation", "--no-index", *pip_args, "--target", str(site),
+                        str(source)], check=True, capture_output=True, timeout=120)
+        return
+    project = tomllib.loads((source / "pyproject.toml").read_text())
+    for package in project["tool"]["setuptools"]["packages"]:
+        shutil.copytree(source / package, site / package)
+    entry_point_path(site, name=project["project"]["name"].replace("-", "_"),
+                     groups=project["project"]["entry-points"])

@@ -8,12 +8,10 @@ from __future__ import annotations
 import pathlib
 import re
 import shlex
-import subprocess
-import sys
 
 import pytest
 
-from tests.plugin_env import ROOT, run_unlearn
+from tests.plugin_env import ROOT, install, run_unlearn
 
 GUIDE = ROOT / "docs" / "adding-an-algorithm.md"
 STEPS = GUIDE.read_text().split("## The steps, as a plug-in", 1)[1].split("\n## ", 1)[0]
@@ -45,9 +43,10 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp / name).write_text(text)
     (tmp / "toy" / "toy_unlearning" / "__init__.py").write_text("")  # the guide's empty file
-    install = shlex.split(COMMANDS[0])
-    subprocess.run([sys.executable, *install[1:], "--no-index", "--target", str(tmp / "site")],
-                   cwd=tmp, check=True, capture_output=True, timeout=120)
+    command = shlex.split(COMMANDS[0])  # python -m pip install --no-deps ... ./toy
+    assert command[:4] == ["python", "-m", "pip", "install"] and command[-1] == "./toy"
+    install(tmp / "toy", tmp / "site", pip_args=[a for a in command[4:-1] if a not in (
+        "--no-deps", "--no-build-isolation")])
     return tmp
 
 

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from tests.plugin_env import ROOT, run_unlearn
+from tests.plugin_env import ROOT, install, run_unlearn
 
 PLUGIN = ROOT / "examples" / "plugin"
 
@@ -25,9 +25,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
     tmp = tmp_path_factory.mktemp("plugin")
     shutil.copytree(PLUGIN, tmp / "src", ignore=shutil.ignore_patterns("build", "*.egg-info",
                                                                        "__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--no-index", "--target", str(tmp / "site"),
-                    str(tmp / "src")], check=True, capture_output=True, timeout=120)
+    install(tmp / "src", tmp / "site")
     return tmp
 
 
