@@ -201,7 +201,6 @@ class D2DAdapter(AdapterBase):
                         certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
                                                     calibrate="sigma"),
                         attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
-    bench_bound = "neel2021:thm9"
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
     extra_attacks = (LIKELIHOOD_RATIO.name,)
 

@@ -250,7 +250,6 @@ class GuoAdapter(AdapterBase):
                                 request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
                                 certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
                                                             calibrate="sigma"))
-    bench_bound = BOUND
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""

@@ -148,7 +148,6 @@ class LangevinAdapter(AdapterBase):
     # The demo: digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1.
     demo = DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")
-    bench_bound = "chien2024lu:eq98"
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules between sigma, K per request, the target and the bound (picked here)."""

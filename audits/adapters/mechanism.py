@@ -39,12 +39,14 @@ class SpecMechanism:
 
     ``runner`` (``"module:function"``, imported when trials run) names an empirical mechanism
     with the shared signature of :func:`run_request_trials`; :meth:`run_trials` then runs it on
-    the spec's data with :meth:`runner_arguments`. A subclass with other needs overrides
+    the spec's data with :meth:`runner_arguments` (under one intra-op torch thread on CPU when
+    ``one_torch_thread``: :func:`torch_threads`). A subclass with other needs overrides
     :meth:`run_trials`. The subclass writes ``description``, one line for the report's notes.
     """
 
     fingerprint_tag: ClassVar[str | None] = None
     runner: ClassVar[str | None] = None
+    one_torch_thread: ClassVar[bool] = False
     # How the spec's data are read (:func:`spec_data`'s options, e.g. batch_size_field).
     data_options: ClassVar[Mapping[str, Any]] = {}
 
@@ -104,9 +106,12 @@ class SpecMechanism:
             raise NotImplementedError(f"{type(self).__name__} names no runner")
         module, _, function = self.runner.partition(":")
         run = getattr(importlib.import_module(module), function)
-        data = self.data()
-        return run_request_trials(run, self, data, seed=seed, first_trial=first_trial,
-                                  n_trials=n_trials, mode=mode, **self.runner_arguments(data))
+        threads = torch_threads(self.device) if self.one_torch_thread else contextlib.nullcontext()
+        with threads:
+            data = self.data()
+            return run_request_trials(run, self, data, seed=seed, first_trial=first_trial,
+                                      n_trials=n_trials, mode=mode,
+                                      **self.runner_arguments(data))
 
     def planted_key(self) -> tuple[str, ...]:
         """What the fingerprint adds for a planted record (nothing without one)."""

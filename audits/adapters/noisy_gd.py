@@ -21,13 +21,12 @@ import numpy as np
 from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
+from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads
 from audits.adapters.protocol import PreparedAudit
 from audits.adapters.worst_case import RecordDomain, rule_text
 from audits.attacks import LIKELIHOOD_RATIO
 from audits.certify import certify
 from audits.fields import SpecError, choice, fail
-from audits.protocols import TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, DatasetSpec, ModelSpec
 from bounds.numerics import float_down
@@ -159,6 +158,10 @@ class NoisyGDMechanism(SpecMechanism):
     """
 
     model: str
+    runner = "empirical.mechanisms.chourasia2023:run_noisy_gd"
+    # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared cores
+    # than several spin-waiting ones.
+    one_torch_thread = True
     work_fields: ClassVar[dict[str, int]] = {"learn_steps": 2, "unlearn_steps": 1}
     work_unit: ClassVar[str] = "gradient steps"
     adaptive_requests: int = 0
@@ -177,35 +180,18 @@ class NoisyGDMechanism(SpecMechanism):
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
                      self.adaptive_requests, *self.planted_key()))
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                   mode: str = "batched") -> TrialBatch:
-        # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
-        # cores than several spin-waiting ones.
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (one torch thread on
-        CPU)."""
-        with torch_threads(self.device):
-            return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
-                                    mode=mode)
+    def runner_arguments(self, data: Any) -> dict[str, Any]:
+        """The loss (the linear model's, or None: logistic), the adaptive requester (it
+        overwrites the last records that no request targets) and the reference record."""
+        from empirical.mechanisms.chourasia2023 import LinearLoss, PublishedDirectionRequester
 
-    def _run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                    mode: str) -> TrialBatch:
-        from empirical.mechanisms.chourasia2023 import (
-            LinearLoss,
-            PublishedDirectionRequester,
-            run_noisy_gd,
-        )
-
-        data = self.data()
-        model = LinearLoss(data.dataset.dim) if self.model == "linear" else None
         requester = None
         if self.adaptive_requests:
-            # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
-                                  n_trials=n_trials, model=model, requester=requester,
-                                  adaptive_requests=self.adaptive_requests, mode=mode,
-                                  reference_record=self.reference_record(data))
+        return {"model": LinearLoss(data.dataset.dim) if self.model == "linear" else None,
+                "requester": requester, "adaptive_requests": self.adaptive_requests,
+                "reference_record": self.reference_record(data)}
 
     def reference_record(self, data: Any) -> int | None:
         """Definition 4.1's per-record reference (the request's first record) for r > 1; at

@@ -39,9 +39,12 @@ class ParameterError(ValueError):
     """A hyper-parameter is invalid: ``field`` (with ``[i]`` for a list entry) and ``problem``."""
 
     def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"{field}: {problem}")
+        super().__init__(field, problem)  # both in args: the error pickles (worker processes)
         self.field = field
         self.problem = problem
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.problem}"
 
 
 @dataclass(frozen=True)

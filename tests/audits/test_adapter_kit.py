@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
+import pickle
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from audits.adapters.base import AdapterBase, demo_audit_spec
 from audits.adapters.certificates import broken_note, mark_broken
@@ -164,3 +168,17 @@ def test_a_demo_names_its_attacks_and_none_leaves_them_to_the_default_rule() -> 
     d2d = adapters()["d2d"]  # exact Gaussian laws at its demo: their likelihood-ratio test too
     prepared = prepare_audit(d2d.demo_spec(trials=10))
     assert prepared.attacks == ("loss", "projection", "likelihood-ratio")
+
+
+@given(st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10),
+                 st.booleans(), st.text(max_size=3), st.none()))
+def test_a_positive_check_accepts_exactly_the_finite_numbers_above_zero(value) -> None:
+    valid = (not isinstance(value, bool) and isinstance(value, int | float)
+             and math.isfinite(value) and value > 0)
+    try:
+        positive("a positive number").apply(value, "x")
+    except ParameterError as error:
+        assert not valid and str(error) == f"x: must be a positive number, got {value!r}"
+        assert pickle.loads(pickle.dumps(error)).problem == error.problem
+    else:
+        assert valid
