@@ -140,7 +140,6 @@ class SekhariAdapter(AdapterBase):
                         request=RequestSpec(kind="remove", indices=(0,)),
                         certificate=CertificateSpec(target_epsilon=1.0, delta="1/n"),
                         attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
-    bench_bound = RENYI.id
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = "the output noise N(0, sigma^2 I) of the unlearned and the retrained model"
     extra_attacks = (LIKELIHOOD_RATIO.name,)
