@@ -221,6 +221,10 @@ class AdapterBase:
         """The exact Gaussian output laws of the mechanism as run (none known here: None)."""
         return None
 
+    def exact_cases(self) -> tuple[Any, ...]:
+        """Makers of the small exact instances ``unlearn bench exact`` runs (none here)."""
+        return ()
+
 
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 

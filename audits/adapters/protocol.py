@@ -134,6 +134,11 @@ class AlgorithmAdapter(Protocol):
         the report's exact privacy loss and the likelihood-ratio attack)."""
         ...
 
+    def exact_cases(self) -> tuple[Any, ...]:
+        """Makers (no-argument callables) of small :class:`audits.exact_truth.ExactCase`
+        instances for ``unlearn bench exact``; empty where the adapter offers none."""
+        ...
+
 
 def describe_parameters(params_type: type, descriptions: Mapping[str, str]) -> tuple[ParameterDoc, ...]:
     """ParameterDoc for every field of a hyper-parameter dataclass (defaults read from it)."""

@@ -44,6 +44,7 @@ from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
 from bounds.expressions import shorten
 from bounds.numerics import g_directed, nstr_directed
+from bounds.plugins import notes as plugin_notes
 from bounds.registry import get_reproduction, list_reproductions
 
 _ECHO_CHARS = 60  # how much of a long argument an error message quotes
@@ -548,6 +549,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = argv.index("--") if "--" in argv else len(argv)
         argv = [*argv[1:cut], "--json", *argv[cut:]]
     _Version.as_json = as_json
+    try:
+        return _main(argv, as_json=as_json, debug=debug)
+    finally:
+        _print_plugin_notes()
+
+
+def _print_plugin_notes() -> None:
+    """A third-party entry point that failed to load is one ``note: ...`` line on stderr
+    (stdout keeps the command's output or JSON object); the command ran without it."""
+    notes = plugin_notes()
+    for note in notes[_notes_printed[0]:]:
+        print(f"note: {one_line(note)}", file=sys.stderr)
+    _notes_printed[0] = len(notes)
+
+
+_notes_printed = [0]  # main() may run many times in one process: each note is printed once
+
+
+def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
     try:
         return _run(argv)
     except SystemExit as done:  # --help, --version, or a command's own status (VIOLATION)

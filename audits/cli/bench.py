@@ -451,16 +451,17 @@ def add_tightness_command(bench_subparsers: Any) -> None:
 def _cmd_bench_exact(args: Any) -> None:
     import time
 
-    from audits.adapters.exact_cases import DEFAULT_CASES, default_cases
+    from audits.adapters.exact_cases import case_makers, default_cases
     from audits.cli.common import CommandError, emit
     from audits.exact_truth import audit_lower_bound, evaluate_case, format_table, violations
 
-    names = (list(DEFAULT_CASES) if args.algorithm == "all"
+    makers = case_makers()
+    names = (list(makers) if args.algorithm == "all"
              else [a.strip() for a in args.algorithm.split(",") if a.strip()])
-    unknown = [n for n in names if n not in DEFAULT_CASES]
+    unknown = [n for n in names if n not in makers]
     if unknown or not names:
         raise CommandError(f"--algorithm: no exact instance for {', '.join(unknown) or '(none)'}; "
-                           f"choose from {', '.join(DEFAULT_CASES)} or 'all'")
+                           f"choose from {', '.join(makers)} or 'all'")
     rows = []
     started = time.perf_counter()
     with progress.reporting("bench exact", enabled=not args.quiet):
