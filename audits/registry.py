@@ -1,17 +1,24 @@
 """The algorithm registry: ``algorithm = "<name>"`` in a spec -> its :class:`AlgorithmAdapter`.
 
 A dict plus :func:`register_adapter`, as in opacus's accountant registry. Imports run one way:
-adapter modules import this module to register themselves; this module imports no adapter.
-The built-in adapters are listed in one place, :mod:`audits.adapters.builtin`, which
-:func:`get_adapter` loads (by module name, once) before the first look-up.
+adapter modules import this module to register themselves; this module imports no adapter by
+name. Before the first look-up it imports every module of :mod:`audits.adapters` (in name
+order; the adapter modules register themselves, the kit's modules register nothing), then the
+third-party adapters of the entry-point group ``unlearn_verify.algorithms``
+(:mod:`bounds.plugins`): an entry point names a module that registers its adapter on import, or
+an adapter object, which is registered here. A broken plug-in is a note, never an error.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+import pkgutil
+import types
+from typing import TYPE_CHECKING, Any
 
 from audits.fields import SpecError
+from bounds.plugins import ALGORITHMS_GROUP, load_group
+from bounds.registry import load_plugins
 
 if TYPE_CHECKING:
     from audits.adapters.protocol import AlgorithmAdapter
@@ -20,7 +27,7 @@ __all__ = ["adapter_names", "adapters", "default_adapter", "get_adapter", "regis
 
 _ADAPTERS: dict[str, AlgorithmAdapter] = {}
 _DEFAULT: list[str] = []  # the adapter used when a spec's [algorithm] table has no name
-_BUILTINS = "audits.adapters.builtin"
+_ADAPTER_PACKAGE = "audits.adapters"
 _loaded = False
 
 
@@ -43,11 +50,31 @@ def register_adapter(adapter: AlgorithmAdapter, *, default: bool = False,
     return adapter
 
 
+def _register_plugin(target: Any) -> None:
+    from audits.adapters.protocol import AlgorithmAdapter
+
+    if isinstance(target, AlgorithmAdapter):
+        register_adapter(target)
+    elif not isinstance(target, types.ModuleType):
+        raise TypeError(f"it names {type(target).__name__}, neither a module nor an "
+                        "AlgorithmAdapter")
+
+
+def builtin_modules() -> tuple[str, ...]:
+    """The modules of :mod:`audits.adapters`, in the order they are imported."""
+    package = importlib.import_module(_ADAPTER_PACKAGE)
+    return tuple(f"{_ADAPTER_PACKAGE}.{info.name}"
+                 for info in pkgutil.iter_modules(package.__path__))
+
+
 def _load_builtins() -> None:
     global _loaded
     if not _loaded:
         _loaded = True
-        importlib.import_module(_BUILTINS)
+        for module in builtin_modules():
+            importlib.import_module(module)
+        load_plugins()  # the plug-in bounds first: an adapter's bound fails under its own name
+        load_group(ALGORITHMS_GROUP, _register_plugin)
 
 
 def adapters() -> dict[str, AlgorithmAdapter]:

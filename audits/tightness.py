@@ -299,13 +299,13 @@ def parse_list(text: str, kind: Callable[[str], Any], what: str) -> tuple[Any, .
     return tuple(out)
 
 
-def settings_from_options(*, algorithm: str | None, n: str | None, seeds: int,
+def settings_from_options(*, algorithm: str | None, trials: str | None, seeds: int,
                           factors: str | None, required: int | None,
                           early_stop: bool = True) -> TightnessSettings:
     """:class:`TightnessSettings` from the command line's options (lists comma-separated)."""
     algorithms: Sequence[str] = () if algorithm in (None, "all") else parse_list(
         algorithm, str, "--algorithm")
-    sizes = DEFAULT_SIZES if n is None else parse_list(n, int, "--n")
+    sizes = DEFAULT_SIZES if trials is None else parse_list(trials, int, "--trials")
     grid = DEFAULT_FACTORS if factors is None else parse_list(factors, float, "--factors")
     return TightnessSettings(algorithms=tuple(algorithms), sizes=tuple(sizes), seeds=seeds,
                              required=required, factors=tuple(grid), early_stop=early_stop)

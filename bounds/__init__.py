@@ -11,6 +11,7 @@ preconditions and guarantee; from that one declaration come float (numpy, vector
 * :mod:`bounds.errors` - the error types;
 * :mod:`bounds.declarations` - Citation, Parameter, Precondition, Guarantee, Bound, Evaluation;
 * :mod:`bounds.registry` - register/get/list of bounds and reproductions;
+* :mod:`bounds.plugins` - third-party bounds through the entry-point group ``unlearn_verify.bounds``;
 * :mod:`bounds.values` - symbols and the resolution of user values;
 * :mod:`bounds.numerics` - stable powers, interval helpers, directed rounding;
 * :mod:`bounds.special` - special functions (Corollary 3.8's GeometricLogMeanExp);
@@ -21,11 +22,15 @@ preconditions and guarantee; from that one declaration come float (numpy, vector
 """
 
 # Discovery of the papers happens here, once: each paper module registers its declarations on
-# import. The engine never imports the papers, so the package has no import circle.
+# import. The engine never imports the papers, so the package has no import circle. Plug-ins
+# (entry-point group unlearn_verify.bounds) load on the registry's first look-up after this.
 import bounds.papers  # noqa: E402,F401,I001
-from bounds.declarations import Bound, Evaluation
+from bounds.declarations import Bound
+from bounds.evaluator import Evaluation
 from bounds.errors import BoundError, PreconditionError, SolverError, UnknownBoundError
-from bounds.registry import get, list_bounds
+from bounds.registry import get, list_bounds, seal_builtins
+
+seal_builtins()
 
 __all__ = [
     "Bound",

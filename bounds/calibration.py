@@ -30,7 +30,7 @@ from bounds.conversions import (
     renyi_to_dp,
     require_fixed_order,
 )
-from bounds.declarations import Bound
+from bounds.declarations import Bound, GuaranteeKind
 from bounds.errors import BoundError, SolverError
 from bounds.registry import get
 from bounds.scalar_search import brent_root
@@ -219,7 +219,7 @@ def calibrate(
     alpha_min, alpha_max = check_alpha_range(alpha_min, alpha_max)
     if name in params:
         raise BoundError(f"do not pass {name}: it is the unknown")
-    quantity = "delta" if bound.guarantee.kind == "unlearning_delta" else "epsilon"
+    quantity = "delta" if bound.guarantee.kind == GuaranteeKind.UNLEARNING_DELTA else "epsilon"
     if quantity == "delta":
         if epsilon is not None:
             raise BoundError(f"{bound.id} bounds a delta, not an epsilon: give the target delta "
@@ -241,8 +241,9 @@ def calibrate(
         raise BoundError(f"target {quantity} must be a positive finite number, got {epsilon!r}")
     if conversion not in CONVERSIONS:
         raise BoundError(f"unknown conversion {conversion!r}; choose one of {CONVERSIONS}")
-    if bound.guarantee.kind not in ("renyi_unlearning", "renyi_dp", "eps_delta_unlearning",
-                                    "unlearning_delta"):
+    if bound.guarantee.kind not in (GuaranteeKind.RENYI_UNLEARNING, GuaranteeKind.RENYI_DP,
+                                    GuaranteeKind.EPS_DELTA_UNLEARNING,
+                                    GuaranteeKind.UNLEARNING_DELTA):
         raise BoundError(f"{bound.id} bounds a {bound.guarantee.kind}, not a privacy loss")
     if bound.guarantee.renyi_order == name:
         raise BoundError("the Rényi order is optimised, not calibrated")

@@ -328,22 +328,74 @@ def interval_min(x: Any, y: Any) -> Any:
 _LARGEST = 1.7976931348623157e308  # the largest finite float
 
 
+_ALGEBRAIC_VARIABLE = sp.Symbol("_float_rounding_root")
+# Decimal digits of the successive evaluations that decide the sign of ``f - x`` for an exact
+# irrational ``x``: a nonzero difference shows its sign at some precision; the last rung only
+# bounds the work for numbers closer to a float than about 10^-2000 of their size.
+_SIGN_DIGITS = (30, 60, 120, 240, 480, 1000, 2000)
+
+
+def _accurate_value(value: sp.Expr, x: sp.Expr) -> sp.Float | None:
+    """An exact real sympy number to at least 30 correct significant digits (sympy's
+    ``strict=True`` accuracy at rising precision), or None when it is exactly 0 (decided exactly:
+    an algebraic number is 0 when its minimal polynomial is the variable)."""
+    if value.free_symbols or value.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
+        raise ValueError(f"directed rounding needs a finite real number, got {x}")
+    for rung, digits in enumerate(_SIGN_DIGITS):
+        if rung == 1 and _is_algebraic_zero(value):
+            return None  # the first evaluation could not separate it from 0: test exactly
+        try:
+            result = value.evalf(digits, strict=True)
+        except sp.core.evalf.PrecisionExhausted:
+            continue
+        if not (result.is_Number and result.is_real):
+            raise ValueError(f"directed rounding needs a real number, got {x}")
+        if result != 0:
+            return result
+    raise ValueError(f"cannot decide on which side of the nearest float {x} lies (it agrees "
+                     f"with a float to {_SIGN_DIGITS[-1]} digits and its zero test failed)")
+
+
+def _symbolic_sign(difference: sp.Expr, x: sp.Expr) -> int:
+    """Sign of an exact real sympy number (``float - x``)."""
+    if difference.is_Rational:
+        return (difference > 0) - (difference < 0)
+    value = _accurate_value(difference, x)
+    return 0 if value is None else (1 if value > 0 else -1)
+
+
+def _is_algebraic_zero(value: sp.Expr) -> bool:
+    """Whether an exact sympy number is an algebraic number equal to 0 (its minimal polynomial is
+    the variable); False for a nonzero or a non-algebraic one."""
+    try:
+        return bool(sp.minimal_polynomial(value, _ALGEBRAIC_VARIABLE) == _ALGEBRAIC_VARIABLE)
+    except (NotImplementedError, ValueError, sp.polys.polyerrors.PolynomialError,
+            sp.polys.polyerrors.NotAlgebraic):
+        return False
+
+
 def _exact_compare(f: float, x: Any) -> int:
-    """Sign of ``f - x`` computed exactly, for ``x`` an int, Fraction, sympy Rational or mpmath
-    number (an mpf is a binary fraction, so the mpf comparison is exact)."""
+    """Sign of ``f - x`` computed exactly, for ``x`` an int, Fraction, mpmath number (an mpf is a
+    binary fraction, so the mpf comparison is exact) or exact real sympy number (a Rational, or
+    an algebraic or other closed-form value such as ``sqrt(3)``)."""
     if isinstance(x, mpmath.mpf):
         y: Any = mpmath.mpf(f)
-    else:
+    elif isinstance(x, sp.Basic):
         if isinstance(x, sp.Rational):
             x = Fraction(int(x.p), int(x.q))
+        else:
+            return _symbolic_sign(sp.Rational(f) - x, x)
+        y = Fraction(f)
+    else:
         y = Fraction(f)
     return (y > x) - (y < x)
 
 
 def float_up(x: Any) -> float:
-    """The smallest float that is >= ``x`` (an exact number or an mpmath number): the safe side
-    for a quantity that must reach its bound (a noise, an epsilon)."""
-    f = float(x)  # nearest, so at most one step away
+    """The smallest float that is >= ``x`` (an exact number, an exact real sympy value such as
+    ``sqrt(3)``, or an mpmath number): the safe side for a quantity that must reach its bound
+    (a noise, an epsilon)."""
+    f = _nearest_float(x)  # nearest, so at most one step away
     if math.isinf(f):
         # beyond the float range: +inf is above x; -inf rounds up to the most negative float
         return f if f > 0 else -_LARGEST
@@ -353,14 +405,24 @@ def float_up(x: Any) -> float:
 
 
 def float_down(x: Any) -> float:
-    """The largest float that is <= ``x`` (an exact number or an mpmath number): the safe side
-    for a quantity that must not exceed its bound (a step size, a budget)."""
-    f = float(x)
+    """The largest float that is <= ``x`` (an exact number, an exact real sympy value such as
+    ``sqrt(3)``, or an mpmath number): the safe side for a quantity that must not exceed its
+    bound (a step size, a budget)."""
+    f = _nearest_float(x)
     if math.isinf(f):
         return f if f < 0 else _LARGEST
     if _exact_compare(f, x) > 0:
         f = math.nextafter(f, -math.inf)
     return f
+
+
+def _nearest_float(x: Any) -> float:
+    """``float(x)``, within one step of ``x`` (a sympy value is first evaluated to 30 correct
+    digits; the exact comparison then fixes the direction)."""
+    if isinstance(x, sp.Basic) and not isinstance(x, sp.Rational):
+        value = _accurate_value(x, x)
+        return 0.0 if value is None else float(value)
+    return float(x)
 
 
 def as_fraction(x: Any) -> Fraction:

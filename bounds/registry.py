@@ -1,7 +1,10 @@
 """The registry of declared bounds and of published tables they reproduce.
 
 Papers register themselves when imported; discovery happens once, in :mod:`bounds` (its
-``__init__`` imports :mod:`bounds.papers`), never from here, so no import circle exists.
+``__init__`` imports :mod:`bounds.papers`, which imports every module under it, then calls
+:func:`seal_builtins`), never from here, so no import circle exists. Bounds of third-party
+packages (entry-point group ``unlearn_verify.bounds``, :mod:`bounds.plugins`) are loaded on the
+first look-up after that; a broken one is a note, never an error.
 """
 
 from __future__ import annotations
@@ -13,9 +16,27 @@ from typing import Any
 
 from bounds.declarations import Bound, Citation
 from bounds.errors import UnknownBoundError
+from bounds.plugins import BOUNDS_GROUP, load_group
 
 _REGISTRY: dict[str, Bound] = {}
 _ALIASES: dict[str, str] = {}
+_BUILTINS: set[str] = set()  # ids and reproductions registered by bounds.papers
+_sealed = False
+
+
+def seal_builtins() -> None:
+    """Record every bound and reproduction registered so far as built-in (called once the
+    papers of :mod:`bounds.papers` are imported); plug-ins load only after this."""
+    global _sealed
+    _BUILTINS.update(_REGISTRY, _REPRODUCTIONS)
+    _sealed = True
+
+
+def load_plugins() -> None:
+    """Load the bounds of the entry-point group ``unlearn_verify.bounds`` (once; every look-up
+    does it first)."""
+    if _sealed:  # never while the built-in papers are still registering
+        load_group(BOUNDS_GROUP)
 
 
 def register(bound: Bound) -> Bound:
@@ -33,6 +54,7 @@ def register(bound: Bound) -> Bound:
 
 def get(bound_id: str) -> Bound:
     """The bound declared under ``bound_id`` (or one of its aliases)."""
+    load_plugins()
     key = _ALIASES.get(bound_id, bound_id)
     try:
         return _REGISTRY[key]
@@ -42,9 +64,12 @@ def get(bound_id: str) -> Bound:
         raise UnknownBoundError(f"no bound {bound_id!r}{hint} (see 'unlearn bounds list')") from None
 
 
-def list_bounds(paper: str | None = None) -> list[Bound]:
-    """Every declared bound, optionally only those of one paper, in declaration order."""
-    out = list(_REGISTRY.values())
+def list_bounds(paper: str | None = None, *, plugins: bool = True) -> list[Bound]:
+    """Every declared bound, optionally only those of one paper, in declaration order (the
+    built-ins first); ``plugins=False``: the built-in bounds only."""
+    if plugins:
+        load_plugins()
+    out = [b for b in _REGISTRY.values() if plugins or b.id in _BUILTINS]
     if paper is not None:
         out = [b for b in out if b.paper == paper or any(a.startswith(paper + ":") for a in b.aliases)]
         if not out:
@@ -81,6 +106,7 @@ def register_reproduction(reproduction: Reproduction) -> Reproduction:
 
 def get_reproduction(reproduction_id: str) -> Reproduction:
     """The reproduction registered as ``reproduction_id`` (UnknownBoundError otherwise)."""
+    load_plugins()
     try:
         return _REPRODUCTIONS[reproduction_id]
     except KeyError:
@@ -89,6 +115,8 @@ def get_reproduction(reproduction_id: str) -> Reproduction:
         ) from None
 
 
-def list_reproductions() -> list[Reproduction]:
-    """Every registered reproduction, in registration order."""
-    return list(_REPRODUCTIONS.values())
+def list_reproductions(*, plugins: bool = True) -> list[Reproduction]:
+    """Every registered reproduction, in registration order; ``plugins=False``: the built-ins."""
+    if plugins:
+        load_plugins()
+    return [r for r in _REPRODUCTIONS.values() if plugins or r.id in _BUILTINS]

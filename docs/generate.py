@@ -1,9 +1,10 @@
 """Generate the theorem reference ``docs/theorems/<paper>.md`` from the bound registry.
 
-Every page is derived from the declarations (``bounds.list_bounds()``) and the registered
-reproductions (``bounds.registry.list_reproductions()``), so a new paper module or a changed
-formula shows up after one run. The output is deterministic: papers in alphabetical order,
-bounds in declaration order, example values from mpmath (platform independent).
+Every page is derived from the built-in declarations (``bounds.list_bounds(plugins=False)``)
+and reproductions (``bounds.registry.list_reproductions(plugins=False)``; a plug-in documents its
+own), so a new paper module or a changed formula shows up after one run. The output is
+deterministic: papers in alphabetical order, bounds in declaration order, example values from
+mpmath (platform independent).
 
 Usage::
 
@@ -311,8 +312,9 @@ def render_index(pages: Mapping[str, tuple[Sequence[Bound], Sequence[Reproductio
 
 def generate() -> dict[str, str]:
     """Every page, keyed by its path relative to ``docs/`` (``theorems/<paper>.md``)."""
-    declared = list_bounds()
-    reproductions = list_reproductions()
+    # The toolkit's own papers: an installed plug-in documents its bounds itself.
+    declared = list_bounds(plugins=False)
+    reproductions = list_reproductions(plugins=False)
     papers = sorted({b.paper for b in declared} | {r.id.split(":", 1)[0] for r in reproductions})
     pages: dict[str, tuple[list[Bound], list[Reproduction]]] = {}
     out: dict[str, str] = {}

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_the_audit_path_imports_neither_scipy_stats_scipy_optimize_nor_scikit_learn():
     code = textwrap.dedent("""
         import sys
-        import audits.cli, audits.runner, audits.report.assemble, audits.adapters.builtin
+        import audits.cli, audits.runner, audits.report.assemble, audits.registry
+        audits.registry.adapters()
         import empirical.divergences.estimators, empirical.divergences.renyi_tests, empirical.statistics
         from empirical.data.datasets import digits_3_vs_8
         from empirical.statistics import clopper_pearson, roc_curve

@@ -103,7 +103,7 @@ def test_audit_algorithms_lists_pnsgd_with_its_parameters(capsys: pytest.Capture
 
 
 @pytest.mark.parametrize("argv", [["audit", "demo", "--algorithm", "nope", "--trials", "2"],
-                                  ["bench", "trials", "--algorithm", "nope", "--n", "2"]])
+                                  ["bench", "trials", "--algorithm", "nope", "--trials", "2"]])
 def test_unknown_algorithm_is_a_one_line_error(capsys: pytest.CaptureFixture[str],
                                                argv: list[str]) -> None:
     assert main(argv) == 1
@@ -136,13 +136,13 @@ def test_bench_trials_all_prints_one_row_per_algorithm(capsys: pytest.CaptureFix
 
     # two cheap algorithms stand for the registry: one with its own benchmark, one generic
     monkeypatch.setattr(audits.cli.bench, "adapter_names", lambda: ("noisy-gd", "d2d"))
-    out = run_json(capsys, "bench", "trials", "--algorithm", "all", "--n", "4")
+    out = run_json(capsys, "bench", "trials", "--algorithm", "all", "--trials", "4")
     assert [row["algorithm"] for row in out["rows"]] == ["noisy-gd", "d2d"]
     for row in out["rows"]:
         assert row["loop_matches_batched"] is True
         assert row["batched_trials_per_s"] > 0 and row["loop_trials_per_s"] > 0
     assert "loop: run_trials(mode='loop')" in out["rows"][1]["note"]
-    assert main(["bench", "trials", "--algorithm", "all", "--n", "4"]) == 0
+    assert main(["bench", "trials", "--algorithm", "all", "--trials", "4"]) == 0
     captured = capsys.readouterr()
     table = captured.out.splitlines()
     assert table[1].split()[:2] == ["algorithm", "batched/s"]
@@ -166,7 +166,7 @@ def _mnist_npz(folder) -> str:
 def test_bench_trials_runs_on_a_dataset_read_from_the_users_files(
         tmp_path, capsys: pytest.CaptureFixture[str], algorithm: str) -> None:
     out = run_json(capsys, "bench", "trials", "--algorithm", algorithm, "--dataset", "mnist",
-                   "--path", _mnist_npz(tmp_path), "--n", "4")
+                   "--path", _mnist_npz(tmp_path), "--trials", "4")
     assert out["dataset"] == "mnist" and out["loop_matches_batched"] is True
 
 
@@ -177,11 +177,11 @@ def test_bench_trials_runs_on_a_dataset_read_from_the_users_files(
 ])
 def test_bench_trials_path_needs_a_dataset_and_an_algorithm_that_takes_one(
         capsys: pytest.CaptureFixture[str], argv: list[str], fragment: str) -> None:
-    assert main(["bench", "trials", *argv, "--n", "2"]) == 1
+    assert main(["bench", "trials", *argv, "--trials", "2"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("error:") and "\n" not in err and fragment in err
 
 
 def test_bench_trials_all_refuses_a_model(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["bench", "trials", "--algorithm", "all", "--n", "2", "--model", "cnn"]) == 1
+    assert main(["bench", "trials", "--algorithm", "all", "--trials", "2", "--model", "cnn"]) == 1
     assert capsys.readouterr().err.strip().startswith("error:")

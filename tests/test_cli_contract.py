@@ -78,7 +78,7 @@ COMMANDS: list[tuple[list[str], list[str]]] = [
     (["audit", "algorithms"], []),
     (["audit", "report"], []),
     (["bench", "bounds"], ["--points", "10"]),
-    (["bench", "trials"], ["--n", "-4"]),
+    (["bench", "trials"], ["--trials", "-4"]),
     (["bench", "tightness"], ["--seeds", "0"]),
     (["bench", "exact"], ["--algorithm", "nobody"]),
     (["audit", "demo"], ["--trials", "0"]),
@@ -157,7 +157,7 @@ def test_version() -> None:
     # An abbreviation must not stand for a destructive option (--rep for --replace).
     (["audit", "run", "--rep", "missing.toml"], 2, "unrecognized arguments: --rep", "usage"),
     (["calibrate", "chien2024:cor3.7", "--solve", "K", "--eps", "1"], 2, "--epsilon", "usage"),
-    (["bench", "trials", "--device", "cuda:x", "--n", "2"], 1, "'cuda:N' or 'auto', got",
+    (["bench", "trials", "--device", "cuda:x", "--trials", "2"], 1, "'cuda:N' or 'auto', got",
      "input"),
     (["bounds", "eval", "x" * 10_000], 1, "'" + "x" * 20, "input"),
     (["bounds", "show", "y" * 10_000 + "\n"], 1, "'" + "y" * 20, "input"),

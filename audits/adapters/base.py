@@ -2,8 +2,10 @@
 hyper-parameters, the demo audit from :class:`DemoSettings`, the optional hooks' defaults),
 the settings every demo shares (:func:`demo_audit_spec`) and :func:`prepared_audit`.
 
-The rest of the kit lives beside it, one concern per module: :mod:`~audits.adapters.params`
-(hyper-parameter checks), :mod:`~audits.adapters.data` (a spec's dataset and requests),
+An algorithm's hyper-parameters are declared once, with their help and checks, in the field
+metadata of a dataclass (:mod:`empirical.mechanisms.parameters`); the adapter reads them. The
+rest of the kit lives beside this module, one concern per module: :mod:`~audits.adapters.data`
+(a spec's dataset and requests),
 :mod:`~audits.adapters.certificates` (certificate plumbing) and :mod:`~audits.adapters.mechanism`
 (trial mechanisms, torch threads, timing). Generic by rule: no module of the kit names an
 algorithm (``tests/test_layout.py``).
@@ -17,20 +19,23 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from audits.adapters.data import SpecData
+from audits.adapters.data import SpecData, require_unit_features
 from audits.adapters.protocol import ParameterDoc, PreparedAudit, describe_parameters
+from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
 from audits.attacks import DEFAULT_ATTACKS
 from audits.estimators import DEMO_ESTIMATORS
-from audits.fields import from_fields
+from audits.fields import fail, from_fields
 from audits.protocols import Certificate
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec
 from audits.statistics import DEFAULT_STATISTICS
+from empirical.mechanisms.parameters import ParameterError, parameter_help
 
 __all__ = [
     "AdapterBase",
     "DEMO_ESTIMATORS",
     "DemoSettings",
     "FLIP_FIRST_RECORD",
+    "MechanismPlan",
     "demo_audit_spec",
     "prepared_audit",
 ]
@@ -38,7 +43,10 @@ __all__ = [
 @dataclass(frozen=True)
 class DemoSettings:
     """An algorithm's embedded demo audit, as data: its parameters, its trial count and the parts
-    of the spec it sets (the rest comes from :func:`demo_audit_spec`'s shared settings)."""
+    of the spec it sets (the rest comes from :func:`demo_audit_spec`'s shared settings).
+    ``attacks`` names the demo's attacks (e.g. the likelihood-ratio attack beside the generic
+    ones where the adapter knows the exact output laws); None leaves them to the spec's default
+    rule (:func:`audits.exact_loss.resolve_attacks`)."""
 
     params: Any
     trials: int
@@ -48,25 +56,49 @@ class DemoSettings:
     dataset: Any = None  # DatasetSpec; None: digits 3-vs-8
     model: Any = None  # ModelSpec; None: the spec's default model
     chunk_size: int = 2500
+    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS
+
+
+@dataclass(frozen=True)
+class MechanismPlan:
+    """What :meth:`AdapterBase.plan` gives the shared :meth:`AdapterBase.prepare`: the
+    certificate, the mechanism's config (the numbers it runs with) and any further fields of
+    the adapter's ``mechanism_type`` beyond ``(spec_json, config, device, dtype)``."""
+
+    certificate: Certificate
+    config: Any
+    mechanism_fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 class AdapterBase:
     """Every member of :class:`~audits.adapters.protocol.AlgorithmAdapter` that an adapter
-    does not need to write: parsing and describing ``params_type``, the demo spec built from
-    ``demo`` (a :class:`DemoSettings`), and the optional hooks' defaults (no extra plots, the
-    generic trials benchmark, no bound benchmark, no exact output laws).
+    does not need to write: parsing and describing ``params_type`` (help and checks read from
+    its field metadata), the demo spec built from ``demo`` (a :class:`DemoSettings`), the
+    preparation of an audit from :meth:`plan`, and the optional hooks' defaults (no extra
+    plots, the generic trials benchmark, no bound benchmark, no exact output laws).
 
-    ``name`` defaults to ``params_type.name``; ``models`` to a linear model trained with the
-    logistic loss, and ``calibratable`` to the noise alone (override either in the subclass).
-    ``noise_scale_field`` (None here: no noise-scale hook) names the hyper-parameter that
-    multiplies every noise draw without changing the certificate; ``scaled_noise`` says which
-    noises that is.
+    ``name`` is the algorithm's one name, declared once with its parameters
+    (``params_type.name``): the spec's ``algorithm.name``, the name ``--algorithm`` takes and the
+    one every listing prints. ``models`` defaults to a linear model
+    trained with the logistic loss, and ``calibratable`` to the noise alone (override either in
+    the subclass). ``noise_scale_field`` (None here: no noise-scale hook) names the
+    hyper-parameter that multiplies every noise draw without changing the certificate;
+    ``scaled_noise`` says which noises that is.
+
+    :meth:`prepare` reads the spec's data through ``mechanism_type`` (a
+    :class:`~audits.adapters.mechanism.SpecMechanism`), asks :meth:`plan` for the certificate
+    and the config, builds the mechanism, plants the worst-case record of ``record_domain``
+    (:meth:`domain_for`) when the spec asks for one, and checks ``unit_features`` (the reason
+    the certificate needs features of norm <= 1; None: no such check) before and after.
+    ``worst_case_forget`` defaults to the statement of ``record_domain``.
     """
 
-    name: str
+    name: ClassVar[str]
     params_type: type
     demo: ClassVar[DemoSettings]
-    parameter_help: ClassVar[Mapping[str, str]] = {}
+    mechanism_type: ClassVar[type | None] = None
+    record_domain: ClassVar[RecordDomain | None] = None
+    unit_features: ClassVar[str | None] = None
     models: tuple[str, ...] = ("logistic-regression",)
     calibratable: tuple[str, ...] = ("sigma",)
     bench_bound: str | None = None
@@ -79,16 +111,71 @@ class AdapterBase:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        if "params_type" in cls.__dict__ and "name" not in cls.__dict__:
-            cls.name = cls.params_type.name
+        if "params_type" in cls.__dict__:
+            declared = getattr(cls.params_type, "name", None)
+            if not isinstance(declared, str) or not declared:
+                raise TypeError(f"{cls.params_type.__name__} declares no name: the algorithm's "
+                                "one name is the name of its parameters' declaration")
+            if "name" in cls.__dict__ and cls.name != declared:
+                raise TypeError(f"{cls.__name__} is named {cls.name!r} but runs {declared!r}: "
+                                "an algorithm has one name (leave the adapter's out)")
+            cls.name = declared
+        domain = cls.__dict__.get("record_domain")
+        if domain is not None and "worst_case_forget" not in cls.__dict__:
+            cls.worst_case_forget = rule_text(domain.assumption)
 
     def parse_params(self, data: Mapping[str, Any], path: str) -> Any:
-        """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError if bad."""
-        return from_fields(self.params_type, data, path)
+        """The ``[algorithm]`` table (without ``name``) as ``params_type``; SpecError naming
+        the field if bad."""
+        try:
+            return from_fields(self.params_type, data, path)
+        except ParameterError as error:
+            raise fail(f"{path}.{error.field}", error.problem) from None
 
     def parameters(self) -> tuple[ParameterDoc, ...]:
-        """The hyper-parameters with their defaults and ``parameter_help``."""
-        return describe_parameters(self.params_type, self.parameter_help)
+        """The hyper-parameters with their defaults and their declared help."""
+        return describe_parameters(self.params_type, parameter_help(self.params_type))
+
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """The certificate and the mechanism's config for a validated spec and its data (the
+        adapter's own part of :meth:`prepare`)."""
+        raise NotImplementedError(f"the {self.name} adapter defines neither plan nor prepare")
+
+    def domain_for(self, spec: AuditSpec, data: SpecData) -> RecordDomain | None:
+        """The records the certificate covers, where a worst-case record is planted
+        (``record_domain`` here)."""
+        return self.record_domain
+
+    def prepared_notes(self, spec: AuditSpec, data: SpecData) -> tuple[str, ...]:
+        """Notes of the prepared audit beside the data, mechanism and planting notes (none)."""
+        return ()
+
+    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
+        """Certificate and mechanism of a validated spec: :meth:`plan` on the spec's data, the
+        mechanism built from it, the worst-case record planted when the spec asks for it."""
+        mechanism_type = self.mechanism_type
+        if mechanism_type is None:
+            raise NotImplementedError(f"the {self.name} adapter names no mechanism_type")
+        spec_json = spec.canonical_json()
+        data = mechanism_type.load_data(spec_json)
+        if self.unit_features is not None:
+            require_unit_features(data, self.unit_features)
+        plan = self.plan(spec, data)
+        mechanism = mechanism_type(spec_json=spec_json, config=plan.config, device=device,
+                                   dtype=spec.dtype, **plan.mechanism_fields)
+        notes: tuple[str, ...] = ()
+        if spec.request.forget == "worst-case":
+            domain = self.domain_for(spec, data)
+            if domain is None:
+                raise fail("spec.request.forget", f"the {self.name} adapter states no "
+                           "worst-case record")
+            mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=domain,
+                                                      noise_field=str(self.noise_scale_field))
+        if self.unit_features is not None:
+            require_unit_features(data, self.unit_features)
+        return prepared_audit(spec, certificate=plan.certificate, mechanism=mechanism,
+                              device=device, data=data,
+                              extra_notes=(*self.prepared_notes(spec, data), *notes))
 
     def demo_spec(self, *, trials: int | None = None, device: str | None = None) -> AuditSpec:
         """The embedded demo audit (``demo``), with ``trials`` N and ``device`` if given."""
@@ -96,7 +183,8 @@ class AdapterBase:
         return demo_audit_spec(
             algorithm=demo.params, name=demo.name, trials=trials, default_trials=demo.trials,
             device=device, request=demo.request, certificate=demo.certificate,
-            dataset=demo.dataset, model=demo.model, chunk_size=demo.chunk_size)
+            dataset=demo.dataset, model=demo.model, chunk_size=demo.chunk_size,
+            attacks=demo.attacks)
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Line plots the report draws for this spec beside the generic figures (none here)."""
@@ -133,6 +221,10 @@ class AdapterBase:
         """The exact Gaussian output laws of the mechanism as run (none known here: None)."""
         return None
 
+    def exact_cases(self) -> tuple[Any, ...]:
+        """Makers of the small exact instances ``unlearn bench exact`` runs (none here)."""
+        return ()
+
 
 FLIP_FIRST_RECORD = RequestSpec(kind="replace", replacement="flip", indices=(0,))
 
@@ -141,10 +233,12 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
                     device: str | None, request: RequestSpec | None = None,
                     certificate: CertificateSpec | None = None,
                     dataset: DatasetSpec | None = None, model: ModelSpec | None = None,
-                    chunk_size: int = 2500) -> AuditSpec:
-    """A demo audit: the algorithm's own parts plus the settings every demo shares (both
-    attacks, both statistics, all estimators, 95% joint confidence, seed 0, one pilot trial
-    per ten). Unless given: digits 3-vs-8; the request flips the label of record 0 (for a
+                    chunk_size: int = 2500,
+                    attacks: tuple[str, ...] | None = DEFAULT_ATTACKS) -> AuditSpec:
+    """A demo audit: the algorithm's own parts plus the settings every demo shares (the loss
+    and projection attacks unless ``attacks`` names others, None leaving them to the default
+    rule; both statistics, all estimators, 95% joint confidence, seed 0, one pilot trial per
+    ten). Unless given: digits 3-vs-8; the request flips the label of record 0 (for a
     clipped linear model the replacement whose gradient differs most, 2M); the certificate
     calibrates sigma to (epsilon, delta) = (1, 1/n) with Mironov's conversion
     (:class:`~audits.spec.CertificateSpec`'s defaults)."""
@@ -158,7 +252,7 @@ def demo_audit_spec(*, algorithm: Any, name: str, trials: int | None, default_tr
         trials=n,
         # a non-integer N is left for the spec's own check to name
         pilot_trials=max(2, n // 10) if isinstance(n, int) and not isinstance(n, bool) else n,
-        attacks=DEFAULT_ATTACKS,
+        attacks=attacks,
         statistics=DEFAULT_STATISTICS,
         estimators=DEMO_ESTIMATORS,
         confidence=0.95,

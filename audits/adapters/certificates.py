@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from audits.adapters.params import PARAMS_PATH
 from audits.fields import fail
 from audits.protocols import Certificate
 from audits.spec import AuditSpec, CertificateSpec
+
+PARAMS_PATH = "spec.algorithm"
 
 __all__ = [
     "broken_note",

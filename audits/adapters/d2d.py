@@ -24,21 +24,22 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import mark_broken
-from audits.adapters.data import require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials
-from audits.adapters.params import AlgorithmParams, noise_scale, positive
+from audits.adapters.data import SpecData
+from audits.adapters.mechanism import SpecMechanism
 from audits.adapters.protocol import PreparedAudit
-from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
-from audits.attacks import LIKELIHOOD_RATIO
-from audits.fields import SpecError, choice, fail, integer, positive_int
-from audits.protocols import Certificate, TrialBatch
+from audits.adapters.worst_case import RecordDomain
+from audits.attacks import DEFAULT_ATTACKS, LIKELIHOOD_RATIO
+from audits.fields import SpecError, fail
+from audits.protocols import Certificate
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, RequestSpec
 from bounds.numerics import float_up
+from empirical.mechanisms.neel2021_params import D2DParams
+from empirical.mechanisms.parameters import config_from
 
-__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "D2DParams", "d2d_plan"]
+__all__ = ["ADAPTER", "D2DAdapter", "D2DMechanism", "d2d_plan"]
 
 VARIANT_BOUNDS = {"internal-state": "neel2021:thm9", "no-internal-state": "neel2021:thm28"}
 # What Theorems O.1/O.2 assume of a record: the certificate reads the data only through n, d
@@ -47,63 +48,6 @@ RECORD_DOMAIN = RecordDomain(
     norm_bound=1.0, assumption="Theorems O.1/O.2 (Neel et al. 2021, Chien et al. 2024, App. O): features "
     "of norm <= 1 (the logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data "
     "(+-1); the clipped gradients have norm <= M whatever the record")
-
-
-@dataclass(frozen=True)
-class D2DParams(AlgorithmParams):
-    """Hyper-parameters of D2D (seed 000 App. N.3 Algorithms 2-3, Theorems O.1/O.2).
-
-    ``variant``: ``"internal-state"`` (Theorem O.1: fine-tune the clean parameters) or
-    ``"no-internal-state"`` (Theorem O.2: fine-tune the published noisy ones). ``noise_std``
-    None: sigma from the theorem at the certificate's target. ``unlearn_iterations`` is I (None:
-    1 with internal state, the least I of eq. (94) without). ``learn_iterations`` None: the least
-    T the theorems require. ``l2`` is lambda = m, ``clip`` is M, ``radius`` R (projection and
-    the theorems' parameter set). The step size is 2/(L + m) with L = 1/4 + lambda (not a
-    parameter: the theorems fix it). ``adjacency``: ``"theorem"`` (removals only) or
-    ``"paper"`` (replacements too, as seed 000 runs them; not certified).
-    """
-
-    name: ClassVar[str] = "d2d"
-
-    variant: str = "internal-state"
-    noise_std: float | None = None
-    unlearn_iterations: int | None = None
-    learn_iterations: int | None = None
-    l2: float = 1.0
-    clip: float = 0.05
-    radius: float = 100.0
-    adjacency: str = "theorem"
-    noise_multiplier_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        p = "spec.algorithm"
-        choice(self.variant, f"{p}.variant", tuple(VARIANT_BOUNDS))
-        if self.noise_std is not None:
-            positive(self.noise_std, "noise_std",
-                             "a positive number (or left out to take the theorem's sigma)")
-        if self.unlearn_iterations is not None:
-            positive_int(self.unlearn_iterations, f"{p}.unlearn_iterations")
-        if self.learn_iterations is not None:
-            integer(self.learn_iterations, f"{p}.learn_iterations", minimum=0,
-                    what="a non-negative integer")
-        positive(self.l2, "l2", "a positive number (lambda = m; the theorems need m > 0)")
-        positive(self.clip, "clip", "a positive number (M)")
-        positive(self.radius, "radius", "a positive number (R)")
-        choice(self.adjacency, f"{p}.adjacency", ("theorem", "paper"))
-        noise_scale(self.noise_multiplier_scale)
-
-
-_PARAMETER_HELP = {
-    "variant": "'internal-state' (Theorem O.1) or 'no-internal-state' (Theorem O.2)",
-    "noise_std": "output noise sigma; left out: the theorem's sigma at the target",
-    "unlearn_iterations": "I, fine-tuning steps per request; left out: 1 or eq. (94)'s least I",
-    "learn_iterations": "T, learning steps; left out: the least T the theorems require",
-    "l2": "lambda = m, the strong convexity of the regularised loss",
-    "clip": "M, per-example gradient clipping norm (the Lipschitz constant)",
-    "radius": "R, every step projects onto the ball C_R (diameter 2R in the theorems)",
-    "adjacency": "'theorem' (removals) or 'paper' (replacements as Chien et al. 2024 run them)",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-}
 
 
 def _upper(bound_id: str, **params: Any) -> Fraction:
@@ -219,6 +163,7 @@ class D2DMechanism(SpecMechanism):
     """
 
     fingerprint_tag = "d2d"
+    runner = "empirical.mechanisms.neel2021:run_d2d"
     work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
     work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.neel2021.D2DConfig
@@ -232,14 +177,6 @@ class D2DMechanism(SpecMechanism):
                 f"I={c.unlearn_iterations}, lambda={c.l2}, M={c.clip}, R={c.radius}, "
                 f"noise x{c.noise_multiplier_scale}")
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                   mode: str = "batched") -> TrialBatch:
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (``mode``
-        "loop" runs them one by one, the benchmark's baseline)."""
-        from empirical.mechanisms.neel2021 import run_d2d
-
-        return run_request_trials(run_d2d, self, self.data(), seed=seed,
-                                  first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 class D2DAdapter(AdapterBase):
@@ -248,19 +185,22 @@ class D2DAdapter(AdapterBase):
     description = ("Delete-to-Descent (Neel et al. 2021) on logistic regression, output noise "
                    "from Theorem O.1 (internal state) or O.2 (none), Chien et al. 2024, App. O")
     params_type = D2DParams
-    parameter_help = _PARAMETER_HELP
+    mechanism_type = D2DMechanism
+    record_domain = RECORD_DOMAIN
+    unit_features = "for L = 1/4 + lambda"
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = ("the output noise N(0, sigma^2 I) added to every published model (learned, "
                     "unlearned and retrained)")
     # The demo: internal state on digits 3-vs-8, one removal, (epsilon, delta) = (1, 1/n).
     # lambda = 1 gives gamma = 1/9, so the theorems' least T is a handful of steps; clipping at
     # M = 0.05 keeps every per-example gradient at the Lipschitz bound.
+    # With the internal state from the point 0 the output laws are exactly Gaussian, so the demo
+    # runs their likelihood-ratio test beside the loss and projection attacks.
     demo = DemoSettings(params=D2DParams(), trials=20000, name="d2d-demo",
-                                request=RequestSpec(kind="remove", indices=(0,)),
-                                certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
-                                                            calibrate="sigma"))
-    bench_bound = "neel2021:thm9"
-    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
+                        request=RequestSpec(kind="remove", indices=(0,)),
+                        certificate=CertificateSpec(target_epsilon=1.0, delta="1/n",
+                                                    calibrate="sigma"),
+                        attacks=(*DEFAULT_ATTACKS, LIKELIHOOD_RATIO.name))
     # the likelihood-ratio attack where the output laws are exact (see exact_laws)
     extra_attacks = (LIKELIHOOD_RATIO.name,)
 
@@ -299,14 +239,11 @@ class D2DAdapter(AdapterBase):
         return d2d_gaussian_laws(data.dataset, data.request, config=mechanism.config,
                                  options=options)
 
-    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
-        """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and mechanism of a validated spec."""
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """Certificate (Theorem O.1 or O.2 through :func:`d2d_plan`) and config of a validated spec."""
         from empirical.mechanisms.neel2021 import D2DConfig
 
         params: D2DParams = spec.algorithm
-        spec_json = spec.canonical_json()
-        data = D2DMechanism.load_data(spec_json)
-        require_unit_features(data, "for L = 1/4 + lambda")
         extra: tuple[str, ...] = ("a removal is served as a null record (weight 0, n kept)",)
         if spec.request.kind == "replace":
             extra = ("NOT CERTIFIED: replacement adjacency (adjacency = 'paper'); the theorems "
@@ -317,19 +254,11 @@ class D2DAdapter(AdapterBase):
                         requests=spec.request.requests, noise_std=params.noise_std,
                         unlearn_iterations=params.unlearn_iterations,
                         learn_iterations=params.learn_iterations, extra_assumptions=extra)
-        certificate = mark_broken(plan.certificate, params.noise_multiplier_scale)
-        config = D2DConfig(
-            step_size=plan.step_size, noise_std=plan.noise_std,
+        config = config_from(
+            D2DConfig, params, step_size=plan.step_size, noise_std=plan.noise_std,
             learn_iterations=plan.learn_iterations, unlearn_iterations=plan.unlearn_iterations,
-            internal_state=plan.internal_state, l2=params.l2, clip=params.clip,
-            radius=params.radius, init_std=0.0,
-            noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = D2DMechanism(spec_json, config, device, spec.dtype)
-        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
-                                                  noise_field="noise_multiplier_scale")
-        require_unit_features(data, "for L = 1/4 + lambda")
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=notes)
+            internal_state=plan.internal_state, init_std=0.0)
+        return MechanismPlan(mark_broken(plan.certificate, params.noise_multiplier_scale), config)
 
 
 ADAPTER = register_adapter(D2DAdapter())

@@ -18,7 +18,8 @@ from typing import Any
 
 from audits.exact_truth import Certified, ExactCase, renyi_certificate
 
-__all__ = ["DEFAULT_CASES", "d2d_case", "default_cases", "guo_case", "langevin_case", "model_clipping_case",
+__all__ = ["DEFAULT_CASES", "case_makers", "d2d_case", "default_cases", "guo_case", "langevin_case",
+           "model_clipping_case",
            "gradient_clipping_case", "noisy_gd_case", "output_perturbation_case", "pnsgd_case",
            "pnsgd_sequence_case", "pnsgd_stationary_case", "pnsgd_stationary_sequence_case"]
 
@@ -468,11 +469,25 @@ DEFAULT_CASES: dict[str, tuple[Callable[[], ExactCase], ...]] = {
 }
 
 
+def case_makers() -> dict[str, tuple[Callable[[], ExactCase], ...]]:
+    """Every algorithm's instance makers: :data:`DEFAULT_CASES`, then those of any other
+    registered adapter (a plug-in's) whose ``exact_cases()`` offers some."""
+    from audits.registry import adapters
+
+    makers = dict(DEFAULT_CASES)
+    for name, adapter in adapters().items():
+        offered = tuple(adapter.exact_cases())
+        if name not in makers and offered:
+            makers[name] = offered
+    return makers
+
+
 def default_cases(names: Sequence[str] | None = None) -> list[ExactCase]:
-    """The bench's instances for ``names`` (all by default), in :data:`DEFAULT_CASES` order."""
-    chosen = list(DEFAULT_CASES) if names is None else list(names)
-    unknown = [n for n in chosen if n not in DEFAULT_CASES]
+    """The bench's instances for ``names`` (all by default), in :func:`case_makers` order."""
+    makers = case_makers()
+    chosen = list(makers) if names is None else list(names)
+    unknown = [n for n in chosen if n not in makers]
     if unknown:
         raise KeyError(f"no exact instance for {', '.join(unknown)}; known: "
-                       f"{', '.join(DEFAULT_CASES)}")
-    return [make() for n in chosen for make in DEFAULT_CASES[n]]
+                       f"{', '.join(makers)}")
+    return [make() for n in chosen for make in makers[n]]

@@ -24,21 +24,21 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import broken_note, delta_label
 from audits.adapters.data import SpecData
 from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads, trial_batch
-from audits.adapters.params import AlgorithmParams, flag, noise_scale, optional_sigma, positive
-from audits.adapters.protocol import PreparedAudit
-from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.adapters.worst_case import RecordDomain
 from audits.certify import certify
-from audits.fields import SpecError, choice, fail, number, positive_int
+from audits.fields import SpecError, fail
 from audits.protocols import Certificate, TrialBatch
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, RequestSpec
 from bounds.numerics import float_down
+from empirical.mechanisms.guo2020_params import GuoParams
+from empirical.mechanisms.parameters import config_from
 
-__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism", "GuoParams"]
+__all__ = ["ADAPTER", "GuoAdapter", "GuoMechanism"]
 
 BOUND = "guo2020:thm3ii"
 # What Theorem 1 and Corollary 2 assume of a record. The certificate (Theorem 3 (ii) at the
@@ -50,60 +50,6 @@ RECORD_DOMAIN = RecordDomain(
     "<= 1 and a label of the data (+-1); the certificate, Theorem 3 (ii) at the budget eps', is "
     "data-dependent through Algorithm 2, whose residual bound beta (Corollary 2) is computed "
     "on the data as run, planted record included, and kept within eps'")
-
-
-@dataclass(frozen=True)
-class GuoParams(AlgorithmParams):
-    """Hyper-parameters of Guo et al.'s Algorithms 1 and 2 (paper's symbols).
-
-    ``lam`` is lambda; ``sigma`` the standard deviation of each coordinate of b (None:
-    calibrated from the certificate's target); ``gamma`` ``"paper"`` (1/4, as Section 3.2) or
-    ``"tight"`` (1/(6 sqrt 3)) in Corollary 2; ``removals`` is the number of removal batches
-    the budget eps' is sized for (None: spec.request.requests) and ``residual_per_removal``
-    the residual allowance per batch, so eps' = removals * residual_per_removal; ``tolerance``
-    is Algorithm 1's tolerance on ||grad L_b|| / (1 + ||b||). The number m of points per batch
-    is spec.request.size. ``noise_multiplier_scale`` multiplies every b drawn without changing
-    sigma or the budget: a deliberately broken mechanism for testing audits.
-    ``report_figures`` adds the paper's Figure 1 and 2 shapes to the report (about a minute
-    on two CPU cores; they do not change the audit's numbers).
-    """
-
-    name: ClassVar[str] = "guo2020-newton"
-
-    lam: float = 0.01
-    sigma: float | None = None
-    gamma: str = "paper"
-    removals: int | None = None
-    residual_per_removal: float = 0.01
-    tolerance: float = 1e-10
-    noise_multiplier_scale: float = 1.0
-    report_figures: bool = True
-
-    def __post_init__(self) -> None:
-        p = "spec.algorithm"
-        positive(self.lam, "lam", "a positive number (lambda; strong convexity needs lambda > 0)")
-        optional_sigma(self.sigma)
-        choice(self.gamma, f"{p}.gamma", ("paper", "tight"))
-        if self.removals is not None:
-            positive_int(self.removals, f"{p}.removals")
-        positive(self.residual_per_removal, "residual_per_removal",
-                         "a positive number (eps' per removal batch)")
-        number(self.tolerance, f"{p}.tolerance", low=0, high=1e-3, open_low=True,
-               what="a number in (0, 1e-3]")
-        noise_scale(self.noise_multiplier_scale)
-        flag(self.report_figures, "report_figures")
-
-
-_PARAMETER_HELP = {
-    "lam": "lambda: objective sum l + (lambda n/2)||w||^2 + b.w",
-    "sigma": "standard deviation of each coordinate of b; left out: calibrated",
-    "gamma": "'paper' (gamma = 1/4) or 'tight' (1/(6 sqrt 3)) in Corollary 2",
-    "removals": "removal batches the budget eps' covers (default: spec.request.requests)",
-    "residual_per_removal": "eps' per batch; eps' = removals * residual_per_removal",
-    "tolerance": "Algorithm 1's tolerance on ||grad L_b|| / (1 + ||b||)",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-    "report_figures": "add Figure 1 and 2 shapes (removals vs lambda, sigma; residuals) to the report",
-}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -291,7 +237,8 @@ class GuoAdapter(AdapterBase):
     description = ("Guo et al. 2020 certified removal: Newton step + loss perturbation "
                    "(Algorithms 1-2) on logistic regression, certified by Theorem 3 (ii)")
     params_type = GuoParams
-    parameter_help = _PARAMETER_HELP
+    mechanism_type = GuoMechanism
+    record_domain = RECORD_DOMAIN
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = ("the loss perturbation b (each coordinate drawn with standard deviation sigma) of"
                     " learning and of retraining")
@@ -303,8 +250,6 @@ class GuoAdapter(AdapterBase):
                                 request=RequestSpec(kind="remove", size=1, requests=1, indices=(0,)),
                                 certificate=CertificateSpec(target_epsilon=1.0, delta=1e-4,
                                                             calibrate="sigma"))
-    bench_bound = BOUND
-    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def extra_plots(self, spec: AuditSpec) -> list[dict[str, Any]]:
         """Figure 1 and Figure 2 shapes for the report (audits.analysis plots.extra)."""
@@ -365,24 +310,20 @@ class GuoAdapter(AdapterBase):
                         "the parameters, beta, Corollary 2 and residual histories of the looped "
                         "trials equal the batched ones bit for bit"}
 
-    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
-        """Certificate (Theorem 3 (ii) through Algorithm 2's budget) and mechanism of a validated spec."""
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """Certificate (Theorem 3 (ii) through Algorithm 2's budget) and config of a validated spec."""
         from empirical.mechanisms.guo2020 import GuoConfig
 
-        spec_json = spec.canonical_json()
-        data = GuoMechanism.load_data(spec_json)
         certificate, sigma, budget = guo_certificate(spec, data)
         params: GuoParams = spec.algorithm
-        config = GuoConfig(lam=params.lam, sigma=sigma, loss="logistic", budget=budget,
-                           gamma=None if params.gamma == "paper" else 1 / (6 * math.sqrt(3)),
-                           tol=params.tolerance,
-                           noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = GuoMechanism(spec_json, config, device, spec.dtype)
-        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
-                                                  noise_field="noise_multiplier_scale")
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=(f"largest feature norm {data.max_norm:.6g}",
-                                                      *notes))
+        config = config_from(GuoConfig, params, sigma=sigma, loss="logistic", budget=budget,
+                             gamma=None if params.gamma == "paper" else 1 / (6 * math.sqrt(3)),
+                             tol=params.tolerance)
+        return MechanismPlan(certificate, config)
+
+    def prepared_notes(self, spec: AuditSpec, data: SpecData) -> tuple[str, ...]:
+        """The largest feature norm of the data as run (Theorem 3 reads it)."""
+        return (f"largest feature norm {data.max_norm:.6g}",)
 
 
 ADAPTER = register_adapter(GuoAdapter())

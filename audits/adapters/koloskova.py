@@ -42,13 +42,6 @@ from audits.adapters.koloskova_mechanism import (
     benchmark,
     worst_case_record,
 )
-from audits.adapters.koloskova_params import (
-    HELP,
-    NETWORK_MODELS,
-    GradientClippingParams,
-    ModelClippingParams,
-    OutputPerturbationParams,
-)
 from audits.adapters.protocol import PreparedAudit
 from audits.attacks import LIKELIHOOD_RATIO, STATED_DIRECTION
 from audits.certify import certify
@@ -56,6 +49,13 @@ from audits.fields import SpecError, fail
 from audits.protocols import Certificate
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, CertificateSpec, ModelSpec, RequestSpec
+from empirical.mechanisms.koloskova2025_params import (
+    NETWORK_MODELS,
+    GradientClippingParams,
+    ModelClippingParams,
+    OutputPerturbationParams,
+)
+from empirical.mechanisms.parameters import config_from
 
 __all__ = [
     "GRADIENT_CLIPPING",
@@ -257,23 +257,18 @@ def prepare_koloskova(spec: AuditSpec, *, device: str) -> tuple[Certificate, Kol
                                         dtype=spec.dtype)
     delta = spec.certificate.resolve_delta(data.dataset.n)
     params = spec.algorithm
-    common = {"C0": params.C0, "learn_steps": params.learn_steps,
-              "learn_step_size": params.learn_step_size, "finetune_steps": params.finetune_steps,
-              "finetune_step_size": params.finetune_step_size,
-              "noise_multiplier_scale": params.noise_multiplier_scale}
+    # the config takes every field the parameters declare by its name (config_from), and these
     if isinstance(params, GradientClippingParams):
         certificate, sigma, steps = gradient_clipping_certificate(spec, delta)
-        config = KoloskovaConfig(method="gradient-clipping", sigma=sigma, unlearn_steps=steps,
-                                 step_size=params.step_size, l2=params.l2, C1=params.clip,
-                                 **common)
+        config = config_from(KoloskovaConfig, params, method="gradient-clipping", sigma=sigma,
+                             unlearn_steps=steps, C1=params.clip)
     elif isinstance(params, ModelClippingParams):
         certificate, sigma, steps = model_clipping_certificate(spec, delta)
-        config = KoloskovaConfig(method="model-clipping", sigma=sigma, unlearn_steps=steps,
-                                 step_size=params.step_size, l2=params.l2, C2=params.clip,
-                                 sigma0=params.sigma0, **common)
+        config = config_from(KoloskovaConfig, params, method="model-clipping", sigma=sigma,
+                             unlearn_steps=steps, C2=params.clip)
     else:
         certificate, sigma = output_perturbation_certificate(spec, delta)
-        config = KoloskovaConfig(method="output-perturbation", sigma=sigma, **common)
+        config = config_from(KoloskovaConfig, params, method="output-perturbation", sigma=sigma)
     certificate = mark_broken(certificate, params.noise_multiplier_scale)
     mechanism = KoloskovaMechanism(spec_json=spec_json, config=config, device=device,
                                    dtype=spec.dtype, model=spec.model.name, forget=data.indices)
@@ -300,7 +295,6 @@ class _KoloskovaAdapter(AdapterBase):
     models = NETWORK_MODELS
     noise_scale_field = "noise_multiplier_scale"
     params_type: type
-    parameter_help = HELP
     worst_case_forget = WORST_CASE_RULE
     extra_attacks = (STATED_DIRECTION.name,)
 

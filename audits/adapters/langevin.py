@@ -18,65 +18,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import delta_label, mark_broken
-from audits.adapters.data import require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials
-from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
-from audits.adapters.protocol import PreparedAudit
-from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.adapters.data import SpecData
+from audits.adapters.mechanism import SpecMechanism
+from audits.adapters.worst_case import RecordDomain
 from audits.certify import certify
-from audits.fields import SpecError, fail, integer
-from audits.protocols import Certificate, TrialBatch
+from audits.fields import SpecError, fail
+from audits.protocols import Certificate
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 from bounds.numerics import float_down
+from empirical.mechanisms.chien2024lu_params import LangevinParams
+from empirical.mechanisms.parameters import config_from
 
-__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "LangevinParams",
-           "langevin_certificate"]
-
-
-@dataclass(frozen=True)
-class LangevinParams(AlgorithmParams):
-    """Hyper-parameters of Langevin unlearning (seed 000 App. P, Theorems P.1/P.2).
-
-    ``sigma`` None: calibrated. ``unlearn_iterations`` K (one, or one per request; None: 1, or
-    calibrated, or for a sequence the least per request). ``learn_iterations`` T; the step size
-    is 1/L (the largest float not above it), L = 1/4 + lambda. ``l2`` is lambda = m, ``clip`` M,
-    ``radius`` R. Learning starts from N(0, (2 sigma^2/m) I) (Theorem P.2's LSI start).
-    """
-
-    name: ClassVar[str] = "langevin"
-
-    sigma: float | None = None
-    unlearn_iterations: int | tuple[int, ...] | None = None
-    learn_iterations: int = 12
-    l2: float = 1.0
-    clip: float = 0.05
-    radius: float = 100.0
-    noise_multiplier_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        optional_sigma(self.sigma)
-        counts(self, "unlearn_iterations", empty="must list at least one K")
-        integer(self.learn_iterations, "spec.algorithm.learn_iterations", minimum=0,
-                what="a non-negative integer")
-        positive(self.l2, "l2", "a positive number (lambda = m)")
-        positive(self.clip, "clip", "a positive number (M)")
-        positive(self.radius, "radius", "a positive number (R)")
-        noise_scale(self.noise_multiplier_scale)
-
-
-_PARAMETER_HELP = {
-    "sigma": "noise level (per-step variance 2 eta sigma^2); left out: calibrated",
-    "unlearn_iterations": "K per request; left out: 1, calibrated, or least per request",
-    "learn_iterations": "T, PNGD learning steps (approximates the limit law Theorem P.1 starts "
-                        "from)",
-    "l2": "lambda = m, the strong convexity of the regularised loss",
-    "clip": "M, per-example gradient clipping norm",
-    "radius": "R, every step projects onto the ball C_R",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-}
+__all__ = ["ADAPTER", "LangevinAdapter", "LangevinMechanism", "langevin_certificate"]
 
 
 def langevin_certificate(*, n: int, size: int, requests: int, l2: float, clip: float,
@@ -155,6 +111,7 @@ class LangevinMechanism(SpecMechanism):
     """LU learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`."""
 
     fingerprint_tag = "langevin"
+    runner = "empirical.mechanisms.chien2024lu:run_langevin"
     work_fields: ClassVar[dict[str, int]] = {"learn_iterations": 2, "unlearn_iterations": 1}
     work_unit: ClassVar[str] = "full-batch gradient steps"
     # config is an empirical.mechanisms.chien2024lu.LangevinConfig
@@ -166,15 +123,6 @@ class LangevinMechanism(SpecMechanism):
         return (f"Langevin unlearning (PNGD, Chien et al. 2024, App. P): sigma={c.sigma!r}, "
                 f"eta={c.step_size!r}, T={c.learn_iterations}, K={c.unlearn_iterations}, "
                 f"lambda={c.l2}, M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
-
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                   mode: str = "batched") -> TrialBatch:
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (``mode``
-        "loop" runs them one by one, the benchmark's baseline)."""
-        from empirical.mechanisms.chien2024lu import run_langevin
-
-        return run_request_trials(run_langevin, self, self.data(), seed=seed,
-                                  first_trial=first_trial, n_trials=n_trials, mode=mode)
 
 
 # What eq. (98) assumes of a record: the certificate reads the data only through n and this
@@ -191,15 +139,15 @@ class LangevinAdapter(AdapterBase):
     description = ("Langevin unlearning (Chien, Wang, Li 2024) on logistic regression, "
                    "certified by Chien et al. 2024, eq. (98); sequences by a derived chain")
     params_type = LangevinParams
-    parameter_help = _PARAMETER_HELP
+    mechanism_type = LangevinMechanism
+    record_domain = RECORD_DOMAIN
+    unit_features = "for L = 1/4 + lambda"
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = ("the step noise N(0, 2 eta sigma^2 I) of learning, unlearning and retraining, and"
                     " the N(0, (2 sigma^2/m) I) start")
     # The demo: digits 3-vs-8, one flip replacement, sigma calibrated to (1, 1/n) at K = 1.
     demo = DemoSettings(params=LangevinParams(), trials=20000, name="langevin-demo")
     calibratable = ("sigma", "K")
-    bench_bound = "chien2024lu:eq98"
-    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules between sigma, K per request, the target and the bound (picked here)."""
@@ -221,14 +169,11 @@ class LangevinAdapter(AdapterBase):
             raise fail(f"{p}.sigma", "is required when K is calibrated")
 
 
-    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
-        """Certificate (eq. (98) or the derived sequence chain) and mechanism of a validated spec."""
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """Certificate (eq. (98) or the derived sequence chain) and config of a validated spec."""
         from empirical.mechanisms.chien2024lu import LangevinConfig
 
         params: LangevinParams = spec.algorithm
-        spec_json = spec.canonical_json()
-        data = LangevinMechanism.load_data(spec_json)
-        require_unit_features(data, "for L = 1/4 + lambda")
         cert_spec = spec.certificate
         certificate, sigma, epochs = langevin_certificate(
             n=data.dataset.n, size=spec.request.size, requests=spec.request.requests,
@@ -237,18 +182,9 @@ class LangevinAdapter(AdapterBase):
             sigma=params.sigma, iterations=params.unlearn_iterations,
             conversion=cert_spec.conversion, learn_iterations=params.learn_iterations,
             delta_label=delta_label(cert_spec))
-        certificate = mark_broken(certificate, params.noise_multiplier_scale)
-        config = LangevinConfig(
-            step_size=float(certificate.inputs["eta"]), sigma=sigma,
-            learn_iterations=params.learn_iterations, unlearn_iterations=epochs,
-            l2=params.l2, clip=params.clip, radius=params.radius,
-            noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = LangevinMechanism(spec_json, config, device, spec.dtype)
-        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
-                                                  noise_field="noise_multiplier_scale")
-        require_unit_features(data, "for L = 1/4 + lambda")
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=notes)
+        config = config_from(LangevinConfig, params, step_size=float(certificate.inputs["eta"]),
+                             sigma=sigma, unlearn_iterations=epochs)
+        return MechanismPlan(mark_broken(certificate, params.noise_multiplier_scale), config)
 
 
 ADAPTER = register_adapter(LangevinAdapter())

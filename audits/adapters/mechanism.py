@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import importlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -35,9 +36,17 @@ class SpecMechanism:
 
     The fingerprint keys the chunk store: it changes whenever the numbers may change.
     ``fingerprint_tag`` (a class attribute) prefixes it where a subclass set one.
+
+    ``runner`` (``"module:function"``, imported when trials run) names an empirical mechanism
+    with the shared signature of :func:`run_request_trials`; :meth:`run_trials` then runs it on
+    the spec's data with :meth:`runner_arguments` (under one intra-op torch thread on CPU when
+    ``one_torch_thread``: :func:`torch_threads`). A subclass with other needs overrides
+    :meth:`run_trials`. The subclass writes ``description``, one line for the report's notes.
     """
 
     fingerprint_tag: ClassVar[str | None] = None
+    runner: ClassVar[str | None] = None
+    one_torch_thread: ClassVar[bool] = False
     # How the spec's data are read (:func:`spec_data`'s options, e.g. batch_size_field).
     data_options: ClassVar[Mapping[str, Any]] = {}
 
@@ -84,6 +93,25 @@ class SpecMechanism:
         terms = " + ".join(name if times == 1 else f"{times} x {name}"
                            for name, times in self.work_fields.items())
         return total, f"{self.work_unit} ({terms})"
+
+    def runner_arguments(self, data: SpecData) -> dict[str, Any]:
+        """Keyword arguments the ``runner`` takes beyond the shared ones (none here)."""
+        return {}
+
+    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
+                   mode: str = "batched") -> TrialBatch:
+        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` of ``runner`` as a
+        TrialBatch (``mode`` "loop" runs them one by one, the benchmark's baseline)."""
+        if self.runner is None:
+            raise NotImplementedError(f"{type(self).__name__} names no runner")
+        module, _, function = self.runner.partition(":")
+        run = getattr(importlib.import_module(module), function)
+        threads = torch_threads(self.device) if self.one_torch_thread else contextlib.nullcontext()
+        with threads:
+            data = self.data()
+            return run_request_trials(run, self, data, seed=seed, first_trial=first_trial,
+                                      n_trials=n_trials, mode=mode,
+                                      **self.runner_arguments(data))
 
     def planted_key(self) -> tuple[str, ...]:
         """What the fingerprint adds for a planted record (nothing without one)."""

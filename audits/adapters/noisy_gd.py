@@ -1,11 +1,12 @@
 """Noisy-GD deletion (Chourasia & Shah 2023, Algorithm 2 and Definition 5.1): the audit adapter.
 
-Owns what the generic audit needs about Noisy-GD: its ``[algorithm]`` parameters
-(:class:`NoisyGDParams`) and their checks, the data and request of a spec (full batch, one
-record per request), the certificate (Theorem 5.1 at the mechanism's sigma,
-``chourasia2023:thm5.1/deletion-renyi``: (q, 4 q L^2/(lam sigma^2 n^2) e^(-K_Abar/(4 kappa)))-
-data-deletion at every order q, converted to (epsilon, delta) at the best q), the trial
-mechanism (:func:`empirical.mechanisms.chourasia2023.run_noisy_gd`) and the demo spec.
+Owns what the generic audit needs about Noisy-GD: the cross-field checks of its
+``[algorithm]`` parameters (declared in :mod:`empirical.mechanisms.chourasia2023_params`),
+the data and request of a spec (full batch, one record per request), the certificate
+(Theorem 5.1 at the mechanism's sigma, ``chourasia2023:thm5.1/deletion-renyi``:
+(q, 4 q L^2/(lam sigma^2 n^2) e^(-K_Abar/(4 kappa)))-data-deletion at every order q,
+converted to (epsilon, delta) at the best q), the trial mechanism
+(:func:`empirical.mechanisms.chourasia2023.run_noisy_gd`) and the demo spec.
 """
 
 from __future__ import annotations
@@ -17,22 +18,22 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials, time_batched_and_loop, torch_threads
-from audits.adapters.params import AlgorithmParams, noise_scale, optional_sigma, positive
+from audits.adapters.mechanism import SpecMechanism, time_batched_and_loop, torch_threads
 from audits.adapters.protocol import PreparedAudit
-from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.adapters.worst_case import RecordDomain, rule_text
 from audits.attacks import LIKELIHOOD_RATIO
 from audits.certify import certify
-from audits.fields import SpecError, choice, fail, integer
-from audits.protocols import TrialBatch
+from audits.fields import SpecError, choice, fail
 from audits.registry import register_adapter
 from audits.spec import AuditSpec, DatasetSpec, ModelSpec
 from bounds.numerics import float_down
+from empirical.mechanisms.chourasia2023_params import NoisyGDParams
+from empirical.mechanisms.parameters import config_from
 
-__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism", "NoisyGDParams"]
+__all__ = ["ADAPTER", "NoisyGDAdapter", "NoisyGDMechanism"]
 
 BOUND = "chourasia2023:thm5.1/deletion-renyi"
 ADAPTIVE_BOUND = "chourasia2023:thm4.3+thm5.1/adaptive-deletion-renyi"
@@ -45,66 +46,6 @@ def model_smoothness(model: str) -> Fraction:
     from empirical.models.linear import LOGISTIC_SMOOTHNESS
 
     return {"logistic-regression": LOGISTIC_SMOOTHNESS, "linear": Fraction(0)}[model]
-
-
-@dataclass(frozen=True)
-class NoisyGDParams(AlgorithmParams):
-    """Hyper-parameters of Noisy-GD deletion (Chourasia & Shah 2023, Definition 5.1).
-
-    ``sigma`` is Algorithm 2's sigma (each step adds sqrt(2 eta) sigma N(0, I_d); sigma^2 is the
-    "noise variance" of Theorem 5.1); None: calibrated from the certificate's target.
-    ``unlearn_steps`` K_Abar (None: calibrated when ``certificate.calibrate = "K_Abar"``, else
-    1); ``learn_steps`` K_A. ``l2`` is lam, ``clip`` L (Remark 5.3: per-example gradients are
-    clipped to norm L, which stands in for L-Lipschitzness), ``beta`` the smoothness constant
-    (None: the model's, 1/4 for logistic regression on unit-norm features).
-    ``adaptive_requests`` p > 0 puts a p-adaptive requester before the spec's request: it sees
-    each model the curator publishes and writes its direction into a record (re-encoding what
-    the release learned, Theorem 3.1's pattern); the certificate is then Theorem 4.3 on
-    Theorem 5.1's budgets, epsilon_dd + p epsilon_dp. The step size is
-    Theorem 5.1's eta = 1/(2(lam + beta)) and the initialisation its rho; neither is a knob.
-    ``noise_multiplier_scale`` multiplies every noise draw without changing the certified
-    sigma: a deliberately broken mechanism for testing audits (1 = the real algorithm).
-    """
-
-    name: ClassVar[str] = "noisy-gd"
-
-    sigma: float | None = None
-    unlearn_steps: int | None = None
-    learn_steps: int = 12
-    l2: float = 1.0
-    clip: float = 0.05
-    beta: float | None = None
-    adaptive_requests: int = 0
-    noise_multiplier_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        p = "spec.algorithm"
-        optional_sigma(self.sigma)
-        if self.unlearn_steps is not None:
-            integer(self.unlearn_steps, f"{p}.unlearn_steps", minimum=0,
-                    what="a non-negative integer (K_Abar)")
-        integer(self.learn_steps, f"{p}.learn_steps", minimum=0,
-                what="a non-negative integer (K_A)")
-        positive(self.l2, "l2", "a positive number (lam; Theorem 5.1 needs lam > 0)")
-        positive(self.clip, "clip", "a positive number (L)")
-        if self.beta is not None:
-            positive(self.beta, "beta", "a positive number (Theorem 5.1 needs beta > 0)")
-        integer(self.adaptive_requests, f"{p}.adaptive_requests", minimum=0,
-                what="a non-negative integer (p)")
-        noise_scale(self.noise_multiplier_scale)
-
-
-_PARAMETER_HELP = {
-    "sigma": "Algorithm 2's sigma (per-step noise sqrt(2 eta) sigma N(0, I)); left out: calibrated",
-    "unlearn_steps": "K_Abar, Noisy-GD steps of the deletion; default 1 (or calibrated)",
-    "learn_steps": "K_A, Noisy-GD steps of learning from rho",
-    "l2": "lam of the regulariser lam/2 ||theta||^2",
-    "clip": "L, per-example gradient clipping norm (Remark 5.3)",
-    "beta": "smoothness constant; default the model's (1/4 for logistic regression)",
-    "adaptive_requests": "p: requests of an adaptive requester (re-encodes each release) before "
-                         "the target's; certified by Theorem 4.3",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -217,6 +158,10 @@ class NoisyGDMechanism(SpecMechanism):
     """
 
     model: str
+    runner = "empirical.mechanisms.chourasia2023:run_noisy_gd"
+    # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared cores
+    # than several spin-waiting ones.
+    one_torch_thread = True
     work_fields: ClassVar[dict[str, int]] = {"learn_steps": 2, "unlearn_steps": 1}
     work_unit: ClassVar[str] = "gradient steps"
     adaptive_requests: int = 0
@@ -235,35 +180,18 @@ class NoisyGDMechanism(SpecMechanism):
         return repr((dataclasses.astuple(self.config), self.model, self.device, self.dtype,
                      self.adaptive_requests, *self.planted_key()))
 
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                   mode: str = "batched") -> TrialBatch:
-        # One intra-op thread measured ~30x less CPU time for 1000 demo trials on two shared
-        # cores than several spin-waiting ones.
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch (one torch thread on
-        CPU)."""
-        with torch_threads(self.device):
-            return self._run_trials(seed=seed, first_trial=first_trial, n_trials=n_trials,
-                                    mode=mode)
+    def runner_arguments(self, data: Any) -> dict[str, Any]:
+        """The loss (the linear model's, or None: logistic), the adaptive requester (it
+        overwrites the last records that no request targets) and the reference record."""
+        from empirical.mechanisms.chourasia2023 import LinearLoss, PublishedDirectionRequester
 
-    def _run_trials(self, *, seed: int, first_trial: int, n_trials: int,
-                    mode: str) -> TrialBatch:
-        from empirical.mechanisms.chourasia2023 import (
-            LinearLoss,
-            PublishedDirectionRequester,
-            run_noisy_gd,
-        )
-
-        data = self.data()
-        model = LinearLoss(data.dataset.dim) if self.model == "linear" else None
         requester = None
         if self.adaptive_requests:
-            # the requester overwrites the last records that no request targets
             free = [i for i in range(data.dataset.n - 1, -1, -1) if i not in data.indices]
             requester = PublishedDirectionRequester(tuple(free[:self.adaptive_requests]))
-        return run_request_trials(run_noisy_gd, self, data, seed=seed, first_trial=first_trial,
-                                  n_trials=n_trials, model=model, requester=requester,
-                                  adaptive_requests=self.adaptive_requests, mode=mode,
-                                  reference_record=self.reference_record(data))
+        return {"model": LinearLoss(data.dataset.dim) if self.model == "linear" else None,
+                "requester": requester, "adaptive_requests": self.adaptive_requests,
+                "reference_record": self.reference_record(data)}
 
     def reference_record(self, data: Any) -> int | None:
         """Definition 4.1's per-record reference (the request's first record) for r > 1; at
@@ -295,7 +223,7 @@ class NoisyGDAdapter(AdapterBase):
     description = ("Noisy-GD deletion (Chourasia & Shah 2023, Alg. 2 / Def. 5.1), certified by "
                    "Theorem 5.1 (statement only; proof not in the seed)")
     params_type = NoisyGDParams
-    parameter_help = _PARAMETER_HELP
+    mechanism_type = NoisyGDMechanism
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = ("the step noise N(0, 2 eta sigma^2 I) of learning, deletion and retraining, and "
                     "the start rho when it is derived from sigma")
@@ -374,26 +302,21 @@ class NoisyGDAdapter(AdapterBase):
         return noisy_gd_gaussian_laws(data.dataset, data.request, config=mechanism.config,
                                       reference_record=mechanism.reference_record(data))
 
-    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
-        """Certificate (Theorem 5.1, or 4.3 + 5.1 for an adaptive requester) and mechanism of a validated
-        spec."""
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """Certificate (Theorem 5.1, or 4.3 + 5.1 for an adaptive requester) and config of a
+        validated spec."""
         from empirical.mechanisms.chourasia2023 import NoisyGDConfig
 
-        spec_json = spec.canonical_json()
-        data = NoisyGDMechanism.load_data(spec_json)
         certificate, sigma, steps, eta = noisy_gd_certificate(spec, data)
         params: NoisyGDParams = spec.algorithm
-        config = NoisyGDConfig(step_size=eta, sigma=sigma, learn_steps=params.learn_steps,
-                               unlearn_steps=steps, l2=params.l2, clip=params.clip,
-                               noise_multiplier_scale=params.noise_multiplier_scale)
-        mechanism = NoisyGDMechanism(spec_json=spec_json, config=config, device=device,
-                                     dtype=spec.dtype, model=spec.model.name,
-                                     adaptive_requests=params.adaptive_requests)
-        mechanism, data, notes = plant_worst_case(spec, mechanism, data,
-                                                  domain=record_domain(spec.model.name, data),
-                                                  noise_field="noise_multiplier_scale")
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=notes)
+        config = config_from(NoisyGDConfig, params, step_size=eta, sigma=sigma,
+                             unlearn_steps=steps)
+        return MechanismPlan(certificate, config, {"model": spec.model.name,
+                                                   "adaptive_requests": params.adaptive_requests})
+
+    def domain_for(self, spec: AuditSpec, data: SpecData) -> RecordDomain:
+        """The records Theorem 5.1 covers on the spec's model (:func:`record_domain`)."""
+        return record_domain(spec.model.name, data)
 
 
 ADAPTER = register_adapter(NoisyGDAdapter())

@@ -1,8 +1,9 @@
 """PNSGD (Chien et al. 2024, Algorithm 1) on a linear model: the audit adapter.
 
-Owns everything the generic audit needs about PNSGD: its ``[algorithm]`` parameters
-(:class:`PNSGDParams`) and their cross-field checks, the data and requests of a spec
-(the tail dropped to a multiple of b, flip or random replacements), the certificate (Theorem 3.2
+Owns everything the generic audit needs about PNSGD: the cross-field checks of its
+``[algorithm]`` parameters (declared in :mod:`empirical.mechanisms.chien2024_params`), the
+data and requests of a spec (the tail dropped to a multiple of b, flip or random
+replacements), the certificate (Theorem 3.2
 for one request or a batch request via Corollary J.1; for a sequence, the registered
 ``chien2024:thm3.2+thm3.11/sequence`` with its start distance from Theorem 3.11's recursion,
 or a sound tightening of either that ``[certificate] bound`` names: :data:`SOUND_BOUNDS`, the
@@ -16,21 +17,21 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from audits.adapters.base import AdapterBase, DemoSettings, prepared_audit
+from audits.adapters.base import AdapterBase, DemoSettings, MechanismPlan
 from audits.adapters.certificates import broken_note, check_sigma_calibration, delta_label
 from audits.adapters.data import SpecData, require_unit_features
-from audits.adapters.mechanism import SpecMechanism, run_request_trials
-from audits.adapters.params import AlgorithmParams, counts, noise_scale, optional_sigma, positive
-from audits.adapters.protocol import PreparedAudit
-from audits.adapters.worst_case import RecordDomain, plant_worst_case, rule_text
+from audits.adapters.mechanism import SpecMechanism
+from audits.adapters.worst_case import RecordDomain
 from audits.certify import certify
-from audits.fields import SpecError, choice, fail, integer, positive_int
-from audits.protocols import Certificate, TrialBatch
+from audits.fields import SpecError, fail
+from audits.protocols import Certificate
 from audits.registry import register_adapter
 from audits.spec import AuditSpec
 from bounds.numerics import float_down
+from empirical.mechanisms.chien2024_params import PNSGDParams
+from empirical.mechanisms.parameters import config_from
 
-__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism", "PNSGDParams"]
+__all__ = ["ADAPTER", "PNSGDAdapter", "PNSGDMechanism"]
 
 SINGLE_BOUND = "chien2024:thm3.2"
 SEQUENCE_BOUND = "chien2024:thm3.2+thm3.11/sequence"
@@ -50,79 +51,6 @@ RECORD_DOMAIN = RecordDomain(
     norm_bound=1.0, assumption="Theorem 3.2 (Chien et al. 2024): features of norm <= 1 (so the "
     "logistic loss is 1/4-smooth, L = 1/4 + lambda) and a label of the data (+-1); the clipped "
     "gradients have norm <= M whatever the record")
-
-
-@dataclass(frozen=True)
-class PNSGDParams(AlgorithmParams):
-    """Hyper-parameters of PNSGD (Chien et al. 2024, Algorithm 1) on a linear model.
-
-    ``sigma`` None: calibrated from the certificate's target. ``unlearn_epochs`` (K) is one
-    integer, or one per request of a sequence; None means 1, or calibrated when
-    ``certificate.calibrate = "K"``. ``batch_size`` is b or ``"full"`` (b = n).
-    ``step_size`` is eta, a number <= 1/L or ``"1/L"`` (the largest float not above 1/L).
-    ``l2`` is lambda = m, ``clip`` is M, ``radius`` is R. The learning initialisation is the
-    point 0 (``init = "zero"``), which lies in C_R as Theorem 3.2 requires.
-    ``noise_multiplier_scale`` multiplies every noise draw without changing the certified
-    sigma: a deliberately broken mechanism for testing audits (1 = the real algorithm).
-    """
-
-    name: ClassVar[str] = "pnsgd"
-
-    sigma: float | None = None
-    unlearn_epochs: int | tuple[int, ...] | None = None
-    learn_epochs: int = 12
-    batch_size: int | str = "full"
-    step_size: float | str = "1/L"
-    l2: float = 1.0
-    clip: float = 0.05
-    radius: float = 100.0
-    partition: str = "per_trial"
-    init: str = "zero"
-    noise_multiplier_scale: float = 1.0
-
-    def __post_init__(self) -> None:
-        p = "spec.algorithm"
-        optional_sigma(self.sigma)
-        counts(self, "unlearn_epochs", empty="must list at least one K")
-        integer(self.learn_epochs, f"{p}.learn_epochs", minimum=0,
-                what="a non-negative integer")
-        if self.batch_size != "full":
-            positive_int(self.batch_size, f"{p}.batch_size")
-        if isinstance(self.step_size, str):
-            if self.step_size != "1/L":
-                raise fail(f"{p}.step_size", f"must be a positive number or '1/L', got "
-                           f"{self.step_size!r}")
-        else:
-            positive(self.step_size, "step_size", "a positive number or '1/L'")
-        positive(self.l2, "l2", "a positive number (lambda; the theorem needs m = lambda > 0)")
-        positive(self.clip, "clip", "a positive number (M)")
-        positive(self.radius, "radius", "a positive number (R)")
-        choice(self.partition, f"{p}.partition", ("per_trial", "fixed"))
-        if self.init != "zero":
-            raise fail(f"{p}.init", "must be 'zero': Theorem 3.2 needs the learning "
-                       f"initialisation supported on C_R, got {self.init!r}")
-        noise_scale(self.noise_multiplier_scale)
-
-
-_PARAMETER_HELP = {
-    "sigma": "noise hyper-parameter (per-step variance 2 eta sigma^2); left out: calibrated",
-    "unlearn_epochs": "K, unlearning epochs (one per request of a sequence); default 1",
-    "learn_epochs": "T, burn-in epochs of learning and of retraining",
-    "batch_size": "b, an integer (the tail is dropped to a multiple of b) or 'full'",
-    "step_size": "eta <= 1/L with L = 1/4 + l2, or '1/L'",
-    "l2": "lambda = m, the strong convexity of the regularised loss",
-    "clip": "M, per-example gradient clipping norm",
-    "radius": "R, every step projects onto the ball C_R",
-    "partition": "'per_trial' (fresh mini-batch partition per trial) or 'fixed'",
-    "init": "'zero': learning starts at 0, inside C_R",
-    "noise_multiplier_scale": "< 1 breaks the mechanism on purpose (tests of the audit)",
-}
-
-
-# ----------------------------------------------------------------------------------------------
-# Data and requests of a spec.
-
-
 
 
 # ----------------------------------------------------------------------------------------------
@@ -224,17 +152,17 @@ def pnsgd_certificate(spec: AuditSpec, data: SpecData) -> tuple[Certificate, flo
 
 @dataclass(frozen=True)
 class PNSGDMechanism(SpecMechanism):
-    """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`.
+    """PNSGD learn -> unlearn and retrain as a :class:`~audits.protocols.TrialMechanism`
+    (``config``: an :class:`empirical.mechanisms.chien2024.PNSGDConfig`).
 
     Scores: ``loss`` = minus the logistic loss of each forgotten record (original record);
     statistics: ``params`` = the final parameters; accuracy on the test split.
     """
 
+    runner = "empirical.mechanisms.chien2024:run_pnsgd"
     data_options: ClassVar[dict[str, Any]] = {"batch_size_field": "batch_size"}
     work_fields: ClassVar[dict[str, int]] = {"learn_epochs": 2, "unlearn_epochs": 1}
     work_unit: ClassVar[str] = "epochs over the data"
-
-    # config is an empirical.mechanisms.chien2024.PNSGDConfig
 
     @property
     def description(self) -> str:
@@ -243,13 +171,6 @@ class PNSGDMechanism(SpecMechanism):
         return (f"PNSGD (Chien et al. 2024, Algorithm 1): sigma={c.sigma!r}, eta={c.step_size!r}, "
                 f"b={c.batch_size}, T={c.learn_epochs}, K={c.unlearn_epochs}, lambda={c.l2}, "
                 f"M={c.clip}, R={c.radius}, noise x{c.noise_multiplier_scale}")
-
-    def run_trials(self, *, seed: int, first_trial: int, n_trials: int) -> TrialBatch:
-        """Trials ``first_trial`` .. ``first_trial + n_trials - 1`` as a TrialBatch."""
-        from empirical.mechanisms.chien2024 import run_pnsgd
-
-        return run_request_trials(run_pnsgd, self, self.data(), seed=seed,
-                                          first_trial=first_trial, n_trials=n_trials)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -261,7 +182,9 @@ class PNSGDAdapter(AdapterBase):
     description = ("PNSGD (Chien et al. 2024, Alg. 1) on logistic regression, certified by "
                    "Theorem 3.2 (Theorem 3.11 for sequences)")
     params_type = PNSGDParams
-    parameter_help = _PARAMETER_HELP
+    mechanism_type = PNSGDMechanism
+    record_domain = RECORD_DOMAIN
+    unit_features = "for L = 1/4 + lambda"
     noise_scale_field = "noise_multiplier_scale"
     scaled_noise = "the step noise N(0, 2 eta sigma^2 I) of learning, unlearning and retraining"
     # The demo: digits 3-vs-8 logistic regression, calibrated to (epsilon, delta) = (1, 1/n). Full
@@ -281,7 +204,6 @@ class PNSGDAdapter(AdapterBase):
         "n": 11264, "b": 128, "T": 20, "K": 1, "R": 100.0,
     }
     bench_reproduction = "chien2024:table3"
-    worst_case_forget = rule_text(RECORD_DOMAIN.assumption)
 
     def check_spec(self, spec: AuditSpec) -> None:
         """Cross-field rules between K per request, sigma, the target and the calibrated parameter."""
@@ -303,33 +225,15 @@ class PNSGDAdapter(AdapterBase):
 
         return trials_benchmark(n_trials=n_trials, device=device, dataset=dataset, path=path)
 
-    def prepare(self, spec: AuditSpec, *, device: str) -> PreparedAudit:
-        """Certificate (Theorem 3.2, or 3.2 + 3.11 for a sequence) and mechanism of a validated spec."""
+    def plan(self, spec: AuditSpec, data: SpecData) -> MechanismPlan:
+        """Certificate (Theorem 3.2, or 3.2 + 3.11 for a sequence) and config of a validated spec."""
         from empirical.mechanisms.chien2024 import PNSGDConfig
 
-        spec_json = spec.canonical_json()
-        data = PNSGDMechanism.load_data(spec_json)
         certificate, sigma, epochs = pnsgd_certificate(spec, data)
-        params: PNSGDParams = spec.algorithm
-        config = PNSGDConfig(
-            step_size=float(certificate.inputs["eta"]),
-            sigma=sigma,
-            batch_size=data.batch_size,
-            learn_epochs=params.learn_epochs,
-            unlearn_epochs=epochs,
-            l2=params.l2,
-            clip=params.clip,
-            radius=params.radius,
-            init_std=0.0,
-            partition=params.partition,
-            noise_multiplier_scale=params.noise_multiplier_scale,
-        )
-        mechanism = PNSGDMechanism(spec_json, config, device, spec.dtype)
-        mechanism, data, notes = plant_worst_case(spec, mechanism, data, domain=RECORD_DOMAIN,
-                                                  noise_field="noise_multiplier_scale")
-        require_unit_features(data, "for L = 1/4 + lambda")
-        return prepared_audit(spec, certificate=certificate, mechanism=mechanism, device=device,
-                              data=data, extra_notes=notes)
+        config = config_from(PNSGDConfig, spec.algorithm, sigma=sigma, unlearn_epochs=epochs,
+                             step_size=float(certificate.inputs["eta"]),
+                             batch_size=data.batch_size, init_std=0.0)
+        return MechanismPlan(certificate, config)
 
 
 ADAPTER = register_adapter(PNSGDAdapter(), default=True)

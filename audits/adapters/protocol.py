@@ -65,7 +65,8 @@ class AlgorithmAdapter(Protocol):
     Hooks with a default in :class:`~audits.adapters.base.AdapterBase`: ``extra_plots`` (line
     plots for the report), ``benchmark_trials`` (``unlearn bench trials``; None for the
     generic batched-vs-loop benchmark of the demo's mechanism), ``bench_bound``,
-    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (None: not benchmarked),
+    ``bench_point``, ``bench_reproduction`` for ``unlearn bench bounds`` (a published table's
+    bound, point and reproduction; None: the bound of the demo's certificate at its inputs),
     and ``exact_laws`` (None: the output laws of the mechanism as run are not known exactly).
     ``worst_case_forget`` states what ``[request] forget = "worst-case"`` plants within the
     paper's assumptions (None: the adapter cannot honour it and such a spec is refused);
@@ -131,6 +132,11 @@ class AlgorithmAdapter(Protocol):
         :class:`empirical.divergences.gaussian_laws.GaussianLaws`, or None where the mechanism as run is
         not exactly Gaussian with one covariance (:mod:`audits.exact_loss` turns them into
         the report's exact privacy loss and the likelihood-ratio attack)."""
+        ...
+
+    def exact_cases(self) -> tuple[Any, ...]:
+        """Makers (no-argument callables) of small :class:`audits.exact_truth.ExactCase`
+        instances for ``unlearn bench exact``; empty where the adapter offers none."""
         ...
 
 

@@ -44,6 +44,7 @@ from bounds.conversions import CONVERSIONS, best_epsilon
 from bounds.errors import BoundError
 from bounds.expressions import shorten
 from bounds.numerics import g_directed, nstr_directed
+from bounds.plugins import notes as plugin_notes
 from bounds.registry import get_reproduction, list_reproductions
 
 _ECHO_CHARS = 60  # how much of a long argument an error message quotes
@@ -260,13 +261,15 @@ def cmd_bench_bounds(args: argparse.Namespace) -> None:
 
     res = bounds_benchmark(points=args.points, algorithm=args.algorithm)
     summary = "\n".join([
-        f"{res['bound']}, {res['points']} points:",
+        f"{res['bound']} ({res['algorithm']}), {res['points']} points:",
         f"  float, vectorised : {res['float_vectorised_evals_per_s']:.3g} evals/s",
         f"  float, scalar loop: {res['float_scalar_loop_evals_per_s']:.3g} evals/s",
         f"  ratio             : {res['vectorised_over_loop']:.1f}x",
         f"  mpmath (50 digits): {res['mp50_evals_per_s']:.3g} evals/s",
         f"  interval (50 dig.): {res['interval50_evals_per_s']:.3g} evals/s",
-        f"{res['reproduction']}: {res['table3_seconds']:.3f} s ({res['table3_matches']} match)",
+        (f"{res['reproduction']}: {res['table3_seconds']:.3f} s ({res['table3_matches']} match)"
+         if res["reproduction"] else "no published-table reproduction: the demo's certificate "
+         "inputs are the point"),
     ])
     emit(res, args.json, summary)
 
@@ -285,7 +288,7 @@ def cmd_bench_trials(args: argparse.Namespace) -> None:
         # Progress lines go to stderr under --json too (stdout keeps the one JSON object): a
         # network benchmark runs for minutes.
         with reporting("bench trials"):
-            res = trials_benchmark(algorithm=args.algorithm, n_trials=args.n,
+            res = trials_benchmark(algorithm=args.algorithm, n_trials=args.trials,
                                    device=args.device, dataset=args.dataset, path=args.path,
                                    model=args.model, progress=progress)
     except ImportError as exc:  # torch is an optional extra
@@ -398,7 +401,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_json(bench.add_parser("trials", help="batched vs per-trial trials of an algorithm"))
     p.add_argument("--algorithm", help="a registered algorithm, or 'all' for a table of every "
                    "one (default: the default algorithm)")
-    p.add_argument("--n", type=integer_in(2, 1_000_000), default=1000, help="number of trials")
+    p.add_argument("--trials", type=integer_in(2, 1_000_000), default=1000,
+                   help="number of trials N (default 1000)")
     p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:N or auto")
     p.add_argument("--dataset", help="dataset (default: the algorithm's benchmark data)")
     p.add_argument("--path", help="the file or folder of --dataset mnist, cifar10 or npz")
@@ -545,6 +549,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         cut = argv.index("--") if "--" in argv else len(argv)
         argv = [*argv[1:cut], "--json", *argv[cut:]]
     _Version.as_json = as_json
+    try:
+        return _main(argv, as_json=as_json, debug=debug)
+    finally:
+        _print_plugin_notes()
+
+
+def _print_plugin_notes() -> None:
+    """A third-party entry point that failed to load is one ``note: ...`` line on stderr
+    (stdout keeps the command's output or JSON object); the command ran without it."""
+    notes = plugin_notes()
+    for note in notes[_notes_printed[0]:]:
+        print(f"note: {one_line(note)}", file=sys.stderr)
+    _notes_printed[0] = len(notes)
+
+
+_notes_printed = [0]  # main() may run many times in one process: each note is printed once
+
+
+def _main(argv: list[str], *, as_json: bool, debug: bool) -> int:
     try:
         return _run(argv)
     except SystemExit as done:  # --help, --version, or a command's own status (VIOLATION)

@@ -302,5 +302,5 @@ def run_pnsgd(
         num_params=n_params,
         strong_convexity=float(strong_convexity),
         smoothness=None if smoothness is None else float(smoothness + config.l2),
-        **result_fields(setup, outputs),
+        **result_fields(setup, outputs, PNSGDResult),
     )

@@ -186,5 +186,5 @@ def run_langevin(
         n=dataset.n,
         num_params=n_params,
         strong_convexity=float(strong_convexity),
-        **result_fields(setup, outputs),
+        **result_fields(setup, outputs, LangevinResult),
     )

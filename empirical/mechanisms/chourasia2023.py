@@ -485,5 +485,5 @@ def run_noisy_gd(
         adaptive_indices=adaptive,
         n=n,
         num_params=n_params,
-        **result_fields(setup, outputs),
+        **result_fields(setup, outputs, NoisyGDResult),
     )

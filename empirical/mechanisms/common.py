@@ -31,6 +31,7 @@ operations of the original PNSGD code, so batched and per-trial runs stay bit-id
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -413,11 +414,16 @@ class TrialResult:
         return int(self.trial_indices.shape[0])
 
 
-def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray], *,
-                  sides: Sequence[str] = ("learned", "unlearned", "retrained")) -> dict[str, Any]:
-    """The result fields every mechanism reports: the :class:`ModelSamples` of each side, the
-    forget and retained rows, the trial indices, the seed, the device and the dtype name."""
+def result_fields(setup: MechanismSetup, outputs: dict[str, np.ndarray],
+                  result_type: type[TrialResult] = TrialResult) -> dict[str, Any]:
+    """The fields of ``result_type`` (a :class:`TrialResult` subclass) the shared setup fills:
+    the :class:`ModelSamples` of each side it declares as one (the base's ``unlearned`` and
+    ``retrained``, plus e.g. a subclass's ``learned``; an optional side is the mechanism's to
+    fill), the forget and retained rows, the trial indices, the seed, the device and the dtype
+    name."""
     first, count = setup.options.first_trial, setup.options.n_trials
+    sides = [f.name for f in dataclasses.fields(result_type)
+             if f.type in (ModelSamples, "ModelSamples")]
     return {
         **{side: model_samples(outputs, side) for side in sides},
         "forget_indices": setup.forget,

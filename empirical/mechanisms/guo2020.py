@@ -711,7 +711,7 @@ def run_guo(
         retrained_at=outputs["retrained_at"],
         train_residual=outputs["train_residual"],
         X_norms=tuple(v.X_norm for v in versions),
-        **result_fields(setup, outputs, sides=("unlearned", "retrained")),
+        **result_fields(setup, outputs, GuoResult),
     )
 
 

@@ -228,7 +228,7 @@ def run_d2d(
         gradient_evaluations=evaluations,
         n=dataset.n,
         num_params=n_params,
-        **result_fields(setup, outputs),
+        **result_fields(setup, outputs, D2DResult),
     )
 
 

@@ -11,11 +11,6 @@ import mpmath
 import pytest
 
 from audits.adapters.koloskova import _tables_sigma
-from audits.adapters.koloskova_params import (
-    GradientClippingParams,
-    ModelClippingParams,
-    OutputPerturbationParams,
-)
 from audits.fields import SpecError
 from audits.loader import spec_from_dict, spec_from_toml
 from audits.protocols import ModelOutputs, TrialBatch
@@ -23,6 +18,12 @@ from audits.registry import get_adapter
 from audits.runner import prepare_audit
 from audits.spec import AuditSpec
 from audits.testing import assert_consistent, assert_violation
+from empirical.mechanisms.koloskova2025_params import (
+    GradientClippingParams,
+    ModelClippingParams,
+    OutputPerturbationParams,
+)
+from empirical.mechanisms.parameters import ParameterError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NAMES = ("koloskova-gradient-clipping", "koloskova-model-clipping", "output-perturbation")
@@ -50,7 +51,9 @@ def test_example_toml_is_the_demo(name, file):
     ("step_size", -1.0), ("clip", 0.0), ("C0", "x"), ("noise", "loose"), ("learn_steps", -2),
 ])
 def test_bad_fields_name_their_path(field, value):
-    with pytest.raises(SpecError, match=rf"spec\.algorithm\.{field}"):
+    with pytest.raises(SpecError, match=rf"^spec\.algorithm\.{field}: must be"):
+        get_adapter("koloskova-gradient-clipping").parse_params({field: value}, "spec.algorithm")
+    with pytest.raises(ParameterError, match=rf"^{field}: must be"):
         GradientClippingParams(**{field: value})
 
 
@@ -62,9 +65,12 @@ def test_model_and_request_checks():
     request = {**spec.to_dict()["request"], "kind": "replace"}
     with pytest.raises(SpecError, match="spec.request"):
         spec_from_dict({**spec.to_dict(), "request": request})
-    with pytest.raises(SpecError, match="spec.algorithm.accountant"):
+    with pytest.raises(SpecError, match="^spec.algorithm.accountant: must be one of"):
+        spec_from_dict({**spec.to_dict(), "algorithm": {**spec.to_dict()["algorithm"],
+                                                        "accountant": "guess"}})
+    with pytest.raises(ParameterError, match="^accountant: must be one of"):
         ModelClippingParams(accountant="guess")
-    with pytest.raises(SpecError, match="spec.algorithm.noise"):
+    with pytest.raises(ParameterError, match="^noise: must be one of 'analytic', 'eq1'"):
         OutputPerturbationParams(noise="loose")
 
 
@@ -207,7 +213,7 @@ def test_network_bench_prints_progress_lines_on_stderr_under_json(capsys):
     from audits.cli import main
 
     assert main(["bench", "trials", "--algorithm", "koloskova-model-clipping", "--model", "head",
-                 "--n", "4", "--json"]) == 0
+                 "--trials", "4", "--json"]) == 0
     captured = capsys.readouterr()
     res = json.loads(captured.out)  # stdout stays one JSON object
     assert res["n_trials"] == 4 and res["loop_matches_batched"] is True

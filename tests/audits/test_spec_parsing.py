@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from audits.adapters.pnsgd import PNSGDParams
 from audits.loader import check_spec, demo_spec, load_spec, spec_from_dict, spec_from_toml
 from audits.spec import AuditSpec, CertificateSpec, DatasetSpec, ModelSpec, RequestSpec, SpecError
+from empirical.mechanisms.chien2024_params import PNSGDParams
+from empirical.mechanisms.parameters import ParameterError
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "pnsgd_digits.toml"
@@ -144,7 +145,7 @@ def test_python_objects_are_validated_too():
         AuditSpec(algorithm=PNSGDParams(), trials=-3)
     with pytest.raises(SpecError, match=r"^spec\.request\.size: "):
         RequestSpec(size=-1)
-    with pytest.raises(SpecError, match=r"^spec\.algorithm\.clip: "):
+    with pytest.raises(ParameterError, match=r"^clip: must be a positive number \(M\)"):
         PNSGDParams(clip=float("nan"))
     with pytest.raises(SpecError, match=r"^spec\.certificate\.delta: "):
         CertificateSpec(delta=0.0)

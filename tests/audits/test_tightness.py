@@ -91,7 +91,7 @@ def test_an_adapter_without_a_noise_scale_parameter_cannot_be_reduced() -> None:
 
 def test_bench_tightness_json_reports_each_factor_by_the_stated_rule(
         capsys: pytest.CaptureFixture[str]) -> None:
-    argv = ["bench", "tightness", "--json", "--algorithm", "pnsgd", "--n", "200", "--seeds", "2",
+    argv = ["bench", "tightness", "--json", "--algorithm", "pnsgd", "--trials", "200", "--seeds", "2",
             "--factors", "1,1000"]
     assert main(argv) == 0
     captured = capsys.readouterr()
@@ -163,8 +163,8 @@ def test_a_hook_that_changes_the_certificate_is_refused(monkeypatch: pytest.Monk
     (["--factors", "0.5"], "factors must be finite numbers from 1"),
     (["--factors", "1,nan"], "factors must be finite numbers from 1"),
     (["--factors", "2,,3"], "--factors: expected a comma-separated list"),
-    (["--n", "1"], "trial counts must be integers >= 2"),
-    (["--n", "1e3"], "--n: cannot read '1e3'"),
+    (["--trials", "1"], "trial counts must be integers >= 2"),
+    (["--trials", "1e3"], "--trials: cannot read '1e3'"),
     (["--algorithm", "nope"], "unknown algorithm 'nope'"),
     (["--seeds", "2", "--required", "3"], "required must be an integer from 1 to seeds = 2"),
 ])

@@ -35,6 +35,8 @@ def _spec(algorithm: str, *, forget: str = "worst-case", request_seed: int = 0,
     """The algorithm's demo with the chosen forget mode; ``drawn``: one removal whose row is
     drawn with the request seed (not the demo's row 0); ``fields`` override hyper-parameters."""
     data = get_adapter(algorithm).demo_spec(trials=trials).to_dict()
+    # the generic attacks: the mechanism as planted, not wrapped for the likelihood-ratio score
+    data["attacks"] = ["loss", "projection"]
     data["request"].update(forget=forget, seed=request_seed)
     if drawn:
         data["request"]["kind"] = "remove"

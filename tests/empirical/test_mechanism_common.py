@@ -15,7 +15,9 @@ from empirical.data.requests import UnlearningRequest, replacement_request
 from empirical.engine.trials import TrialRandom, run_trials
 from empirical.mechanisms.chien2024 import PNSGDConfig, run_pnsgd
 from empirical.mechanisms.common import (
+    ModelSamples,
     TrialOptions,
+    TrialResult,
     batch_gradient,
     check_config,
     counts_for,
@@ -104,10 +106,21 @@ def test_prepare_mechanism_rows_versions_and_score_sets():
         prepare_mechanism(data, UnlearningRequest((data.n,)), retaining(1))
     outputs = {f"{side}/{name}": np.zeros((2, 1)) for side in ("unlearned", "retrained")
                for name in ("params", "forget_losses", "retain_losses", "test_accuracy")}
-    fields = result_fields(setup, outputs, sides=("unlearned", "retrained"))
+    fields = result_fields(setup, outputs)
     assert fields["dtype"] == "float32" and fields["device"] == "cpu" and fields["seed"] == 4
     np.testing.assert_array_equal(fields["trial_indices"], [7, 8])
     assert "learned" not in fields and fields["retrained"].params.shape == (2, 1)
+    TrialResult(**fields)  # the base result's fields are exactly what result_fields fills
+
+    @dataclass(frozen=True)
+    class WithLearned(TrialResult):
+        learned: ModelSamples
+
+    outputs.update({f"learned/{name}": np.ones((2, 1)) for name in
+                    ("params", "forget_losses", "retain_losses", "test_accuracy")})
+    with_learned = WithLearned(**result_fields(setup, outputs, WithLearned))
+    assert with_learned.learned.params.tolist() == [[1.0], [1.0]]
+    assert with_learned.unlearned.params.tolist() == [[0.0], [0.0]]
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def _point(setting: Fig3Setting, method: str, spec: Any, n: int, **labels: Any) 
 
 def _pnsgd_spec(setting: Fig3Setting, batch: Any, *, removals: int, certificate: Any,
                 **algorithm: Any) -> Any:
-    from audits.adapters.pnsgd import PNSGDParams
+    from empirical.mechanisms.chien2024_params import PNSGDParams
 
     spec = _base_spec(setting, "pnsgd")
     n, _ = n_and_dim(setting, batch)
@@ -165,8 +165,8 @@ def _pnsgd_spec(setting: Fig3Setting, batch: Any, *, removals: int, certificate:
 
 def panel_a(setting: Fig3Setting) -> list[dict[str, Any]]:
     """Accuracy vs epsilon for one removal with one unlearning epoch (Figure 3a)."""
-    from audits.adapters.d2d import D2DParams
-    from audits.adapters.langevin import LangevinParams
+    from empirical.mechanisms.chien2024lu_params import LangevinParams
+    from empirical.mechanisms.neel2021_params import D2DParams
 
     rows = []
     n_full, _ = n_and_dim(setting)
@@ -269,8 +269,8 @@ def _burn_in_floor_note(setting: Fig3Setting, batch: Any, sigma: float, target: 
 
 def panel_b(setting: Fig3Setting) -> list[dict[str, Any]]:
     """Accumulated unlearning epochs over sequential removals at (1, 1/n) (Figure 3b)."""
-    from audits.adapters.d2d import D2DParams
-    from audits.adapters.langevin import LangevinParams
+    from empirical.mechanisms.chien2024lu_params import LangevinParams
+    from empirical.mechanisms.neel2021_params import D2DParams
 
     rows = []
     sigma, removals = setting.sequence_sigma, setting.removals
