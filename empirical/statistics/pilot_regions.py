@@ -21,7 +21,8 @@ chosen by the scores) decides, before any tested score is read:
    :mod:`~empirical.statistics.pilot_window`: the forecast optimum and the places where the
    binding rate is half and twice as large. On the score itself they come from the pilot's normal
    fits (pilot-window's rules exactly) when the pilot looks normal (Jarque-Bera at 1% in each
-   world, and Shapiro-Wilk at 1% on untied pilots): normal tails extrapolate to the rates of order 1/N a pilot cannot see.
+   world, and Shapiro-Wilk at 1% on untied pilots): normal tails extrapolate to the rates of
+   order 1/N a pilot cannot see.
    Otherwise (heavy or light tails, skew, several modes, atoms), and always on g, they come from
    the pilot's empirical rates: each small count moved one standard deviation against the rule
    (the best of many noisy forecasts is optimistic), the detected mass never extrapolated, and
