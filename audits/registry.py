@@ -78,9 +78,17 @@ def _load_builtins() -> None:
 
 
 def adapters() -> dict[str, AlgorithmAdapter]:
-    """Every registered adapter by name (built-ins first, then in order of registration)."""
+    """Every registered adapter by name: the built-ins in the order of their modules, then the
+    others in order of registration (the same order whichever module a process imported first)."""
     _load_builtins()
-    return dict(_ADAPTERS)
+    rank = {module: i for i, module in enumerate(builtin_modules())}
+    order = list(_ADAPTERS)
+
+    def key(name: str) -> tuple[int, int]:
+        module = type(_ADAPTERS[name]).__module__
+        return rank.get(module, len(rank)), order.index(name)
+
+    return {name: _ADAPTERS[name] for name in sorted(_ADAPTERS, key=key)}
 
 
 def adapter_names() -> tuple[str, ...]:
@@ -92,7 +100,7 @@ def get_adapter(name: str, *, path: str = "spec.algorithm.name") -> AlgorithmAda
     """The adapter registered as ``name``; SpecError naming ``path`` when there is none."""
     _load_builtins()
     if not isinstance(name, str) or name not in _ADAPTERS:
-        raise SpecError(f"{path}: unknown algorithm {name!r}; known: {', '.join(_ADAPTERS)}")
+        raise SpecError(f"{path}: unknown algorithm {name!r}; known: {', '.join(adapters())}")
     return _ADAPTERS[name]
 
 
@@ -101,5 +109,5 @@ def default_adapter() -> AlgorithmAdapter:
     _load_builtins()
     if not _DEFAULT:
         raise SpecError("spec.algorithm.name: no default algorithm is registered; name one "
-                        f"of {', '.join(_ADAPTERS)}")
+                        f"of {', '.join(adapters())}")
     return _ADAPTERS[_DEFAULT[0]]
