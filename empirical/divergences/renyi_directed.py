@@ -65,7 +65,7 @@ quadratic smoothing of (3) evaluated on the finer bins. Any g fixed by the pilot
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,6 +171,25 @@ class DirectedChoice:
     lam_second: float
     predicted_margin: float
     paired_weight: float = 0.0
+
+
+def _clipped(g_dir: np.ndarray, pooled_freq: np.ndarray,
+             clips: Sequence[float]) -> Iterator[np.ndarray]:
+    """The candidate g of each clip level: ``g_dir`` clipped at the pooled pilot quantiles clip and
+    1 - clip (0: as it is); levels that leave g constant are skipped (a constant g shows nothing)."""
+    order_g = np.argsort(g_dir)
+    cum = np.cumsum(pooled_freq[order_g])
+    last = g_dir.size - 1
+    for clip in clips:
+        g = g_dir
+        if clip > 0:
+            lo = float(g_dir[order_g][min(np.searchsorted(cum, clip), last)])
+            hi = float(g_dir[order_g][min(np.searchsorted(cum, 1 - clip), last)])
+            if not hi > lo:
+                continue
+            g = np.clip(g_dir, lo, hi)
+        if np.ptp(g) > 0:
+            yield g
 
 
 def _directed_values(g: np.ndarray, order: float) -> tuple[np.ndarray, np.ndarray]:
@@ -319,21 +338,7 @@ def _choose_paired(p: np.ndarray, q: np.ndarray, candidates, *, certified: Calla
         if two_sided:
             options.append(("backward", -g_one, fq, fp))
         for direction, g_dir, f_first, f_second in options:
-            pooled_freq = 0.5 * (f_first + f_second)
-            order_g = np.argsort(g_dir)
-            cum = np.cumsum(pooled_freq[order_g])
-            last = g_dir.size - 1
-            for clip in _PAIRED_CLIPS:
-                if clip > 0:
-                    lo = float(g_dir[order_g][min(np.searchsorted(cum, clip), last)])
-                    hi = float(g_dir[order_g][min(np.searchsorted(cum, 1 - clip), last)])
-                    if not hi > lo:
-                        continue
-                    g = np.clip(g_dir, lo, hi)
-                else:
-                    g = g_dir
-                if not np.ptp(g) > 0:
-                    continue
+            for g in _clipped(g_dir, 0.5 * (f_first + f_second), _PAIRED_CLIPS):
                 for order in orders:
                     order = float(order)
                     x, y = _directed_values(g, order)
@@ -416,20 +421,7 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
     best: DirectedChoice | None = None
     best_score = -math.inf
     for direction, g_dir, f_first, f_second, n_first, n_second in candidates:
-        pooled_freq = 0.5 * (f_first + f_second)
-        order_g = np.argsort(g_dir)
-        cum = np.cumsum(pooled_freq[order_g])
-        for clip in _DIRECTED_CLIPS:
-            if clip > 0:  # g clipped at the pooled evaluation quantiles clip and 1 - clip
-                lo = float(g_dir[order_g][min(np.searchsorted(cum, clip), bins - 1)])
-                hi = float(g_dir[order_g][min(np.searchsorted(cum, 1 - clip), bins - 1)])
-                if not hi > lo:
-                    continue
-                g = np.clip(g_dir, lo, hi)
-            else:
-                g = g_dir
-            if not np.ptp(g) > 0:
-                continue
+        for g in _clipped(g_dir, 0.5 * (f_first + f_second), _DIRECTED_CLIPS):
             for order in orders:
                 order = float(order)
                 x, y = _directed_values(g, order)
