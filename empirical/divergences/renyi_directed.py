@@ -405,13 +405,14 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
     fits = [g_fit]
     if _DIRECTED_SMOOTH_DEGREE is not None:
         fits.append(_smoothed_log_ratio(pooled, edges, g_fit, cp, cq))
+    paired_choice = None
     if paired and n_p == n_q and p.size == q.size:
-        chosen = _choose_paired(p, q, [(edges, g) for g in fits]
-                                + _smooth_candidates(p, q, pooled, edges, g_fit, cp, cq),
-                                certified=certified, orders=orders, two_sided=two_sided,
-                                beta=beta, n=n_p)
-        if chosen is not None:
-            return chosen
+        paired_choice = _choose_paired(p, q, [(edges, g) for g in fits]
+                                       + _smooth_candidates(p, q, pooled, edges, g_fit, cp, cq),
+                                       certified=certified, orders=orders, two_sided=two_sided,
+                                       beta=beta, n=n_p)
+        if paired_choice is not None and paired_choice.predicted_margin > 0:
+            return paired_choice
     candidates = []
     for g_one in fits:
         candidates.append(("forward", g_one, freq_p, freq_q, n_p, n_q))
@@ -454,6 +455,11 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
         order = float(orders[0])
         best = DirectedChoice("forward", order, tuple(float(e) for e in edges),
                               tuple(0.0 for _ in range(bins)), 1.0, 1.0, -math.inf)
+    # The paired forecast is pessimistic where the pilot is small (an extra row at each range's
+    # end): when it forecasts nothing and the two-bound test forecasts a refutation, that one
+    # runs (a choice made on the pilot alone, so either test keeps the whole level).
+    if paired_choice is not None and not best.predicted_margin > 0:
+        return paired_choice
     return best
 
 
