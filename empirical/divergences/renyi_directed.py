@@ -411,7 +411,10 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
                                        + _smooth_candidates(p, q, pooled, edges, g_fit, cp, cq),
                                        certified=certified, orders=orders, two_sided=two_sided,
                                        beta=beta, n=n_p)
-        if paired_choice is not None and paired_choice.predicted_margin > 0:
+        # The paired test runs wherever its forecast shows some divergence, even short of the
+        # curve (its forecast is pessimistic, and near the curve it still rejects often).
+        if paired_choice is not None and (paired_choice.predicted_margin
+                                          + float(certified(paired_choice.order)) > 0):
             return paired_choice
     candidates = []
     for g_one in fits:
@@ -456,8 +459,9 @@ def choose_directed(pilot_p, pilot_q, *, certified: Callable[[float], float],
         best = DirectedChoice("forward", order, tuple(float(e) for e in edges),
                               tuple(0.0 for _ in range(bins)), 1.0, 1.0, -math.inf)
     # The paired forecast is pessimistic where the pilot is small (an extra row at each range's
-    # end): when it forecasts nothing and the two-bound test forecasts a refutation, that one
-    # runs (a choice made on the pilot alone, so either test keeps the whole level).
+    # end): when it forecasts no divergence at all and the two-bound test forecasts a
+    # refutation, that one runs (a choice made on the pilot alone, so either test keeps the
+    # whole level).
     if paired_choice is not None and not best.predicted_margin > 0:
         return paired_choice
     return best
