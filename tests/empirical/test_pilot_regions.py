@@ -15,10 +15,19 @@ from scipy import stats
 
 from empirical.statistics import max_certifiable_epsilon
 from empirical.statistics.pilot_regions import (
+    _all_look_normal,
+    _empirical_plan,
+    _looks_normal,
+    _narrowly_normal,
     pilot_regions_epsilon_lower_bound,
     pilot_regions_plan,
 )
-from empirical.statistics.pilot_window import pilot_window_epsilon_lower_bound
+from empirical.statistics.pilot_window import (
+    _levels,
+    _plan,
+    pilot_split,
+    pilot_window_epsilon_lower_bound,
+)
 
 ALPHA = 0.05
 
@@ -59,15 +68,69 @@ def _parity_laws(n: int, rng: np.random.Generator, *, even_unlearned: float):
 
 
 def test_on_normal_scores_the_rules_are_pilot_windows():
-    """Gaussian scores pass the pilot's normality check: the normal fits place the rules, and
-    the bound is pilot-window's to the bit."""
+    """Gaussian scores whose pooled pilot passes Shapiro-Wilk comfortably: the normal fits place
+    the rules, and the bound is pilot-window's to the bit."""
     for seed in range(3):
         rng = np.random.default_rng(seed)
         p, q = rng.normal(1.0, 1.0, 4000), rng.normal(0.0, 1.0, 4000)
+        pilot_p, _, pilot_q, _ = pilot_split(p, q, pilot_fraction=0.05, rows=None, seed=seed)
+        assert not _narrowly_normal(pilot_p, pilot_q)
         regions = pilot_regions_epsilon_lower_bound(p, q, delta=1e-5, seed=seed)
         window = pilot_window_epsilon_lower_bound(p, q, delta=1e-5, seed=seed)
         assert regions.ordering == "score" and regions.placement == "normal fits"
         assert regions.epsilon == window.epsilon and regions.threshold == window.threshold
+
+
+def test_a_narrowly_normal_pilot_trades_each_inequalitys_last_rule_for_its_own_rates():
+    """Pilots that pass the normality checks: the normal fits place each inequality's optimum
+    and half-rate rules as pilot-window does; where the pooled pilot passes only narrowly, the
+    last rule (twice the binding rate) is the optimum of the pilot's own rates on the same
+    orientation, else pilot-window's. Six rules either way, so the levels stay."""
+    kw = dict(n_positive=1000, n_negative=1000, delta=1e-5, alpha=ALPHA)
+    _, gamma_small, gamma_large = _levels(ALPHA, "both")
+    seen = set()
+    for seed in range(60):
+        rng = np.random.default_rng(seed)
+        pos, neg = rng.standard_t(8, 50) + 1.0, rng.standard_t(8, 50)
+        if not _all_look_normal(pos, neg):
+            continue
+        plan = pilot_regions_plan(pos, neg, both_orientations=True, direction="both", **kw)
+        sign, _, window = _plan(pos, neg, both_orientations=True, direction="both", **kw)
+        assert plan.cells is None and plan.placement == "normal fits" and plan.sign == sign
+        assert len(plan.rules) == len(window) == 6
+        assert plan.rules[0:2] == tuple(window[0:2]) and plan.rules[3:5] == tuple(window[3:5])
+        narrow = _narrowly_normal(pos, neg)
+        seen.add(narrow)
+        if narrow:
+            _, own = _empirical_plan(sign * pos, sign * neg, n_positive=1000, n_negative=1000,
+                                     delta=1e-5, gamma_small=gamma_small,
+                                     gamma_large=gamma_large, inequalities=(False, True))
+            assert plan.rules[2] == own[1] and plan.rules[5] == own[4]
+            assert plan.rules[2] != window[2]
+        else:
+            assert plan.rules == tuple(window)
+    assert seen == {True, False}
+
+
+def test_two_modes_a_world_s_small_pilot_misses_are_seen_by_the_pooled_pilots():
+    """Well-separated two-component mixtures of 50 scores a world often pass Jarque-Bera and
+    Shapiro-Wilk one world at a time; pooled (each standardized) they are sent to the
+    empirical rules more often, and Gaussian pilots still pass."""
+    def mixture(rng, shift):
+        c = rng.random(50) < 0.5
+        return np.where(c, rng.normal(shift - 2, 1, 50), rng.normal(shift + 2, 1, 50))
+
+    def one_by_one(pos, neg):
+        return _looks_normal(pos) and _looks_normal(neg)
+
+    rng = np.random.default_rng(2024)
+    pilots = [(mixture(rng, 1.0), mixture(rng, 0.0)) for _ in range(200)]
+    separate = sum(one_by_one(p, q) for p, q in pilots)
+    pooled = sum(_all_look_normal(p, q) for p, q in pilots)
+    assert pooled < separate
+    assert all(not _all_look_normal(p, q) for p, q in pilots if not one_by_one(p, q))
+    normal = [(rng.normal(1, 1, 50), rng.normal(0, 1, 50)) for _ in range(200)]
+    assert sum(_all_look_normal(p, q) for p, q in normal) >= 190
 
 
 def test_an_interleaved_leak_no_threshold_sees_is_found_by_likelihood_ratio_cells():
