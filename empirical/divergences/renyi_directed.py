@@ -249,7 +249,6 @@ _PAIRED_WEIGHTS: tuple[float, ...] = (0.5, 0.75, 1.0)
 _PAIRED_CLIPS: tuple[float, ...] = (0.0, 0.005, 0.02, 0.05, 0.1)
 # Standard errors of the pilot's forecast subtracted from it when choosing.
 _PAIRED_ERRORS = 1.0
-_PAIRED_EXTREME = True
 # Most bins of the smooth candidate g, and pooled pilot scores per bin.
 _FINE_MAX_BINS = 64
 _FINE_PER_BIN = 40
@@ -347,13 +346,12 @@ def _choose_paired(p: np.ndarray, q: np.ndarray, candidates, *, certified: Calla
                         continue
                     var_x = max(float(f_first @ x**2) - a * a, 0.0)
                     var_y = max(float(f_second @ y**2) - b * b, 0.0)
-                    if _PAIRED_EXTREME:
-                        # One more pilot row at each range's unfavourable end: a range the
-                        # pilot cannot estimate (a tail it barely saw) is not preferred.
-                        var_x += (a - float(x.min())) ** 2 / p.size
-                        var_y += (float(y.max()) - b) ** 2 / q.size
-                        a -= (a - float(x.min())) / p.size
-                        b += (float(y.max()) - b) / q.size
+                    # One more pilot row at each range's unfavourable end: a range the pilot
+                    # cannot estimate (a tail it barely saw) is not preferred.
+                    var_x += (a - float(x.min())) ** 2 / p.size
+                    var_y += (float(y.max()) - b) ** 2 / q.size
+                    a -= (a - float(x.min())) / p.size
+                    b += (float(y.max()) - b) / q.size
                     cert = float(certified(order))
                     tight = (order - 1.0) / order * a / b
                     for multiple in _PAIRED_WEIGHTS:

@@ -260,9 +260,14 @@ def _looks_normal(scores: np.ndarray) -> bool:
     # Jarque-Bera misses several modes in a small pilot (a two-component mixture's kurtosis is
     # near 3 at 50 rows); Shapiro-Wilk often sees them. Not on tied
     # (discrete) scores, whose normal-fit rules pilot-window moves to the values the score takes.
-    if _SHAPIRO_MIN <= scores.size <= _SHAPIRO_MAX and np.unique(scores).size == scores.size:
+    if _shapiro_applies(scores):
         return shapiro_wilk_pvalue(scores) > _SHAPIRO_LEVEL
     return True
+
+
+def _shapiro_applies(scores: np.ndarray) -> bool:
+    """An untied sample whose size Royston's approximation covers."""
+    return _SHAPIRO_MIN <= scores.size <= _SHAPIRO_MAX and np.unique(scores).size == scores.size
 
 
 def shapiro_wilk_pvalue(scores: np.ndarray) -> float:
@@ -322,10 +327,7 @@ def _narrowly_normal(positive: np.ndarray, negative: np.ndarray) -> bool:
     """An untied standardized pool (of at most :data:`_SHAPIRO_MAX` scores) whose
     Shapiro-Wilk p-value is below :data:`_HEDGE_LEVEL`: normal fits placed on it are hedged."""
     pool = _standardized_pool(positive, negative)
-    if pool is None or not _SHAPIRO_MIN <= pool.size <= _SHAPIRO_MAX \
-            or np.unique(pool).size < pool.size:
-        return False
-    return shapiro_wilk_pvalue(pool) < _HEDGE_LEVEL
+    return pool is not None and _shapiro_applies(pool) and shapiro_wilk_pvalue(pool) < _HEDGE_LEVEL
 
 
 def _tail_size(k: int) -> int:
