@@ -73,12 +73,14 @@ RENYI_SHARE = 0.8
 FLOOR_EPS = 0.05
 FLOOR_RENYI = 0.05
 # The (epsilon, delta) tests are ruled out only when their pilot forecast stays below this
-# share of the certified epsilon: a forecast from a 5% pilot is noisy, and a test forecast just
-# short of the certificate still rejects in many runs (a 5% membership leak at N = 2000 certified
-# by a Gaussian curve, forecast 2.35 against 2.52: 7 of 10 at its whole level, 1 of 10 at the
-# floor). Far below it (a Gaussian shortfall near the curve needs 2x at delta = 1e-5) the Rényi
-# tests take the budget as before.
-EPS_FORECAST_MARGIN = 0.8
+# share of the certified epsilon: a forecast from a 5% pilot is noisy, and a test forecast short
+# of the certificate still rejects in many runs. Measured around a Gaussian curve (sigma 2,
+# epsilon 2.52 at 1e-5, 60 draws a cell): a 5% atom inside the bulk at N = 2000 is forecast
+# near 2.0 (0.79 of it) in the draws where stating the curve lost them (0.8 here: 36 of 60
+# VIOLATIONs with the curve against 44 without; 0.65: 44 and 44), while a Gaussian shortfall
+# near the curve at N = 10^4 is forecast at 0.33-0.52 of the certificate, where the Rényi tests
+# must keep the budget (detection at 1.08x: 0.75 either way).
+EPS_FORECAST_MARGIN = 0.65
 # The kinds of test of the family, as :func:`allocation` names them.
 KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
 
