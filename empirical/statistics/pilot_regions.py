@@ -15,7 +15,9 @@ chosen by the scores) decides, before any tested score is read:
    the log-ratio of two normal fits (:func:`_orderings`). The ordering is chosen by
    cross-fitting inside the pilot: each g is fitted on the first half and judged by the AUC it
    gives the second half's worlds; the best is kept (refitted on the whole pilot) only when it
-   beats both orientations of the score by :data:`_AUC_MARGIN` standard errors.
+   beats both orientations of the score by :data:`_AUC_MARGIN` standard errors and its rules
+   forecast at least the epsilon the score's own rules forecast (an AUC weighs the bulk, the
+   epsilon at a small delta the tails).
 2. *The rules.* Three per inequality of the certificate (forward, bound by the false-positive
    rate; reverse, bound by the false-negative rate), as in
    :mod:`~empirical.statistics.pilot_window`: the forecast optimum and the places where the
@@ -35,6 +37,9 @@ chosen by the scores) decides, before any tested score is read:
    continuous law never ties) and gets a cell of its own; an atom the pilot saw at least three
    times in one world and never in the other (an output only that world gives) takes the
    window's last rule of its inequality, so the number of rules, and every level, stays.
+   A pilot that forecasts no epsilon at all (its two worlds look alike by chance) puts each
+   inequality's rules where the pooled pilot's binding rate is a quarter, an eighth and a half
+   (:func:`_blind_rules`), not wherever a flat forecast peaks.
 
 The remaining rows test the rules: Clopper-Pearson upper bounds on each rule's FPR and FNR
 (Clopper and Pearson 1934) in the (epsilon, delta) region (Kairouz, Oh, Viswanath 2015,
@@ -496,12 +501,6 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
 
     if min(pilot_positive.size, pilot_negative.size) < 8:
         return normal(pilot_positive, pilot_negative)
-    # Cross-fitting for the ordering: cells are fitted on the pilot's first half and judged on
-    # its second half, so that they never win by fitting the noise they are judged on.
-    half_p, half_q = pilot_positive.size // 2, pilot_negative.size // 2
-    fit_p, fit_q = pilot_positive[:half_p], pilot_negative[:half_q]
-    held_p, held_q = pilot_positive[half_p:], pilot_negative[half_q:]
-
     def hedged(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
         # A pilot of a few dozen rows can pass the normality checks when its law is not normal
         # (heavy tails, two modes): the normal fits then place every rule in a tail they
@@ -519,29 +518,69 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
             rules[block * len(WINDOW) + last] = own[block * width + optimum]
         return dataclasses.replace(plan, rules=tuple(rules))
 
+    on_the_score = (hedged(pilot_positive, pilot_negative)
+                    if _all_look_normal(pilot_positive, pilot_negative)
+                    else on_score(pilot_positive, pilot_negative))
+    if not on_the_score.predicted > 0:
+        on_the_score = _blind_rules(on_the_score, pilot_positive, pilot_negative, inequalities)
     score_plan = _with_exclusive(
-        hedged(pilot_positive, pilot_negative)
-        if _all_look_normal(pilot_positive, pilot_negative)
-        else on_score(pilot_positive, pilot_negative), pilot_positive, pilot_negative,
+        on_the_score, pilot_positive, pilot_negative,
         inequalities, n_positive=n_positive, n_negative=n_negative, delta=delta,
         gamma_small=gamma_small, gamma_large=gamma_large)
-    if both_orientations:
-        # Cells only where the score's order misses the leak: on the held-out half their
-        # ordering separates the worlds better than either orientation of the score by more
-        # than _AUC_MARGIN standard errors of an AUC (Hanley-McNeil's null variance).
-        # Each candidate ordering is fitted on the first half and judged on the second; the
-        # best is refitted on the whole pilot.
-        on_score_auc = _auc(held_p, held_q)
-        aucs = np.array([_auc(c.transform(held_p), c.transform(held_q))
-                         for c in _orderings(fit_p, fit_q)])
-        se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
-        # The smoothest ordering within one standard error of the best (the list runs from the
-        # finest to the smoothest): fewer fitted ratios place the extreme rules better. It must
-        # itself beat the score by the margin.
-        which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
-        if aucs[which] - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
-            return on_cells(pilot_positive, pilot_negative, which)
+    which = _cells_beating_the_score(pilot_positive, pilot_negative) if both_orientations else None
+    if which is not None:
+        # Cells separate the worlds better, but the epsilon at a small delta lives in the tails,
+        # where their fitted ratios are noisiest: they are kept only where their own forecast is
+        # at least the score's.
+        cells_plan = on_cells(pilot_positive, pilot_negative, which)
+        if cells_plan.predicted >= score_plan.predicted:
+            return cells_plan
     return score_plan
+
+
+def _cells_beating_the_score(pilot_positive: np.ndarray, pilot_negative: np.ndarray
+                             ) -> int | None:
+    """Index in :func:`_orderings` of the cell ordering whose held-out AUC beats either
+    orientation of the score by more than :data:`_AUC_MARGIN` standard errors of an AUC
+    (Hanley-McNeil's null variance), else None. Cross-fitted: each candidate is fitted on the
+    pilot's first half and judged on its second, so that it never wins by fitting the noise it
+    is judged on."""
+    half_p, half_q = pilot_positive.size // 2, pilot_negative.size // 2
+    fit_p, fit_q = pilot_positive[:half_p], pilot_negative[:half_q]
+    held_p, held_q = pilot_positive[half_p:], pilot_negative[half_q:]
+    on_score_auc = _auc(held_p, held_q)
+    aucs = np.array([_auc(c.transform(held_p), c.transform(held_q))
+                     for c in _orderings(fit_p, fit_q)])
+    se = math.sqrt((held_p.size + held_q.size + 1) / (12.0 * held_p.size * held_q.size))
+    # The smoothest ordering within one standard error of the best (the list runs from the
+    # finest to the smoothest): fewer fitted ratios place the extreme rules better. It must
+    # itself beat the score by the margin.
+    which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
+    if aucs[which] - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
+        return which
+    return None
+
+
+# Pooled pilot rate of the binding world at which the middle rule of each inequality sits when the
+# pilot forecasts nothing (the others at the window's factors of it): a quarter of the scores,
+# where a shift the pilot missed by chance shows with many counts.
+_BLIND_RATE = 0.25
+
+
+def _blind_rules(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray,
+                 inequalities: tuple[bool, ...]) -> RegionPlan:
+    """``plan`` with its rules moved to the pooled pilot's quantiles when it forecasts no epsilon
+    at all (a pilot whose two worlds look alike by chance): each inequality's binding rate, read
+    off the pooled pilot, at :data:`_BLIND_RATE` times the window's factors instead of wherever
+    a flat forecast's argmax fell (a grid's edge). The number of rules, and every level,
+    stays."""
+    pooled = np.sort(plan.sign * np.concatenate([positive, negative]))
+    rules = []
+    for reverse in inequalities:
+        for rate in (_BLIND_RATE * factor for factor in WINDOW):
+            # forward: "ordered >= t" with a pooled upper rate of ``rate``; reverse: lower rate
+            rules.append((float(np.quantile(pooled, rate if reverse else 1.0 - rate)), reverse))
+    return dataclasses.replace(plan, rules=tuple(rules))
 
 
 def _exclusive_rules(cells: _Cells, positive: np.ndarray, negative: np.ndarray,

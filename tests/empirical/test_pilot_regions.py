@@ -13,9 +13,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
-from empirical.statistics import max_certifiable_epsilon
+from empirical.statistics import max_certifiable_epsilon, pilot_regions
 from empirical.statistics.pilot_regions import (
     _all_look_normal,
+    _cells_beating_the_score,
     _empirical_plan,
     _looks_normal,
     _narrowly_normal,
@@ -255,18 +256,22 @@ def test_an_output_only_unlearned_models_give_is_caught_inside_the_bulk():
 _SIGMA2_EPSILON = 2.524
 
 
-def test_a_difference_of_spread_is_found_by_a_smooth_ordering_of_cells():
-    """N(0, 1.6^2) against N(0, 1): both tails leak and no half-line sees it; the normal fits'
-    parabola (or coarse cells) orders the cells, and the bound exceeds the epsilon of the
-    Gaussian mechanism at sigma 2 on at least 4 of 5 seeds at 20,000 per side."""
+def test_a_difference_of_spread_is_found_by_cells_or_one_tail():
+    """N(0, 1.6^2) against N(0, 1): both tails leak. The normal fits' parabola (or coarse
+    cells) orders cells on both tails, or, where that forecasts less, the normal fits place
+    half-lines in one tail; either way the bound exceeds the epsilon of the Gaussian mechanism
+    at sigma 2 on at least 4 of 5 seeds at 20,000 per side, and the cells win the pilot's
+    held-out comparison on every seed."""
     hits = 0
     for seed in range(5):
         rng = np.random.default_rng([1600, seed])
-        bound = pilot_regions_epsilon_lower_bound(rng.normal(0.0, 1.6, 20_000),
-                                                  rng.normal(0.0, 1.0, 20_000), delta=1e-5,
+        unlearned, retrained = rng.normal(0.0, 1.6, 20_000), rng.normal(0.0, 1.0, 20_000)
+        bound = pilot_regions_epsilon_lower_bound(unlearned, retrained, delta=1e-5,
                                                   alpha=ALPHA, seed=seed)
-        assert bound.ordering == "likelihood-ratio cells"
         hits += bound.epsilon > _SIGMA2_EPSILON
+        pilot_p, _, pilot_q, _ = pilot_split(unlearned, retrained, pilot_fraction=0.05,
+                                             rows=None, seed=seed)
+        assert _cells_beating_the_score(pilot_p, pilot_q) is not None
     assert hits >= 4
 
 
@@ -304,3 +309,54 @@ def test_shapiro_wilk_p_value_is_scipys_without_scipy_stats():
             assert abs(shapiro_wilk_pvalue(x) - expected) <= 1e-5 * max(expected, 1e-6)
     with pytest.raises(ValueError, match="12 to 5000"):
         shapiro_wilk_pvalue(rng.normal(size=11))
+
+
+def test_a_pilot_that_forecasts_nothing_still_tests_the_middle_of_the_scores():
+    """The pilot rows show two identical worlds (by construction), the tested rows a shift of
+    one standard deviation: the flat forecast must not leave the rules at a grid's edge, where
+    no count can show the shift. Every rule lies inside the pooled pilot's range and the bound
+    sees the shift."""
+    rng = np.random.default_rng(21)
+    n, k = 2_000, 100  # a 5% pilot of 2,000 rows is the first 100 of ``rows``
+    twins = rng.normal(0.0, 1.0, k)
+    unlearned = np.concatenate([twins, rng.normal(1.0, 1.0, n - k)])
+    retrained = np.concatenate([twins, rng.normal(0.0, 1.0, n - k)])
+    rows = np.arange(n)
+    plan = pilot_regions_plan(twins, twins, n_positive=n - k, n_negative=n - k, delta=1e-5,
+                              alpha=ALPHA, both_orientations=True, direction="both")
+    assert plan.predicted == 0.0
+    ordered = plan.sign * twins  # the rules' thresholds are on the plan's ordered value
+    assert all(ordered.min() <= t <= ordered.max() for t, _ in plan.rules)
+    result = pilot_regions_epsilon_lower_bound(unlearned, retrained, delta=1e-5, rows=rows)
+    assert result.n_pilot_positive == k
+    assert result.epsilon > 0.5
+
+
+def test_cells_are_kept_only_where_their_forecast_is_at_least_the_scores(monkeypatch):
+    """A two-mode law shifted by one unit at 10^4 rows a side: the pilot's cells can separate
+    the worlds better on average (the likelihood ratio is not monotone) while their ordering
+    forecasts less epsilon at delta 1e-5 than half-lines of the score, whose tails carry it.
+    Whatever ordering the pilot keeps forecasts at least what the score alone forecasts, and on
+    some of these pilots the cells win the held-out comparison yet are not kept."""
+    plans = []
+    for seed in range(12):
+        rng = np.random.default_rng([33, seed])
+        side = np.where(rng.random((2, 500)) < 0.5, -2.0, 2.0)
+        pilot_p = 1.0 + side[0] + rng.normal(0.0, 1.0, 500)
+        pilot_q = side[1] + rng.normal(0.0, 1.0, 500)
+        plans.append((pilot_p, pilot_q, pilot_regions_plan(
+            pilot_p, pilot_q, n_positive=9_500, n_negative=9_500, delta=1e-5, alpha=ALPHA,
+            both_orientations=True, direction="both")))
+    winners = {id(kept): _cells_beating_the_score(pilot_p, pilot_q)
+               for pilot_p, pilot_q, kept in plans}
+    # The score's own plan: cells never win the held-out comparison.
+    monkeypatch.setattr(pilot_regions, "_AUC_MARGIN", math.inf)
+    declined = 0
+    for pilot_p, pilot_q, kept in plans:
+        on_score = pilot_regions_plan(pilot_p, pilot_q, n_positive=9_500, n_negative=9_500,
+                                      delta=1e-5, alpha=ALPHA, both_orientations=True,
+                                      direction="both")
+        assert on_score.cells is None
+        assert kept.predicted >= on_score.predicted
+        declined += kept.cells is None and winners[id(kept)] is not None
+    assert declined >= 1
