@@ -37,9 +37,10 @@ chosen by the scores) decides, before any tested score is read:
    continuous law never ties) and gets a cell of its own; an atom the pilot saw at least three
    times in one world and never in the other (an output only that world gives) takes the
    window's last rule of its inequality, so the number of rules, and every level, stays.
-   A pilot that forecasts no epsilon at all (its two worlds look alike by chance) puts each
-   inequality's rules where the pooled pilot's binding rate is a quarter, an eighth and a half
-   (:func:`_blind_rules`), not wherever a flat forecast peaks.
+   An inequality the pilot forecasts no epsilon for (its two worlds look alike by chance, or its
+   tail is empty) has its rules where the pooled pilot's binding rate is an eighth, a quarter
+   and a half (:func:`~empirical.statistics.pilot_window.blind_thresholds`), not wherever a
+   flat forecast peaks (a grid's edge).
 
 The remaining rows test the rules: Clopper-Pearson upper bounds on each rule's FPR and FNR
 (Clopper and Pearson 1934) in the (epsilon, delta) region (Kairouz, Oh, Viswanath 2015,
@@ -86,6 +87,7 @@ from empirical.statistics.pilot_window import (
     _levels,
     _plan,
     _without_pilot,
+    blind_thresholds,
     checked_inputs,
     pilot_split,
 )
@@ -445,6 +447,10 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
                              else _upper_rate(neg, candidates), 1e-300)
         i = int(np.argmax(values))
         best = max(best, float(values[i]))
+        if not values[i] > 0:
+            rules += [(t, reverse) for t in blind_thresholds(np.concatenate([pos, neg]),
+                                                              reverse=reverse)]
+            continue
         for factor in EMPIRICAL_WINDOW:
             j = i if factor == 1.0 else int(np.argmin(np.abs(np.log(binding / binding[i] / factor))))
             rules.append((float(candidates[j]), reverse))
@@ -518,13 +524,10 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
             rules[block * len(WINDOW) + last] = own[block * width + optimum]
         return dataclasses.replace(plan, rules=tuple(rules))
 
-    on_the_score = (hedged(pilot_positive, pilot_negative)
-                    if _all_look_normal(pilot_positive, pilot_negative)
-                    else on_score(pilot_positive, pilot_negative))
-    if not on_the_score.predicted > 0:
-        on_the_score = _blind_rules(on_the_score, pilot_positive, pilot_negative, inequalities)
     score_plan = _with_exclusive(
-        on_the_score, pilot_positive, pilot_negative,
+        hedged(pilot_positive, pilot_negative)
+        if _all_look_normal(pilot_positive, pilot_negative)
+        else on_score(pilot_positive, pilot_negative), pilot_positive, pilot_negative,
         inequalities, n_positive=n_positive, n_negative=n_negative, delta=delta,
         gamma_small=gamma_small, gamma_large=gamma_large)
     which = _cells_beating_the_score(pilot_positive, pilot_negative) if both_orientations else None
@@ -559,28 +562,6 @@ def _cells_beating_the_score(pilot_positive: np.ndarray, pilot_negative: np.ndar
     if aucs[which] - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
         return which
     return None
-
-
-# Pooled pilot rate of the binding world at which the middle rule of each inequality sits when the
-# pilot forecasts nothing (the others at the window's factors of it): a quarter of the scores,
-# where a shift the pilot missed by chance shows with many counts.
-_BLIND_RATE = 0.25
-
-
-def _blind_rules(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray,
-                 inequalities: tuple[bool, ...]) -> RegionPlan:
-    """``plan`` with its rules moved to the pooled pilot's quantiles when it forecasts no epsilon
-    at all (a pilot whose two worlds look alike by chance): each inequality's binding rate, read
-    off the pooled pilot, at :data:`_BLIND_RATE` times the window's factors instead of wherever
-    a flat forecast's argmax fell (a grid's edge). The number of rules, and every level,
-    stays."""
-    pooled = np.sort(plan.sign * np.concatenate([positive, negative]))
-    rules = []
-    for reverse in inequalities:
-        for rate in (_BLIND_RATE * factor for factor in WINDOW):
-            # forward: "ordered >= t" with a pooled upper rate of ``rate``; reverse: lower rate
-            rules.append((float(np.quantile(pooled, rate if reverse else 1.0 - rate)), reverse))
-    return dataclasses.replace(plan, rules=tuple(rules))
 
 
 def _exclusive_rules(cells: _Cells, positive: np.ndarray, negative: np.ndarray,

@@ -81,6 +81,7 @@ __all__ = [
     "PilotWindowEpsilonLowerBound",
     "SHARE",
     "WINDOW",
+    "blind_thresholds",
     "pilot_window_epsilon_lower_bound",
     "pilot_window_prediction",
 ]
@@ -91,6 +92,10 @@ MIN_PILOT_TRIALS = 100
 SHARE = 0.7
 # The rules of one inequality: the fitted binding rate times these factors around the optimum.
 WINDOW = (0.5, 1.0, 2.0)
+# Binding rate, read off the pooled pilot, of the middle rule of an inequality the pilot forecasts
+# nothing for (the others at the window's factors of it): where a leak the pilot missed by
+# chance shows with many counts, not at the edge of a flat forecast's grid.
+BLIND_RATE = 0.25
 _GRID = 2001  # candidate thresholds scanned on the pilot's normal fits
 _TINY = 1e-300  # smallest fitted rate a threshold is placed at (the normal quantile stays finite)
 
@@ -144,6 +149,14 @@ def _predict(pos: _Fit, neg: _Fit, *, n_positive: int, n_negative: int, delta: f
     return float(grid[i]), max(0.0, float(eps[i]))
 
 
+def blind_thresholds(pooled: np.ndarray, *, reverse: bool) -> list[float]:
+    """The rules of an inequality the pilot forecasts no epsilon for: the thresholds where the
+    pooled pilot's upper rate (forward; its lower rate for the reverse inequality, whose binding
+    rate lies below the threshold) is :data:`BLIND_RATE` times each factor of :data:`WINDOW`."""
+    return [float(np.quantile(pooled, BLIND_RATE * factor if reverse else
+                              1.0 - BLIND_RATE * factor)) for factor in WINDOW]
+
+
 def _window(threshold: float, pos: _Fit, neg: _Fit, *, reverse: bool) -> list[float]:
     """The rules of one inequality: the optimum and the thresholds where the fitted binding
     rate (FPR, or FNR for the reverse inequality) is each factor of :data:`WINDOW` times its
@@ -186,7 +199,10 @@ def _plan(pilot_pos: np.ndarray, pilot_neg: np.ndarray, *, n_positive: int, n_ne
                                         gamma_small=gamma_small, gamma_large=gamma_large,
                                         reverse=reverse)
             predicted = max(predicted, value)
-            rules += [(t, reverse) for t in _window(threshold, pos_fit, neg_fit, reverse=reverse)]
+            window = (_window(threshold, pos_fit, neg_fit, reverse=reverse) if value > 0 else
+                      blind_thresholds(sign * np.concatenate([pilot_pos, pilot_neg]),
+                                       reverse=reverse))
+            rules += [(t, reverse) for t in window]
         if best_plan is None or predicted > best_plan[1]:  # ties: the forward orientation
             best_plan = (sign, predicted, rules)
     assert best_plan is not None
