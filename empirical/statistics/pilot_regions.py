@@ -40,7 +40,10 @@ chosen by the scores) decides, before any tested score is read:
    An inequality the pilot forecasts no epsilon for (its two worlds look alike by chance, or its
    tail is empty) has its rules where the pooled pilot's binding rate is an eighth, a quarter
    and a half (:func:`~empirical.statistics.pilot_window.blind_thresholds`), not wherever a
-   flat forecast peaks (a grid's edge).
+   flat forecast peaks (a grid's edge). The rule forecast best -- the best inequality's
+   optimum, or a one-world atom's rule where its forecast is higher -- leads: it is tested at
+   :data:`~empirical.statistics.pilot_window.LEAD_SHARE` of the level, the other rules at an
+   even split of the rest.
 
 The remaining rows test the rules: Clopper-Pearson upper bounds on each rule's FPR and FNR
 (Clopper and Pearson 1934) in the (epsilon, delta) region (Kairouz, Oh, Viswanath 2015,
@@ -54,8 +57,11 @@ of one row). The argument of :mod:`~empirical.statistics.pilot_window` applies w
 rows are independent, so given the pilot each world's tested scores are i.i.d. draws of its
 law; a rule is a fixed set S of scores (a union of cells of g, or a half-line); (2) for a fixed
 S the false positives are Binomial(n_neg, Q(S)) and the false negatives Binomial(n_pos, P(S^c)),
-each one world's sample alone; (3) the R rules' 2R rates get levels summing to alpha
-(:data:`~empirical.statistics.pilot_window.SHARE` of a rule's share to its binding rate), so all
+each one world's sample alone; (3) the R rules' 2R rates get levels summing to alpha, whatever
+the pilot (:func:`~empirical.statistics.pilot_window.rule_levels`: the rule the pilot forecasts
+best, the lead, gets :data:`~empirical.statistics.pilot_window.LEAD_SHARE` of alpha, the others
+the rest; :data:`~empirical.statistics.pilot_window.SHARE` of a rule's share to its binding
+rate), so all
 upper bounds hold at once with probability >= 1 - alpha; (4) on that event every rule's value is
 at most the epsilon of any guarantee of the laws, since the (epsilon, delta) inequalities hold for
 every set S (post-processing: S is the event "g(score) >= t") and the region's epsilon is
@@ -90,6 +96,7 @@ from empirical.statistics.pilot_window import (
     blind_thresholds,
     checked_inputs,
     pilot_split,
+    rule_levels,
 )
 from empirical.statistics.thresholds import EpsilonLowerBound, clopper_pearson_upper
 
@@ -154,7 +161,8 @@ class PilotRegionsEpsilonLowerBound(EpsilonLowerBound):
         "regions chosen on a seeded 5% pilot (score half-lines, or score cells ordered by their "
         "estimated likelihood ratio when the leak is not a shift; rules at each inequality's "
         "forecast optimum and half and twice its binding rate), Clopper-Pearson upper bounds on "
-        "FPR and FNR of the remaining trials, one union bound at alpha over every rule, Kairouz "
+        "FPR and FNR of the remaining trials, one union bound at alpha over every rule (a "
+        "third of it to the best forecast rule), Kairouz "
         "et al. 2015 region"
     )
 
@@ -177,7 +185,10 @@ class RegionPlan:
     """What the pilot chose: ``sign`` of the score (or +1 on g), ``cells`` (None: the score
     itself), the rules (threshold on the ordered value, reverse inequality?), the placement and
     the forecast epsilon; ``exclusive`` cells and their rules (threshold on their g, reverse?)
-    where the pilot saw scores of one world only (:func:`_exclusive_rules`)."""
+    where the pilot saw scores of one world only (:func:`_exclusive_rules`); ``lead`` the index,
+    in the rules followed by the exclusive rules, of the rule the pilot forecasts best (None:
+    no forecast), which the test gives :data:`~empirical.statistics.pilot_window.LEAD_SHARE` of
+    the level."""
 
     sign: float
     cells: _Cells | None
@@ -186,6 +197,7 @@ class RegionPlan:
     predicted: float
     exclusive: _Cells | None = None
     exclusive_rules: tuple[tuple[float, bool], ...] = ()
+    lead: int | None = None
 
     def ordered(self, scores: np.ndarray) -> np.ndarray:
         """The value a rule "ordered >= t" reads: g(score) on cells, else sign * score."""
@@ -388,7 +400,8 @@ def _normal_tail(sorted_x: np.ndarray, t: np.ndarray, *, upper: bool) -> np.ndar
 def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: int,
                     n_negative: int, delta: float, gamma_small: float, gamma_large: float,
                     inequalities: tuple[bool, ...], normal_positive: bool = False,
-                    normal_negative: bool = False) -> tuple[float, list[tuple[float, bool]]]:
+                    normal_negative: bool = False
+                    ) -> tuple[float, list[tuple[float, bool]], int | None]:
     """(forecast epsilon, rules) of "ordered value >= t" from the pilot's own rates, with an
     exponential tail past each world's m-th extreme value (:func:`_upper_rate`): for each
     inequality the t with the best Clopper-Pearson bound at the expected counts and the
@@ -401,7 +414,7 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
     candidates = _candidates(pos, neg)
     false_pos = neg.size - np.searchsorted(neg, candidates, side="left")
     false_neg = np.searchsorted(pos, candidates, side="left")
-    best, rules = 0.0, []
+    best, rules, lead = 0.0, [], None
     for reverse in inequalities:
         # The mass a rule detects: positives at or above t (forward), negatives below t (reverse).
         detected = (neg.size - false_pos) if reverse else (pos.size - false_neg)
@@ -446,7 +459,8 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
         binding = np.maximum(_lower_rate(pos, candidates) if reverse
                              else _upper_rate(neg, candidates), 1e-300)
         i = int(np.argmax(values))
-        best = max(best, float(values[i]))
+        if values[i] > best:
+            best, lead = float(values[i]), len(rules) + EMPIRICAL_WINDOW.index(1.0)
         if not values[i] > 0:
             rules += [(t, reverse) for t in blind_thresholds(np.concatenate([pos, neg]),
                                                               reverse=reverse)]
@@ -454,7 +468,7 @@ def _empirical_plan(positive: np.ndarray, negative: np.ndarray, *, n_positive: i
         for factor in EMPIRICAL_WINDOW:
             j = i if factor == 1.0 else int(np.argmin(np.abs(np.log(binding / binding[i] / factor))))
             rules.append((float(candidates[j]), reverse))
-    return best, rules
+    return best, rules, lead
 
 
 def _reverse_only(fpr: np.ndarray, fnr: np.ndarray, delta: float) -> np.ndarray:
@@ -475,35 +489,37 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
 
     def empirical(pos: np.ndarray, neg: np.ndarray, n_pos: int, n_neg: int,
                   normal: tuple[bool, bool] = (False, False)
-                  ) -> tuple[float, list[tuple[float, bool]]]:
+                  ) -> tuple[float, list[tuple[float, bool]], int | None]:
         return _empirical_plan(pos, neg, n_positive=n_pos, n_negative=n_neg, delta=delta,
                                gamma_small=gamma_small, gamma_large=gamma_large,
                                inequalities=inequalities, normal_positive=normal[0],
                                normal_negative=normal[1])
 
     def normal(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
-        sign, predicted, rules = _plan(pos, neg, n_positive=n_positive, n_negative=n_negative,
+        sign, predicted, rules, lead = _plan(pos, neg, n_positive=n_positive,
+                                             n_negative=n_negative,
                                        delta=delta, alpha=alpha,
                                        both_orientations=both_orientations, direction=direction)
-        return RegionPlan(sign, None, tuple(rules), "normal fits", predicted)
+        return RegionPlan(sign, None, tuple(rules), "normal fits", predicted, lead=lead)
 
     def on_score(pos: np.ndarray, neg: np.ndarray) -> RegionPlan:
         best: RegionPlan | None = None
         # A world whose pilot looks normal (the other does not) lends its normal tail.
         normal = (_looks_normal(pos), _looks_normal(neg))
         for sign in signs:
-            predicted, rules = empirical(sign * pos, sign * neg, n_positive, n_negative, normal)
+            predicted, rules, lead = empirical(sign * pos, sign * neg, n_positive, n_negative,
+                                               normal)
             if best is None or predicted > best.predicted:
-                best = RegionPlan(sign, None, tuple(rules), "empirical", predicted)
+                best = RegionPlan(sign, None, tuple(rules), "empirical", predicted, lead=lead)
         assert best is not None
         return best
 
     def on_cells(pos: np.ndarray, neg: np.ndarray, which: int) -> RegionPlan:
         orderings = _orderings(pos, neg)
         cells = orderings[min(which, len(orderings) - 1)]
-        predicted, rules = empirical(cells.transform(pos), cells.transform(neg), n_positive,
+        predicted, rules, lead = empirical(cells.transform(pos), cells.transform(neg), n_positive,
                                      n_negative)
-        return RegionPlan(1.0, cells, tuple(rules), "empirical", predicted)
+        return RegionPlan(1.0, cells, tuple(rules), "empirical", predicted, lead=lead)
 
     if min(pilot_positive.size, pilot_negative.size) < 8:
         return normal(pilot_positive, pilot_negative)
@@ -516,7 +532,7 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         plan = normal(pos, neg)
         if not _narrowly_normal(pos, neg):
             return plan
-        _, own = empirical(plan.sign * pos, plan.sign * neg, n_positive, n_negative)
+        _, own, _ = empirical(plan.sign * pos, plan.sign * neg, n_positive, n_negative)
         width = len(EMPIRICAL_WINDOW)
         optimum, last = EMPIRICAL_WINDOW.index(1.0), len(WINDOW) - 1
         rules = list(plan.rules)
@@ -602,32 +618,37 @@ def _with_exclusive(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray
                     delta: float, gamma_small: float, gamma_large: float) -> RegionPlan:
     """``plan`` with each inequality's last window rule (twice the optimum's binding rate)
     replaced by a rule on the atoms only one world's pilot showed, where there are such atoms:
-    the number of rules, and so every level, stays the same. Such a rule's forecast reads its
-    binding count as 0 (an output the other world never gave) and its detected mass as seen;
-    the plan's forecast is the larger of the two."""
+    the number of rules stays the same. Such a rule's forecast reads its binding count as 0 (an
+    output the other world never gave) and its detected mass as seen; the plan's forecast is
+    the larger of the two, and the lead goes to an exclusive rule forecast above the plan's."""
     marks, extra = _exclusive_rules(_fit_cells(positive, negative), positive, negative,
                                     inequalities)
     if not extra:
         return plan
-    predicted = plan.predicted
-    for _, reverse in extra:
+    predicted, lead = plan.predicted, None
+    for index, (_, reverse) in enumerate(extra):
         detected = np.mean(marks.transform(negative if reverse else positive)
                            == (-1.0 if reverse else 1.0))
         n_binding, n_other = (n_positive, n_negative) if reverse else (n_negative, n_positive)
         binding_hi = float(clopper_pearson_upper(0, n_binding, gamma_small))
         other_hi = float(clopper_pearson_upper((1.0 - detected) * n_other, n_other, gamma_large))
         if 1.0 - delta - other_hi > 0:
-            predicted = max(predicted, math.log((1.0 - delta - other_hi) / binding_hi))
+            value = math.log((1.0 - delta - other_hi) / binding_hi)
+            if value > predicted:
+                predicted, lead = value, index
     replaced = {reverse for _, reverse in extra}
-    rules, seen = [], dict.fromkeys(replaced, 0)
-    for threshold, reverse in plan.rules:
+    rules, seen, kept_lead = [], dict.fromkeys(replaced, 0), None
+    for index, (threshold, reverse) in enumerate(plan.rules):
         if reverse in replaced:
             seen[reverse] += 1
             if seen[reverse] == len(EMPIRICAL_WINDOW):
                 continue  # the window's last rule makes room for the exclusive one
+        if index == plan.lead:
+            kept_lead = len(rules)
         rules.append((threshold, reverse))
     return dataclasses.replace(plan, rules=tuple(rules), exclusive=marks, exclusive_rules=extra,
-                               predicted=predicted)
+                               predicted=predicted,
+                               lead=kept_lead if lead is None else len(rules) + lead)
 
 
 def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
@@ -687,7 +708,7 @@ def pilot_regions_epsilon_lower_bound(
         positive, negative, pilot_fraction=pilot_fraction, rows=rows, seed=seed)
     k_pos, k_neg = pilot_pos.size, pilot_neg.size
 
-    n_rules, gamma_small, gamma_large = _levels(alpha, direction)
+    n_rules = _levels(alpha, direction)[0]
     plan = pilot_regions_plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
                               n_negative=test_neg.size, delta=delta, alpha=alpha,
                               both_orientations=both_orientations, direction=direction)
@@ -717,10 +738,9 @@ def pilot_regions_epsilon_lower_bound(
     reverse = np.array([r for _, group in groups for _, r in group])
     false_positives = np.concatenate([fp for fp, _ in counts])
     false_negatives = np.concatenate([fn for _, fn in counts])
-    fpr_hi = clopper_pearson_upper(false_positives, test_neg.size,
-                                   np.where(reverse, gamma_large, gamma_small))
-    fnr_hi = clopper_pearson_upper(false_negatives, test_pos.size,
-                                   np.where(reverse, gamma_small, gamma_large))
+    fpr_level, fnr_level = rule_levels(alpha, reverse, plan.lead)
+    fpr_hi = clopper_pearson_upper(false_positives, test_neg.size, fpr_level)
+    fnr_hi = clopper_pearson_upper(false_negatives, test_pos.size, fnr_level)
     values = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                                  direction=direction))
     i = int(np.argmax(values))

@@ -11,6 +11,8 @@ the threshold that maximises the Clopper-Pearson bound at the expected counts. T
 with the larger prediction is kept (or the one stated in advance). For each inequality of it,
 three rules are fixed: the predicted optimum and the thresholds where the fitted binding rate is
 half and twice as large (the fits' tails are uncertain; the window absorbs a factor-two error).
+The predicted optimum of the inequality with the larger prediction is the *lead*: it gets
+:data:`LEAD_SHARE` of the level, the other rules split the rest (:func:`rule_levels`).
 Each rule is then evaluated on the remaining trials: Clopper-Pearson upper bounds on its FPR
 and FNR (Clopper and Pearson 1934) plugged into the (epsilon, delta) region (Kairouz, Oh,
 Viswanath 2015, Theorem 2.1; :func:`~empirical.statistics.epsilon_from_error_rates`), and the
@@ -29,8 +31,10 @@ worlds' trials of one row):
    alone, so no independence between the worlds is used. The one-sided Clopper-Pearson upper
    bound at level gamma is below the true rate with probability at most gamma.
 3. The family has R rules (R = 6 with both inequalities, 3 with the forward one only) and 2R
-   such events. Rule r's binding rate gets level ``SHARE * alpha / R``, its other rate
-   ``(1 - SHARE) * alpha / R``: the levels sum to alpha, so by the union bound every rate of
+   such events. Rule r gets weight w_r (``LEAD_SHARE`` for the lead, the rest split evenly;
+   1/R each where the pilot predicts nothing), a function of the pilot; its binding rate gets
+   level ``SHARE * alpha * w_r``, its other rate ``(1 - SHARE) * alpha * w_r``: the levels sum
+   to alpha whatever the pilot, so by the union bound every rate of
    every rule is below its upper bound simultaneously with probability >= 1 - alpha. This one
    event covers both orientations (only one was kept, by the pilot) and both inequalities (each
    rule's two upper bounds feed both).
@@ -80,8 +84,10 @@ __all__ = [
     "MIN_PILOT_TRIALS",
     "PilotWindowEpsilonLowerBound",
     "SHARE",
+    "LEAD_SHARE",
     "WINDOW",
     "blind_thresholds",
+    "rule_levels",
     "pilot_window_epsilon_lower_bound",
     "pilot_window_prediction",
 ]
@@ -92,6 +98,10 @@ MIN_PILOT_TRIALS = 100
 SHARE = 0.7
 # The rules of one inequality: the fitted binding rate times these factors around the optimum.
 WINDOW = (0.5, 1.0, 2.0)
+# Share of the level given to the rule the pilot forecasts best (the lead: its inequality's
+# forecast optimum); the other rules split the rest evenly. The weights are a function of the
+# pilot, so the union bound over the rules still spends exactly alpha.
+LEAD_SHARE = 1.0 / 3.0
 # Binding rate, read off the pooled pilot, of the middle rule of an inequality the pilot forecasts
 # nothing for (the others at the window's factors of it): where a leak the pilot missed by
 # chance shows with many counts, not at the edge of a flat forecast's grid.
@@ -113,7 +123,8 @@ class PilotWindowEpsilonLowerBound(EpsilonLowerBound):
     method: str = (
         "rules placed on a seeded pilot (normal fits; each inequality's predicted optimum and "
         "half and twice its binding rate), Clopper-Pearson upper bounds on FPR and FNR of the "
-        "remaining trials, one union bound at alpha over every rule, Kairouz et al. 2015 region"
+        "remaining trials, one union bound at alpha over every rule (a third of it to the best "
+        "predicted rule), Kairouz et al. 2015 region"
     )
 
 
@@ -177,34 +188,53 @@ def _window(threshold: float, pos: _Fit, neg: _Fit, *, reverse: bool) -> list[fl
 
 
 def _levels(alpha: float, direction: str) -> tuple[int, float, float]:
-    """(number of rules R, level of a rule's binding rate, level of its other rate)."""
+    """(number of rules R, level of a rule's binding rate, level of its other rate) at equal
+    weights: the levels the pilot's forecasts are made at."""
     n_rules = len(WINDOW) * (2 if direction == "both" else 1)
     return n_rules, SHARE * alpha / n_rules, (1.0 - SHARE) * alpha / n_rules
 
 
+def rule_levels(alpha: float, reverse: np.ndarray, lead: int | None
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(level of each rule's FPR bound, level of its FNR bound): rule ``lead`` (None: no lead)
+    gets :data:`LEAD_SHARE` of ``alpha``, the others split the rest evenly, and each rule's
+    share goes :data:`SHARE` to its binding rate (the FPR forward, the FNR for a ``reverse``
+    rule). The levels sum to ``alpha``."""
+    n = reverse.size
+    weights = np.full(n, 1.0 / n)
+    if lead is not None and n > 1:
+        weights = np.full(n, (1.0 - LEAD_SHARE) / (n - 1))
+        weights[lead] = LEAD_SHARE
+    binding, other = SHARE * alpha * weights, (1.0 - SHARE) * alpha * weights
+    return np.where(reverse, other, binding), np.where(reverse, binding, other)
+
+
 def _plan(pilot_pos: np.ndarray, pilot_neg: np.ndarray, *, n_positive: int, n_negative: int,
           delta: float, alpha: float, both_orientations: bool,
-          direction: str) -> tuple[float, float, list[tuple[float, bool]]]:
-    """(orientation sign, predicted epsilon, rules (threshold, reverse)) chosen on the pilot's
-    normal fits for ``n_positive`` / ``n_negative`` tested scores (module docstring)."""
+          direction: str) -> tuple[float, float, list[tuple[float, bool]], int | None]:
+    """(orientation sign, predicted epsilon, rules (threshold, reverse), lead) chosen on the
+    pilot's normal fits for ``n_positive`` / ``n_negative`` tested scores (module docstring);
+    the lead is the index of the best inequality's forecast optimum (None where nothing is
+    forecast)."""
     _, gamma_small, gamma_large = _levels(alpha, direction)
     inequalities = (False, True) if direction == "both" else (False,)
-    best_plan: tuple[float, float, list[tuple[float, bool]]] | None = None
+    best_plan: tuple[float, float, list[tuple[float, bool]], int | None] | None = None
     for sign in ((1.0, -1.0) if both_orientations else (1.0,)):
         pos_fit, neg_fit = _fit(sign * pilot_pos), _fit(sign * pilot_neg)
-        predicted, rules = 0.0, []
+        predicted, rules, lead = 0.0, [], None
         for reverse in inequalities:
             threshold, value = _predict(pos_fit, neg_fit, n_positive=n_positive,
                                         n_negative=n_negative, delta=delta,
                                         gamma_small=gamma_small, gamma_large=gamma_large,
                                         reverse=reverse)
-            predicted = max(predicted, value)
+            if value > predicted:
+                predicted, lead = value, len(rules) + WINDOW.index(1.0)
             window = (_window(threshold, pos_fit, neg_fit, reverse=reverse) if value > 0 else
                       blind_thresholds(sign * np.concatenate([pilot_pos, pilot_neg]),
                                        reverse=reverse))
             rules += [(t, reverse) for t in window]
         if best_plan is None or predicted > best_plan[1]:  # ties: the forward orientation
-            best_plan = (sign, predicted, rules)
+            best_plan = (sign, predicted, rules, lead)
     assert best_plan is not None
     return best_plan
 
@@ -286,8 +316,8 @@ def pilot_window_epsilon_lower_bound(
         positive, negative, pilot_fraction=pilot_fraction, rows=rows, seed=seed)
     k_pos, k_neg = pilot_pos.size, pilot_neg.size
 
-    n_rules, gamma_small, gamma_large = _levels(alpha, direction)
-    sign, _, rules = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
+    n_rules = _levels(alpha, direction)[0]
+    sign, _, rules, lead = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
                            n_negative=test_neg.size, delta=delta, alpha=alpha,
                            both_orientations=both_orientations, direction=direction)
     pooled = np.unique(sign * np.concatenate([pilot_pos, pilot_neg]))
@@ -309,10 +339,9 @@ def pilot_window_epsilon_lower_bound(
     # Rule "oriented score >= t": FP counts tested negatives at or above t, FN positives below.
     false_positives = neg_sorted.size - np.searchsorted(neg_sorted, thresholds, side="left")
     false_negatives = np.searchsorted(pos_sorted, thresholds, side="left")
-    fpr_hi = clopper_pearson_upper(false_positives, neg_sorted.size,
-                                   np.where(reverse, gamma_large, gamma_small))
-    fnr_hi = clopper_pearson_upper(false_negatives, pos_sorted.size,
-                                   np.where(reverse, gamma_small, gamma_large))
+    fpr_level, fnr_level = rule_levels(alpha, reverse, lead)
+    fpr_hi = clopper_pearson_upper(false_positives, neg_sorted.size, fpr_level)
+    fnr_hi = clopper_pearson_upper(false_negatives, pos_sorted.size, fnr_level)
     values = np.asarray(epsilon_from_error_rates(fpr=fpr_hi, fnr=fnr_hi, delta=delta,
                                                  direction=direction))
     i = int(np.argmax(values))
