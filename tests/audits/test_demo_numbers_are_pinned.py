@@ -40,15 +40,16 @@ def test_reduced_demo_report_is_unchanged():
     # orientations in one test, + 2 Rényi tests = 4) and its allocation (the pilot predicts the
     # threshold tests cannot reject: they share FLOOR_EPS of the 5%): on the scores pulled
     # apart, the default statistic's rules see zero errors on the 950 trials its 5% pilot
-    # leaves, each rule's binding rate at 0.7 and its other rate at 0.3 of the test's level over
-    # its 6 rules; recomputed here from the statistics module.
+    # leaves, the lead rule's binding rate at 0.7 and its other rate at 0.3 of its share
+    # (LEAD_SHARE) of the test's level; recomputed here from the statistics module.
     from audits.allocation import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
+    from empirical.statistics.pilot_window import LEAD_SHARE
     from empirical.statistics.thresholds import clopper_pearson_upper
 
     assert report["verdict"]["tests"]["family_size"] == 4
     assert report["verdict"]["tests"]["allocation"]["ruled_out"] == [KIND_EPS]
-    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] / 6
+    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] * LEAD_SHARE
     ceiling = epsilon_from_error_rates(fpr=float(clopper_pearson_upper(0, 950, 0.7 * level)),
                                        fnr=float(clopper_pearson_upper(0, 950, 0.3 * level)),
                                        delta=1 / 256)
