@@ -83,8 +83,8 @@ from empirical.statistics.thresholds import (
 __all__ = [
     "MIN_PILOT_TRIALS",
     "PilotWindowEpsilonLowerBound",
-    "SHARE",
     "LEAD_SHARE",
+    "SHARE",
     "WINDOW",
     "blind_thresholds",
     "rule_levels",
@@ -318,8 +318,8 @@ def pilot_window_epsilon_lower_bound(
 
     n_rules = _levels(alpha, direction)[0]
     sign, _, rules, lead = _plan(pilot_pos, pilot_neg, n_positive=test_pos.size,
-                           n_negative=test_neg.size, delta=delta, alpha=alpha,
-                           both_orientations=both_orientations, direction=direction)
+                                 n_negative=test_neg.size, delta=delta, alpha=alpha,
+                                 both_orientations=both_orientations, direction=direction)
     pooled = np.unique(sign * np.concatenate([pilot_pos, pilot_neg]))
     if pooled.size < pilot_pos.size + pilot_neg.size:
         # Tied pilot scores (a discrete score): a normal fit may put a threshold past every
