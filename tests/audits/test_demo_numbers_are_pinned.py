@@ -80,16 +80,17 @@ def test_demo_with_5000_trials_gives_the_same_lower_bound():
     assert report["verdict"]["status"] == "CONSISTENT"
     # The default statistic (rules placed on a 5% pilot, both orientations in one test) shows no
     # positive lower bound at this seed, far below the certificate; the reach is its value on the
-    # scores pulled apart: zero errors on the 4750 trials its pilot leaves, at the threshold
-    # tests' level of the allocation the pilot chose (they keep FLOOR_EPS: its normal fits
-    # predict they cannot reject).
+    # scores pulled apart: zero errors on the 4750 trials its pilot leaves, at the lead rule's
+    # share of the threshold tests' level of the allocation the pilot chose (they keep
+    # FLOOR_EPS: its normal fits predict they cannot reject).
     from audits.allocation import KIND_EPS, allocation
     from empirical.statistics import epsilon_from_error_rates
+    from empirical.statistics.pilot_window import LEAD_SHARE
     from empirical.statistics.thresholds import clopper_pearson_upper
 
     assert report["verdict"]["max_lower_bound"] == 0.0
     assert report["verdict"]["tests"]["allocation"]["ruled_out"] == [KIND_EPS]
-    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] / 6
+    level = allocation(n_eps=2, n_renyi=2, miss=0.05, ruled_out=[KIND_EPS])[0] * LEAD_SHARE
     ceiling = epsilon_from_error_rates(fpr=float(clopper_pearson_upper(0, 4750, 0.7 * level)),
                                        fnr=float(clopper_pearson_upper(0, 4750, 0.3 * level)),
                                        delta=1 / 256)
