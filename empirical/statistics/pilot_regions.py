@@ -74,7 +74,9 @@ the statistic is Bonferroni over every Pareto threshold of both orientations, at
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -291,18 +293,21 @@ def _log_kernel_density(at: np.ndarray, sample: np.ndarray) -> np.ndarray | None
     return total - math.log(sample.size * bandwidth * math.sqrt(2.0 * math.pi))
 
 
+_ORDERINGS: tuple[Callable[[np.ndarray, np.ndarray], _Cells | None], ...] = (
+    _fit_cells,
+    *(functools.partial(_fit_cells, per_cell=_CELL_SCORES * factor) for factor in _COARSER),
+    _kernel_ratio_cells,
+    _normal_fit_cells,
+)
+
+
 def _orderings(positive: np.ndarray, negative: np.ndarray) -> list[_Cells | None]:
     """Candidate cell orderings fitted on pilot rows, from the finest to the smoothest, each at
-    a fixed place (None where it cannot be fitted): the fine cells' own ratios, the same on
-    cells :data:`_COARSER` times as wide (bands a fine cell's few counts cannot resolve), the
-    kernel density estimates' ratio (:func:`_kernel_ratio_cells`) and the normal fits'
-    parabola (:func:`_normal_fit_cells`)."""
-    out: list[_Cells | None] = [_fit_cells(positive, negative)]
-    for factor in _COARSER:
-        out.append(_fit_cells(positive, negative, per_cell=_CELL_SCORES * factor))
-    out.append(_kernel_ratio_cells(positive, negative))
-    out.append(_normal_fit_cells(positive, negative))
-    return out
+    its place in :data:`_ORDERINGS` (None where it cannot be fitted): the fine cells' own
+    ratios, the same on cells :data:`_COARSER` times as wide (bands a fine cell's few counts
+    cannot resolve), the kernel density estimates' ratio (:func:`_kernel_ratio_cells`) and the
+    normal fits' parabola (:func:`_normal_fit_cells`)."""
+    return [fit(positive, negative) for fit in _ORDERINGS]
 
 
 def _looks_normal(scores: np.ndarray) -> bool:
@@ -558,7 +563,7 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         return best
 
     def on_cells(pos: np.ndarray, neg: np.ndarray, which: int) -> RegionPlan | None:
-        cells = _orderings(pos, neg)[which]
+        cells = _ORDERINGS[which](pos, neg)
         if cells is None:
             return None
         predicted, rules, lead = empirical(cells.transform(pos), cells.transform(neg), n_positive,
