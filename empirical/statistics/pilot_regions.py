@@ -150,6 +150,7 @@ _COARSER: tuple[int, ...] = (4, 16)
 _KERNEL_BANDWIDTH = 0.6
 _KERNEL_CELLS = 512
 _KERNEL_BLOCK = 8192
+_KERNEL_MERGE = 0.25  # bandwidths within which scores share one kernel
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -264,32 +265,59 @@ def _kernel_ratio_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells | 
     (bandwidth :data:`_KERNEL_BANDWIDTH` times Silverman's rule, per world): a smooth ratio that
     resolves several bands a coarse cell merges and a fine cell's few counts cannot rank (two
     modes against one, a hole in the middle). None where a world's pilot has no spread."""
+    bandwidths = [_bandwidth(world) for world in (positive, negative)]
+    if any(b is None for b in bandwidths):
+        return None
     per_cell = max(1, -(-(positive.size + negative.size) // _KERNEL_CELLS))
     cuts = _fit_cells(positive, negative, per_cell=per_cell).cuts
     if cuts.size < 2:
         return None
     pooled = np.concatenate([positive, negative])
     middle = np.concatenate([[pooled.min()], (cuts[:-1] + cuts[1:]) / 2, [pooled.max()]])
-    densities = [_log_kernel_density(middle, world) for world in (positive, negative)]
-    if any(d is None for d in densities):
-        return None
-    return _Cells(cuts, densities[0] - densities[1])
+    # The ratio is smooth on the scale of the merge width: it is estimated once per group of
+    # middles that close and interpolated between the groups.
+    points = np.sort(_merged(middle, min(bandwidths) * _KERNEL_MERGE)[0])
+    log_ratio = (_log_kernel_density(points, positive, bandwidths[0])
+                 - _log_kernel_density(points, negative, bandwidths[1]))
+    return _Cells(cuts, np.interp(middle, points, log_ratio))
 
 
-def _log_kernel_density(at: np.ndarray, sample: np.ndarray) -> np.ndarray | None:
-    """log of the Gaussian kernel density estimate of ``sample`` at ``at``, summed in log space
-    (a far cell reads the log of its nearest kernels, never log 0), in blocks of the sample."""
+def _bandwidth(sample: np.ndarray) -> float | None:
+    """:data:`_KERNEL_BANDWIDTH` times Silverman's rule, 0.9 min(sd, IQR / 1.34) n^(-1/5); None
+    for a sample without spread."""
     spread = float(np.std(sample))
     quartiles = np.quantile(sample, [0.25, 0.75])
     iqr = float(quartiles[1] - quartiles[0]) / 1.34
     scale = min(spread, iqr) if iqr > 0 else spread
     if not scale > 0:
         return None
-    bandwidth = _KERNEL_BANDWIDTH * 0.9 * scale * sample.size ** -0.2
+    return _KERNEL_BANDWIDTH * 0.9 * scale * sample.size ** -0.2
+
+
+def _merged(values: np.ndarray, width: float) -> tuple[np.ndarray, np.ndarray]:
+    """(means of the groups of ``values`` within one ``width``-wide bin, each value's group);
+    a value whose bin index passes the float's reach keeps a group of its own."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        keys = np.floor((values - values.min()) / width)
+    keys = np.where(np.isfinite(keys), keys, -1.0 - np.arange(values.size))
+    _, group, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    return np.bincount(group, weights=values) / counts, group
+
+
+def _log_kernel_density(at: np.ndarray, sample: np.ndarray, bandwidth: float) -> np.ndarray:
+    """log of the Gaussian kernel density estimate of ``sample`` at ``at``, summed in log space
+    (a far cell reads the log of its nearest kernels, never log 0). Scores less than
+    :data:`_KERNEL_MERGE` bandwidths apart are summed as one kernel at their mean, weighted by
+    their count: the estimate barely moves, and its cost follows the sample's spread in
+    bandwidths instead of its size."""
+    centres, group = _merged(sample, bandwidth * _KERNEL_MERGE)
+    log_counts = np.log(np.bincount(group))
     total = np.full(at.size, -np.inf)
-    for start in range(0, sample.size, _KERNEL_BLOCK):
-        z = (at[:, None] - sample[None, start:start + _KERNEL_BLOCK]) / bandwidth
-        total = np.logaddexp(total, special.logsumexp(-0.5 * z * z, axis=1))
+    for start in range(0, centres.size, _KERNEL_BLOCK):
+        z = (at[:, None] - centres[None, start:start + _KERNEL_BLOCK]) / bandwidth
+        block = log_counts[None, start:start + _KERNEL_BLOCK] - 0.5 * z * z
+        top = block.max(axis=1)
+        total = np.logaddexp(total, top + np.log(np.exp(block - top[:, None]).sum(axis=1)))
     return total - math.log(sample.size * bandwidth * math.sqrt(2.0 * math.pi))
 
 
@@ -613,6 +641,17 @@ def _cells_beating_the_score(pilot_positive: np.ndarray, pilot_negative: np.ndar
     (Hanley-McNeil's null variance), else None. Cross-fitted: each candidate is fitted on the
     pilot's first half and judged on its second, so that it never wins by fitting the noise it
     is judged on."""
+    # The allocation's forecast and the test read the same pilot: its winner is computed once.
+    return _held_out_winner(np.ascontiguousarray(pilot_positive, dtype=float).tobytes(),
+                            np.ascontiguousarray(pilot_negative, dtype=float).tobytes(),
+                            _AUC_MARGIN)
+
+
+@functools.lru_cache(maxsize=4)
+def _held_out_winner(positive: bytes, negative: bytes, margin: float) -> int | None:
+    """:func:`_cells_beating_the_score` on the pilot's two worlds given as float64 bytes, with
+    the AUC ``margin`` in standard errors."""
+    pilot_positive, pilot_negative = np.frombuffer(positive), np.frombuffer(negative)
     half_p, half_q = pilot_positive.size // 2, pilot_negative.size // 2
     fit_p, fit_q = pilot_positive[:half_p], pilot_negative[:half_q]
     held_p, held_q = pilot_positive[half_p:], pilot_negative[half_q:]
@@ -624,7 +663,7 @@ def _cells_beating_the_score(pilot_positive: np.ndarray, pilot_negative: np.ndar
     # finest to the smoothest): fewer fitted ratios place the extreme rules better. It must
     # itself beat the score by the margin.
     which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
-    if aucs[which] - max(on_score_auc, 1 - on_score_auc) > _AUC_MARGIN * se:
+    if aucs[which] - max(on_score_auc, 1 - on_score_auc) > margin * se:
         return which
     return None
 
