@@ -16,8 +16,7 @@ chosen by the scores) decides, before any tested score is read:
    (:func:`_orderings`). The ordering is chosen by
    cross-fitting inside the pilot: each g is fitted on the first half and judged by the AUC it
    gives the second half's worlds; the best is kept (refitted on the whole pilot) only when it
-   beats both orientations of the score by :data:`_AUC_MARGIN` standard errors (two thirds of
-   that for the smooth kernel ratio) and its rules
+   beats both orientations of the score by :data:`_AUC_MARGIN` standard errors and its rules
    forecast more epsilon than the score's own rules (an AUC weighs the bulk, the epsilon at a
    small delta the tails).
 2. *The rules.* Three per inequality of the certificate (forward, bound by the false-positive
@@ -152,11 +151,6 @@ _KERNEL_BANDWIDTH = 0.6
 _KERNEL_CELLS = 512
 _KERNEL_BLOCK = 8192
 _KERNEL_MERGE = 0.25  # bandwidths within which scores share one kernel
-# The kernel ratio is smooth (a few bandwidths' worth of fitted values), so its held-out AUC
-# beats the score's less by fitted noise than the counted cells' do: it must beat it by two
-# standard errors, not three (a two-mode leak at N = 2000: 9 to 12 of 40 draws refuted; the
-# peer suite's laws unchanged but the mixture's +-0.5%; at 1.5 the logistic at 10^3 lost 5%).
-_KERNEL_MARGIN_SHARE = 2.0 / 3.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -327,21 +321,11 @@ def _log_kernel_density(at: np.ndarray, sample: np.ndarray, bandwidth: float) ->
     return total - math.log(sample.size * bandwidth * math.sqrt(2.0 * math.pi))
 
 
-@dataclass(frozen=True)
-class _Ordering:
-    """A candidate ordering: ``fit`` builds its cells from pilot rows (None where it cannot),
-    and it must beat the score's held-out AUC by ``margin_share`` of :data:`_AUC_MARGIN`."""
-
-    fit: Callable[[np.ndarray, np.ndarray], _Cells | None]
-    margin_share: float = 1.0
-
-
-_ORDERINGS: tuple[_Ordering, ...] = (
-    _Ordering(_fit_cells),
-    *(_Ordering(functools.partial(_fit_cells, per_cell=_CELL_SCORES * factor))
-      for factor in _COARSER),
-    _Ordering(_kernel_ratio_cells, _KERNEL_MARGIN_SHARE),
-    _Ordering(_normal_fit_cells),
+_ORDERINGS: tuple[Callable[[np.ndarray, np.ndarray], _Cells | None], ...] = (
+    _fit_cells,
+    *(functools.partial(_fit_cells, per_cell=_CELL_SCORES * factor) for factor in _COARSER),
+    _kernel_ratio_cells,
+    _normal_fit_cells,
 )
 
 
@@ -351,7 +335,7 @@ def _orderings(positive: np.ndarray, negative: np.ndarray) -> list[_Cells | None
     ratios, the same on cells :data:`_COARSER` times as wide (bands a fine cell's few counts
     cannot resolve), the kernel density estimates' ratio (:func:`_kernel_ratio_cells`) and the
     normal fits' parabola (:func:`_normal_fit_cells`)."""
-    return [ordering.fit(positive, negative) for ordering in _ORDERINGS]
+    return [fit(positive, negative) for fit in _ORDERINGS]
 
 
 def _looks_normal(scores: np.ndarray) -> bool:
@@ -607,7 +591,7 @@ def pilot_regions_plan(pilot_positive: np.ndarray, pilot_negative: np.ndarray, *
         return best
 
     def on_cells(pos: np.ndarray, neg: np.ndarray, which: int) -> RegionPlan | None:
-        cells = _ORDERINGS[which].fit(pos, neg)
+        cells = _ORDERINGS[which](pos, neg)
         if cells is None:
             return None
         predicted, rules, lead = empirical(cells.transform(pos), cells.transform(neg), n_positive,
@@ -679,8 +663,7 @@ def _held_out_winner(positive: bytes, negative: bytes, margin: float) -> int | N
     # finest to the smoothest): fewer fitted ratios place the extreme rules better. It must
     # itself beat the score by the margin.
     which = int(np.flatnonzero(aucs >= aucs.max() - se)[-1])
-    if aucs[which] - max(on_score_auc, 1 - on_score_auc) > (
-            _ORDERINGS[which].margin_share * margin * se):
+    if aucs[which] - max(on_score_auc, 1 - on_score_auc) > margin * se:
         return which
     return None
 

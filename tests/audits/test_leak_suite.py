@@ -35,7 +35,7 @@ def _slack(rate: float, runs: int) -> float:
 
 
 # Cells whose truth-chosen set the default statistic does not reach with (epsilon, delta) alone
-# (docs/audits.md; draws [9000, N, seed]): the multimodal leak at 2,000 trials per side, 8 of 20
+# (docs/audits.md; draws [9000, N, seed]): the multimodal leak at 2,000 trials per side, 6 of 20
 # against 0.83. No design whose best rule holds a third of the level reaches it there: the
 # truth-chosen set itself, tested on the 1,900 rows a 5% pilot leaves at a third of the level,
 # refutes in 0.59 of draws (test_the_truth_chosen_set_at_the_leads_share_of_the_level below).

@@ -188,23 +188,6 @@ def test_a_two_mode_leak_is_refuted_by_the_kernel_ratios_region():
     assert np.mean(bounds) > 4 / 3 * certified
 
 
-def test_the_smooth_kernel_ratio_needs_two_standard_errors_over_the_score():
-    """On 100-row pilots of the two-mode leak (the pilot of 2,000 trials a side) the kernel
-    ratio wins the held-out comparison on 17 of 20 draws; held to the counted cells' three
-    standard errors it would win on 13, and the score's one tail would be tested on the rest."""
-    leak = next(leak for leak in LEAKS if leak.name.startswith("multimodal"))
-    kernel = [i for i, o in enumerate(pilot_regions._ORDERINGS)
-              if o.fit is pilot_regions._kernel_ratio_cells]
-    assert len(kernel) == 1
-    assert pilot_regions._ORDERINGS[kernel[0]].margin_share == pytest.approx(2 / 3)
-    pilots = [leak.draw(np.random.default_rng([59, seed]), 100) for seed in range(20)]
-    wins = sum(_cells_beating_the_score(p, q) == kernel[0] for p, q in pilots)
-    strict = sum(pilot_regions._held_out_winner.__wrapped__(
-        p.tobytes(), q.tobytes(), pilot_regions._AUC_MARGIN * 1.5) == kernel[0]
-        for p, q in pilots)
-    assert wins >= 16 and strict < wins
-
-
 def test_a_world_without_spread_has_no_kernel_ratio():
     """A constant pilot world has no bandwidth: the candidate is absent, not a division by 0."""
     assert _kernel_ratio_cells(np.full(50, 3.0), np.random.default_rng(1).normal(0, 1, 50)) is None
