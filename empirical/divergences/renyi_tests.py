@@ -27,7 +27,7 @@ from empirical.divergences.renyi_histogram import (
     pilot_bin_edges,
     renyi_lower_bound_curve,
 )
-from empirical.statistics.checks import split_order
+from empirical.statistics.checks import midranks, split_order
 
 __all__ = ["RenyiAuditResult", "SERIAL_MIN_ROWS", "SERIAL_Z", "renyi_audit",
            "rows_in_trial_order", "serial_rank_z"]
@@ -86,8 +86,7 @@ def serial_rank_z(scores: np.ndarray) -> float:
     n = scores.size
     if n < SERIAL_MIN_ROWS:
         return 0.0
-    _, inverse, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    centred = (np.cumsum(counts) - (counts - 1) / 2.0)[inverse] - (n + 1) / 2.0
+    centred = midranks(scores) - (n + 1) / 2.0
     spread = float(centred @ centred)
     if not spread > 0:
         return 0.0

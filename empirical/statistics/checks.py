@@ -150,6 +150,13 @@ class PrivacyDirection(enum.StrEnum):
     __repr__ = str.__repr__
 
 
+def midranks(values: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``values``, tied values sharing the mean of their ranks (scipy.stats'
+    rankdata with method "average", without importing scipy.stats)."""
+    _, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts - 1) / 2.0)[inverse]
+
+
 def check_direction(direction: str) -> PrivacyDirection:
     """``direction`` as a :class:`PrivacyDirection`, else a clear error."""
     try:

@@ -88,6 +88,7 @@ from empirical.statistics.checks import (
     check_delta,
     check_direction,
     epsilon_from_error_rates,
+    midranks,
 )
 from empirical.statistics.pilot_window import (
     MIN_PILOT_TRIALS,
@@ -216,6 +217,20 @@ class RegionPlan:
 
 def _fit_cells(positive: np.ndarray, negative: np.ndarray, *,
                per_cell: int = _CELL_SCORES) -> _Cells:
+    """Cells of about ``per_cell`` pooled pilot scores (:func:`_cell_cuts`) with their add-1/2
+    smoothed log likelihood ratios."""
+    cuts = _cell_cuts(positive, negative, per_cell=per_cell)
+    cell_p = np.bincount(np.searchsorted(cuts, positive, side="right"), minlength=cuts.size + 1)
+    cell_q = np.bincount(np.searchsorted(cuts, negative, side="right"), minlength=cuts.size + 1)
+    width = _PSEUDO * (cuts.size + 1)
+    log_ratio = (np.log((cell_p + _PSEUDO) / (positive.size + width))
+                 - np.log((cell_q + _PSEUDO) / (negative.size + width)))
+    return _Cells(cuts, log_ratio)
+
+
+def _cell_cuts(positive: np.ndarray, negative: np.ndarray, *, per_cell: int) -> np.ndarray:
+    """Cut points between distinct pooled pilot values at about equal pooled counts of
+    ``per_cell``, every tied value (an atom) a cell of its own."""
     pooled = np.sort(np.concatenate([positive, negative]))
     values, multiplicity = np.unique(pooled, return_counts=True)
     n_cells = int(min(values.size, max(4, pooled.size // per_cell)))
@@ -233,12 +248,7 @@ def _fit_cells(positive: np.ndarray, negative: np.ndarray, *,
         # neither diluted by its neighbours nor shared with a nearby score of the other world.
         atoms = values[multiplicity > 1]
         cuts = np.unique(np.concatenate([cuts, atoms, np.nextafter(atoms, np.inf)]))
-    cell_p = np.bincount(np.searchsorted(cuts, positive, side="right"), minlength=cuts.size + 1)
-    cell_q = np.bincount(np.searchsorted(cuts, negative, side="right"), minlength=cuts.size + 1)
-    width = _PSEUDO * (cuts.size + 1)
-    log_ratio = (np.log((cell_p + _PSEUDO) / (positive.size + width))
-                 - np.log((cell_q + _PSEUDO) / (negative.size + width)))
-    return _Cells(cuts, log_ratio)
+    return cuts
 
 
 def _normal_fit_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells | None:
@@ -269,7 +279,7 @@ def _kernel_ratio_cells(positive: np.ndarray, negative: np.ndarray) -> _Cells | 
     if any(b is None for b in bandwidths):
         return None
     per_cell = max(1, -(-(positive.size + negative.size) // _KERNEL_CELLS))
-    cuts = _fit_cells(positive, negative, per_cell=per_cell).cuts
+    cuts = _cell_cuts(positive, negative, per_cell=per_cell)
     if cuts.size < 2:
         return None
     pooled = np.concatenate([positive, negative])
@@ -741,10 +751,7 @@ def _with_exclusive(plan: RegionPlan, positive: np.ndarray, negative: np.ndarray
 
 def _auc(positive: np.ndarray, negative: np.ndarray) -> float:
     """P(X > Y) + P(X = Y)/2 for X a positive and Y a negative score (midranks for ties)."""
-    pooled = np.concatenate([positive, negative])
-    values, inverse, counts = np.unique(pooled, return_inverse=True, return_counts=True)
-    midrank = np.cumsum(counts) - (counts - 1) / 2.0
-    ranks = midrank[inverse]
+    ranks = midranks(np.concatenate([positive, negative]))
     n_p, n_q = positive.size, negative.size
     return float((ranks[:n_p].sum() - n_p * (n_p + 1) / 2.0) / (n_p * n_q))
 

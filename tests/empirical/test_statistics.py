@@ -601,3 +601,13 @@ def test_every_threshold_test_bound_reports_its_rule_and_counts() -> None:
     assert full.false_negatives == int(np.sum(positive < full.threshold))
     assert full.false_positives == int(np.sum(negative >= full.threshold))
     assert results[2].n_positive + results[2].n_pilot_positive == positive.size
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(-3, 3) | st.floats(-1e6, 1e6, allow_nan=False), min_size=1,
+                max_size=60))
+def test_midranks_are_scipys_average_ranks(values):
+    from empirical.statistics.checks import midranks
+
+    x = np.asarray(values, dtype=float)
+    np.testing.assert_array_equal(midranks(x), stats.rankdata(x, method="average"))
