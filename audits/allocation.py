@@ -45,8 +45,9 @@ from audits.seeds import derived_seed
 from audits.statistics import allocation_pilot_size, statistic
 
 __all__ = ["EPS_FORECAST_MARGIN", "FLOOR_EPS", "FLOOR_RENYI", "KIND_EPS", "KIND_RENYI",
-           "RENYI_MIN_TRIALS", "RENYI_PILOT_FRACTION", "RENYI_SHARE", "Allocation", "allocation",
-           "fixed_split_reason", "pilot_allocation", "trial_rows"]
+           "PROFILE_COUNT", "PROFILE_DELTA_MAX", "RENYI_MIN_TRIALS", "RENYI_PILOT_FRACTION",
+           "RENYI_SHARE", "Allocation", "allocation", "fixed_split_reason", "pilot_allocation",
+           "profile_delta", "trial_rows"]
 
 # Fraction of the trials the Rényi test sets aside to choose its bins (a seeded random subset,
 # independent of the tested scores; it contains the allocation pilot).
@@ -81,6 +82,15 @@ FLOOR_RENYI = 0.05
 # near the curve at N = 10^4 is forecast at 0.33-0.52 of the certificate, where the Rényi tests
 # must keep the budget (detection at 1.08x: 0.75 either way).
 EPS_FORECAST_MARGIN = 0.65
+# A Rényi curve certifies a whole privacy profile, epsilon(delta') at every delta'; the (epsilon,
+# delta) tests may be run at one other point of it, delta' = PROFILE_COUNT / N (at most
+# PROFILE_DELTA_MAX), when the allocation pilot forecasts more there (:func:`profile_delta`). Why
+# there: a region the tests can resolve holds at least a few of the N trials, so subtracting a
+# delta' of about 2 / N costs its lower bound little, while the certified epsilon falls with
+# log(1 / delta'). Measured on the leak suite's Gaussian curve (sigma 2) at N = 2000, the set
+# chosen with the truth refutes a scale leak in 0.25 of draws at the stated 1e-5 and 0.76 at 1e-3.
+PROFILE_COUNT = 2.0
+PROFILE_DELTA_MAX = 0.01
 # The kinds of test of the family, as :func:`allocation` names them.
 KIND_EPS, KIND_RENYI = "epsilon-delta", "renyi"
 
@@ -122,6 +132,8 @@ def allocation(*, n_eps: int, n_renyi: int, miss: float,
 class Allocation:
     """The levels of the family and how they were chosen: ``rule`` "pilot" (from the allocation
     pilot, :func:`pilot_allocation`) or "fixed" (:data:`RENYI_SHARE`, ``reason`` says why);
+    ``tested_epsilon`` at ``tested_delta`` the point of the certificate the (epsilon, delta) tests
+    are run against (its stated pair, or another point of its curve's privacy profile);
     ``ruled_out`` the kinds the pilot predicts cannot reject; ``predicted_epsilon`` the largest
     epsilon the (epsilon, delta) tests are predicted to show at the whole level and
     ``renyi_excess`` the largest excess of the normal fits' Rényi divergence over the certified
@@ -130,6 +142,8 @@ class Allocation:
     alpha_eps: float
     alpha_renyi: float
     rule: str
+    tested_epsilon: float
+    tested_delta: float
     ruled_out: tuple[str, ...] = ()
     reason: str = ""
     predicted_epsilon: float | None = None
@@ -138,6 +152,7 @@ class Allocation:
     def record(self) -> dict:
         """The allocation as the report's ``verdict.tests.allocation`` records it."""
         return {"rule": self.rule, "ruled_out": list(self.ruled_out), "reason": self.reason,
+                "tested_epsilon": finite(self.tested_epsilon), "tested_delta": self.tested_delta,
                 "predicted_epsilon": None if self.predicted_epsilon is None
                 else finite(self.predicted_epsilon),
                 "renyi_excess": None if self.renyi_excess is None else finite(self.renyi_excess)}
@@ -172,21 +187,40 @@ def fixed_split_reason(attacks: Sequence[AttackScores], *, statistics: Sequence[
     return None
 
 
+def profile_delta(certificate: Certificate, n: int) -> float | None:
+    """The other point of the privacy profile the (epsilon, delta) tests may be run at, for
+    ``n`` trials per side: :data:`PROFILE_COUNT` / n, at most :data:`PROFILE_DELTA_MAX`; None
+    without a Rényi curve or where it is not above the stated delta."""
+    if certificate.renyi_curve is None or n <= 0:
+        return None
+    delta = min(PROFILE_DELTA_MAX, PROFILE_COUNT / n)
+    return delta if delta > certificate.delta else None
+
+
 def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, *,
                      statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
                      n_eps: int, n_renyi: int) -> Allocation:
-    """The levels of the family, chosen on the allocation pilot: the rows ``rows[:k]``,
+    """The levels of the family, and the point of the certificate its (epsilon, delta) tests
+    are run against, chosen on the allocation pilot: the rows ``rows[:k]``,
     k = :func:`~audits.statistics.allocation_pilot_size` (5%), of every attack (module
     docstring, "Allocation").
 
-    The (epsilon, delta) kind is ruled out when no test of it is predicted, from its statistic's
-    pilot forecast at the whole level ``miss``, to show more than :data:`EPS_FORECAST_MARGIN`
-    of the certified epsilon; the Rényi
-    kind when the normal fits' Rényi divergence stays at or below the certified curve at every
-    order. Falls back to the fixed split when :func:`fixed_split_reason` gives a reason."""
+    The point is the stated (epsilon, delta) unless the certificate has a Rényi curve and the
+    pilot forecasts, at the whole level ``miss``, a refutation at :func:`profile_delta` (more
+    than its certified epsilon, :meth:`Certificate.profile_epsilon`) with a larger excess than
+    at the stated delta: a function of the pilot only, and every point of the profile is
+    certified, so the choice costs no level. (A forecast short of the certificate does not move
+    it: near a Gaussian curve the profile point's forecast often reaches a larger share of its
+    epsilon than the stated point's, which would take the level from the Rényi test that
+    detects such shortfalls.) The (epsilon, delta) kind is then ruled
+    out when no test of it is predicted to show more than :data:`EPS_FORECAST_MARGIN` of the
+    certified epsilon at the chosen point; the Rényi kind when the normal fits' Rényi divergence
+    stays at or below the certified curve at every order. Falls back to the fixed split, at the
+    stated point, when :func:`fixed_split_reason` gives a reason."""
     fixed = fixed_split_reason(attacks, statistics=statistics, n_eps=n_eps, n_renyi=n_renyi)
     if fixed is not None:
         return Allocation(*allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss), rule="fixed",
+                          tested_epsilon=certificate.epsilon, tested_delta=certificate.delta,
                           reason=fixed)
     from empirical.divergences.renyi_reach import gaussian_fit_excess
 
@@ -194,7 +228,10 @@ def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, 
     curve = dict(certificate.effective_curve())
     n = attacks[0].unlearned.size
     pilot = rows[:allocation_pilot_size(n)]
-    predicted, excess = 0.0, -math.inf
+    other = profile_delta(certificate, n)
+    deltas = (certificate.delta,) if other is None else (certificate.delta, other)
+    predicted = dict.fromkeys(deltas, 0.0)
+    excess = -math.inf
     for attack in attacks:
         u, r = attack.unlearned[pilot], attack.retrained[pilot]
         for name in statistics:
@@ -203,20 +240,33 @@ def pilot_allocation(attacks: Sequence[AttackScores], certificate: Certificate, 
                 continue
             for orientation in declared.orientations(direction):
                 sign = -1.0 if orientation == "less" else 1.0
-                predicted = max(predicted, declared.forecast(
-                    sign * u, sign * r, n_positive=n - pilot.size, n_negative=n - pilot.size,
-                    delta=certificate.delta, alpha=miss, both_orientations=orientation == "both",
-                    direction=privacy_direction))
+                for delta in deltas:
+                    predicted[delta] = max(predicted[delta], declared.forecast(
+                        sign * u, sign * r, n_positive=n - pilot.size,
+                        n_negative=n - pilot.size, delta=delta, alpha=miss,
+                        both_orientations=orientation == "both", direction=privacy_direction))
         excess = max(excess, gaussian_fit_excess(
             u, r, certified=curve.__getitem__, orders=list(curve),
             two_sided=certificate.renyi_direction == "both"))
+    tested_delta, tested_epsilon = certificate.delta, certificate.epsilon
+    if other is not None:
+        other_epsilon = certificate.profile_epsilon(other)
+        if (predicted[other] > other_epsilon
+                and predicted[other] - other_epsilon > predicted[tested_delta] - tested_epsilon):
+            tested_delta, tested_epsilon = other, other_epsilon
     ruled_out = tuple(kind for kind, out in (
-        (KIND_EPS, predicted <= EPS_FORECAST_MARGIN * certificate.epsilon),
+        (KIND_EPS, predicted[tested_delta] <= EPS_FORECAST_MARGIN * tested_epsilon),
         (KIND_RENYI, excess <= 0.0)) if out)
     alpha_eps, alpha_renyi = allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss,
                                         ruled_out=ruled_out)
+    moved = ("" if tested_delta == certificate.delta else
+             f" (at delta {tested_delta:.3g} of the Rényi curve's privacy profile, certified "
+             f"epsilon {tested_epsilon:.6g}, where the pilot forecasts more than at the stated "
+             f"delta {certificate.delta:.3g})")
     reason = (f"allocation pilot of {pilot.size} rows: the (epsilon, delta) tests predict "
-              f"epsilon {predicted:.4g} at the whole level (certified {certificate.epsilon:.6g}), "
-              f"the normal fits exceed the certified Rényi curve by {excess:.4g}")
-    return Allocation(alpha_eps, alpha_renyi, rule="pilot", ruled_out=ruled_out, reason=reason,
-                      predicted_epsilon=predicted, renyi_excess=excess)
+              f"epsilon {predicted[tested_delta]:.4g} at the whole level (certified "
+              f"{tested_epsilon:.6g}){moved}, the normal fits exceed the certified Rényi curve by "
+              f"{excess:.4g}")
+    return Allocation(alpha_eps, alpha_renyi, rule="pilot", tested_epsilon=tested_epsilon,
+                      tested_delta=tested_delta, ruled_out=ruled_out, reason=reason,
+                      predicted_epsilon=predicted[tested_delta], renyi_excess=excess)

@@ -106,19 +106,22 @@ def _attack_scores(main: TrialBatch, pilot: TrialBatch | None,
 
 def reference_levels(reference: AttackScores, certificate: Certificate, *,
                       statistics: Sequence[str], direction: str, miss: float, rows: np.ndarray,
-                      n_eps: int, n_renyi: int, n_attacks: int) -> tuple[float, float]:
-    """(level of each (epsilon, delta) test, of each Rényi test) the design gives the
-    reference attack: its allocation pilot's own choice when it is the only attack; with other
-    attacks, whose pilots may call a kind promising that the reference's rules out, the
-    smallest level of each kind over those possibilities (never more than the design gives)."""
+                      n_eps: int, n_renyi: int, n_attacks: int
+                      ) -> tuple[float, float, float, float]:
+    """(level of each (epsilon, delta) test, of each Rényi test, and the certified epsilon and
+    delta the (epsilon, delta) tests are run against) the design gives the reference attack: its
+    allocation pilot's own choice when it is the only attack; with other attacks, whose pilots
+    may call a kind promising that the reference's rules out, the smallest level of each kind
+    over those possibilities (never more than the design gives)."""
     chosen = pilot_allocation([reference], certificate, statistics=statistics,
                               direction=direction, miss=miss, rows=rows, n_eps=n_eps,
                               n_renyi=n_renyi)
+    point = (chosen.tested_epsilon, chosen.tested_delta)
     if n_attacks == 1 or not chosen.ruled_out:
-        return chosen.alpha_eps, chosen.alpha_renyi
+        return chosen.alpha_eps, chosen.alpha_renyi, *point
     options = [allocation(n_eps=n_eps, n_renyi=n_renyi, miss=miss, ruled_out=kept)
                for kept in ((), *((kind,) for kind in chosen.ruled_out), chosen.ruled_out)]
-    return min(a for a, _ in options), min(b for _, b in options)
+    return min(a for a, _ in options), min(b for _, b in options), *point
 
 
 def design_refutes(attack: AttackScores, certificate: Certificate, *,
@@ -127,30 +130,31 @@ def design_refutes(attack: AttackScores, certificate: Certificate, *,
                    with_renyi: bool = True) -> bool:
     """Whether a design -- these statistics and score direction, the error budget ``miss``
     over ``n_eps`` (epsilon, delta) and ``n_renyi`` Rényi tests of ``n_attacks`` attacks, at the
-    levels :func:`reference_levels` gives one attack -- refutes the certificate on ``attack``'s
-    scores (``rows``: the shared row order; ``with_renyi=False`` leaves the Rényi test out).
-    The verdict's planning (:func:`audits.verdict.trials_needed`) and its simulated detectable
-    violations (:mod:`audits.detectable`) both ask this of synthetic scores."""
+    levels and the certified point :func:`reference_levels` gives one attack -- refutes the
+    certificate on ``attack``'s scores (``rows``: the shared row order; ``with_renyi=False``
+    leaves the Rényi test out). The verdict's planning (:func:`audits.verdict.trials_needed`)
+    and its simulated detectable violations (:mod:`audits.detectable`) both ask this of
+    synthetic scores."""
     n = attack.unlearned.size
     n_renyi = n_renyi if n >= RENYI_MIN_TRIALS else 0
-    alpha_eps, alpha_renyi = reference_levels(
+    alpha_eps, alpha_renyi, certified, delta = reference_levels(
         attack, certificate, statistics=statistics, direction=direction, miss=miss, rows=rows,
         n_eps=n_eps, n_renyi=n_renyi, n_attacks=n_attacks)
     privacy_direction = certificate.privacy_direction
     for name in statistics:
         declared = statistic(name)
-        if declared.ceiling(n=n, delta=certificate.delta, alpha=alpha_eps, seed=seed,
-                            direction=privacy_direction) <= certificate.epsilon:
+        if declared.ceiling(n=n, delta=delta, alpha=alpha_eps, seed=seed,
+                            direction=privacy_direction) <= certified:
             continue  # not even zero errors would refute: skip the run
         for orientation in declared.orientations(direction):
             try:
                 bound = one_lower_bound(attack, declared=declared, orientation=orientation,
-                                        delta=certificate.delta, alpha_each=alpha_eps,
+                                        delta=delta, alpha_each=alpha_eps,
                                         seed=seed, privacy_direction=privacy_direction,
                                         rows=rows)
             except ValueError:
                 continue
-            if bound.epsilon > certificate.epsilon:
+            if bound.epsilon > certified:
                 return True
     if with_renyi and n_renyi and certificate.renyi_curve:
         from empirical.divergences.renyi_tests import renyi_audit
@@ -499,7 +503,8 @@ def analyse(plan: AuditPlan, chunks: ChunkResults) -> Analysis:
     # the freed pages inside its heap unless told, so they go back after each step instead of
     # piling up under the report's peak.
     release_freed_memory()
-    lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=delta,
+    # The (epsilon, delta) tests run at the point of the certificate the allocation pilot chose.
+    lower_bounds, reach = _lower_bounds(scored, statistics=statistics, delta=chosen.tested_delta,
                                         confidence=confidence, seed=seed, direction=direction,
                                         alpha_each=alpha_each, family=family,
                                         privacy_direction=privacy_direction, rule=chosen.rule,

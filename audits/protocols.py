@@ -339,6 +339,36 @@ class Certificate:
                 return value
         raise ValueError(f"order {order!r} is not on the certificate's grid")
 
+    def profile_epsilon(self, delta: float) -> float:
+        """The certified epsilon at another ``delta`` of the privacy profile the Rényi curve
+        implies: the smallest over the curve's orders of the conversion of Balle et al. 2020,
+        Theorem 21 (Canonne, Kamath and Steinke 2020, Proposition 12), each evaluated in
+        interval arithmetic and its upper end rounded up to a float, so the value is never below
+        what the curve certifies. At the certificate's own delta, its stated epsilon (its bound
+        may convert more tightly)."""
+        if self.renyi_curve is None:
+            raise ValueError("the privacy profile needs a Rényi curve; this certificate states "
+                             "one (epsilon, delta) only")
+        if float(delta) == self.delta:
+            return self.epsilon
+        if not 0 < delta < 1:
+            raise ValueError(f"a profile delta must lie in (0, 1), got {delta!r}")
+        import mpmath
+
+        from bounds.conversions import renyi_to_dp
+        from bounds.numerics import float_up, interval_endpoints, iv_precision
+
+        best = math.inf
+        with iv_precision(40):
+            for order, value in self.effective_curve():
+                if not math.isfinite(value):
+                    continue
+                converted = renyi_to_dp(renyi_epsilon=mpmath.iv.mpf(value),
+                                        alpha=mpmath.iv.mpf(order), delta=float(delta),
+                                        conversion="balle2020")
+                best = min(best, float_up(interval_endpoints(converted)[1]))
+        return best
+
     @classmethod
     def from_bound(cls, bound_id: str, *, delta: float, conversion: str = "mironov",
                    orders: Any = None, **params: Any) -> Certificate:

@@ -39,7 +39,8 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
     against the plan's certificate."""
     settings, certificate = plan.settings, plan.certificate
     scored = analysis.attacks
-    could = could_refute(scored, analysis.lower_bounds, analysis.renyi, certificate.epsilon)
+    certified = analysis.allocation.tested_epsilon
+    could = could_refute(scored, analysis.lower_bounds, analysis.renyi, certified)
     needed = None
     if not could and scored:
         # The family an adequately sized audit would run (the Rényi test included).
@@ -50,7 +51,7 @@ def decide(plan: AuditPlan, analysis: Analysis) -> dict:
                                n_attacks=len(scored), seed=settings.seed,
                                n_now=analysis.n_trials, direction=settings.direction)
     seen = None
-    refuted = (any(e.refutes(certificate.epsilon) for e in analysis.lower_bounds)
+    refuted = (any(e.refutes(certified) for e in analysis.lower_bounds)
                or any(e.violation for e in analysis.renyi))
     if could and scored and not refuted and simulate_detectable():
         from audits.detectable import Design, detectable
@@ -165,7 +166,13 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
     lower_bounds, renyi, ceiling = analysis.lower_bounds, analysis.renyi, analysis.reach
     family, alpha_each, alpha_renyi = analysis.family, analysis.alpha_each, analysis.alpha_renyi
     n_trials = analysis.n_trials
-    certified = certificate.epsilon
+    # The point of the certificate the (epsilon, delta) tests ran against: the stated pair, or
+    # another point of its Rényi curve's privacy profile that the allocation pilot chose.
+    certified, delta = analysis.allocation.tested_epsilon, analysis.allocation.tested_delta
+    profile = ("" if delta == certificate.delta else
+               f" (the point at delta {delta:.3g} of the privacy profile its Rényi curve "
+               f"certifies, Balle et al. 2020, Theorem 21; the stated point is epsilon "
+               f"{certificate.epsilon:.6g} at delta {certificate.delta:.3g})")
     best = max(lower_bounds, key=lambda e: e.epsilon) if lower_bounds else None
     max_lb = best.epsilon if best else 0.0
     violations = [e for e in lower_bounds if e.refutes(certified)]
@@ -192,7 +199,7 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
         if violations:
             found.append(
                 f"{len(violations)} of {len(lower_bounds)} (epsilon, delta) lower bound(s) exceed "
-                f"the certified epsilon {certified:.6g} at delta {certificate.delta:.3g}; the "
+                f"the certified epsilon {certified:.6g} at delta {delta:.3g}{profile}; the "
                 f"largest is epsilon >= {max_lb:.6g} (attack {best.attack}, "
                 f"{best.statistic})")
         for e in renyi_violations:
@@ -216,8 +223,8 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
             f"This audit of {n_trials} trials per side could not have shown a violation: run on "
             "the two worlds' scores pulled apart (what a mechanism with no privacy at all "
             "through these attacks gives, with the same split, bins and levels), its largest "
-            f"epsilon lower bound is {ceiling:.4g}, not above the certified {certified:.6g}"
-            f"{renyi_note}. Even a mechanism leaking everything would not be refuted, so the "
+            f"epsilon lower bound is {ceiling:.4g}, not above the certified {certified:.6g} at "
+            f"delta {delta:.3g}{profile}{renyi_note}. Even a mechanism leaking everything would not be refuted, so the "
             "audit says nothing about the certificate. "
             + (f"About {needed} trials per side would let it refute such a mechanism (the "
                "smallest size at which these tests refute the certificate on scores lying apart, "
@@ -232,7 +239,7 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
         else:
             explanation = (
                 f"No empirical lower bound exceeds the certified epsilon {certified:.6g} "
-                f"(delta {certificate.delta:.3g}, {certificate.bound})"
+                f"(delta {delta:.3g}, {certificate.bound}){profile}"
                 + (f"; the largest, epsilon >= {max_lb:.6g} from attack {best.attack} "
                    f"({best.statistic}), is {tightness:.3g} of the certificate"
                    if best is not None else "")
@@ -246,7 +253,8 @@ def _verdict(certificate: Certificate, analysis: Analysis, *, confidence: float,
                 f"{ceiling:.4g} (empirical.max_certifiable_epsilon)."
             )
     return {"status": status, "exit_code": EXIT_CODES[status],
-            "certified_epsilon": finite(certified), "max_lower_bound": max_lb,
+            "certified_epsilon": finite(certified), "certified_delta": delta,
+            "max_lower_bound": max_lb,
             "best_lower_bound": None if best is None else best.to_dict(),
             "tightness": finite(tightness),
             "explanation": explanation, "violations": [e.to_dict() for e in violations],

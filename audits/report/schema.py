@@ -334,6 +334,39 @@ def _check_renyi(report: Mapping) -> list[Mapping]:
     return tests
 
 
+def _tested_epsilon(report: Mapping, verdict: Mapping, stated: float) -> float:
+    """The certified epsilon at the delta the verdict's (epsilon, delta) tests ran at: the stated
+    one, or the point of the certificate's Rényi curve's privacy profile recomputed from the
+    curve the report holds (absent from reports of older code: the stated point)."""
+    cert = report["certificate"]
+    stated_delta = cert["delta"]
+    if "certified_delta" not in verdict:
+        return stated
+    delta = _number(verdict["certified_delta"], "verdict.certified_delta", low=0, high=1,
+                    open_low=True, open_high=True)
+    if delta == stated_delta:
+        return stated
+    curve = cert.get("renyi_curve")
+    if not isinstance(curve, Mapping):
+        raise _invalid("verdict.certified_delta",
+                       f"is {delta!r}, not the certificate's delta {stated_delta!r}, and the "
+                       "certificate has no Rényi curve whose privacy profile reaches it")
+    from audits.protocols import Certificate
+
+    orders = _numbers(_get(curve, "orders", "certificate.renyi_curve"),
+                      "certificate.renyi_curve.orders", min_length=1)
+    values = [_number(v, f"certificate.renyi_curve.epsilon[{i}]", allow_inf=True, low=0)
+              for i, v in enumerate(_list(_get(curve, "epsilon", "certificate.renyi_curve"),
+                                          "certificate.renyi_curve.epsilon"))]
+    try:
+        certificate = Certificate(epsilon=stated, delta=stated_delta,
+                                  renyi_curve=tuple(zip(orders, values, strict=True)),
+                                  renyi_direction=curve.get("direction"))
+    except ValueError as exc:
+        raise _invalid("certificate.renyi_curve", str(exc)) from None
+    return certificate.profile_epsilon(delta)
+
+
 def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float],
                    renyi_tests: list[Mapping]) -> None:
     verdict = _mapping(_get(report, "verdict", ""), "verdict")
@@ -342,9 +375,12 @@ def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float
         raise _invalid("verdict.status", f"must be one of {', '.join(STATUSES)}, got {status!r}")
     claimed = _number(_get(verdict, "certified_epsilon", "verdict"), "verdict.certified_epsilon",
                       allow_inf=True, low=0)
-    if not _same(claimed, certified):
-        raise _invalid("verdict.certified_epsilon",
-                       f"is {claimed!r} but certificate.epsilon is {certified!r}")
+    tested = _tested_epsilon(report, verdict, certified)
+    if not _same(claimed, tested):
+        where = ("certificate.epsilon" if tested == certified else
+                 "the certificate's epsilon at verdict.certified_delta")
+        raise _invalid("verdict.certified_epsilon", f"is {claimed!r} but {where} is {tested!r}")
+    certified = tested
     best_value = _number(_get(verdict, "max_lower_bound", "verdict"), "verdict.max_lower_bound",
                          low=0)
     if lower_epsilons and not _same(best_value, max(lower_epsilons)):
