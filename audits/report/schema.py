@@ -396,9 +396,16 @@ def _check_verdict(report: Mapping, certified: float, lower_epsilons: list[float
     _number(_get(verdict, "tightness", "verdict"), "verdict.tightness", allow_inf=True, low=0)
     _string(_get(verdict, "explanation", "verdict"), "verdict.explanation")
     violations = _list(_get(verdict, "violations", "verdict"), "verdict.violations")
+    tested_delta = verdict.get("certified_delta")
     for i, entry in enumerate(violations):
         path = f"verdict.violations[{i}]"
         eps = _check_lower_bound(entry, path)
+        details = entry.get("details")
+        if (tested_delta is not None and isinstance(details, Mapping) and "delta" in details
+                and details["delta"] != tested_delta):
+            raise _invalid(f"{path}.details.delta",
+                           f"is {details['delta']!r} but verdict.certified_delta is "
+                           f"{tested_delta!r}")
         if not eps > certified:
             raise _invalid(f"{path}.epsilon",
                            f"is {eps!r}, which does not exceed the certified {certified!r}")
