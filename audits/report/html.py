@@ -131,6 +131,11 @@ def _plain_explanation(report: Mapping) -> list[str]:
     best_text = ("No attack produced a lower bound." if best is None else
                  f"The strongest attack shows ε ≥ {fmt(best['epsilon'])} "
                  f"(tightness {fmt(verdict['tightness'], 3)}: lower bound / certificate).")
+    tested_delta = verdict.get("certified_delta", cert["delta"])
+    if tested_delta != cert["delta"]:
+        best_text += (f" The (ε, δ) tests ran at another point of the privacy profile the "
+                      f"certificate's Rényi curve implies, ε = {fmt(verdict['certified_epsilon'])}"
+                      f" at δ = {fmt(tested_delta)}, where the allocation pilot forecast more.")
     if verdict["status"] == "CONSISTENT":
         outcome = ("No lower bound exceeds the certificate, so this experiment found no evidence "
                    "against it. This does not prove the certificate; it means the attacks could "
@@ -156,9 +161,10 @@ def _plain_explanation(report: Mapping) -> list[str]:
 def _header(report: Mapping) -> str:
     verdict = report["verdict"]
     status = verdict["status"]
-    certified = fmt(report["certificate"]["epsilon"])
+    certified = fmt(verdict["certified_epsilon"])
+    at = fmt(verdict.get("certified_delta", report["certificate"]["delta"]))
     violations = "".join(
-        "<li>" + _e(f"ε ≥ {fmt(v['epsilon'])} > certified ε = {certified}: ")
+        "<li>" + _e(f"ε ≥ {fmt(v['epsilon'])} > certified ε = {certified} at δ = {at}: ")
         + _e(describe_bound(v)) + "</li>" for v in verdict["violations"])
     violations = f"<ul>{violations}</ul>" if violations else ""
     return (

@@ -99,7 +99,7 @@ def lower_bound_entries(report: Mapping) -> list[Mapping]:
 
 def blind_spot(report: Mapping) -> bool:
     """True when N trials cannot show a lower bound above the certificate at all."""
-    cert = number_value(report["certificate"]["epsilon"])
+    cert = number_value(report["verdict"].get("certified_epsilon", report["certificate"]["epsilon"]))
     ceiling = number_value(report["empirical"]["max_certifiable_epsilon"])
     return ceiling <= cert
 
@@ -117,6 +117,11 @@ def summary_text(report: Mapping) -> str:
         f"  certified epsilon   {fmt(cert['epsilon'])} at delta {fmt(cert['delta'])} from "
         f"{cert['bound']}, conversion {conversion}{alpha}",
     ]
+    tested_delta = verdict.get("certified_delta", cert["delta"])
+    if tested_delta != cert["delta"]:
+        lines.append(f"  tested at           epsilon {fmt(verdict['certified_epsilon'])} at delta "
+                     f"{fmt(tested_delta)}: the point of the privacy profile its Rényi curve "
+                     "certifies that the allocation pilot chose")
     if emp.get("attacks") is not None:
         lines.append(f"  attacks             {', '.join(emp['attacks']) or 'none'} "
                      f"({emp['attacks_rule']})")
@@ -169,7 +174,8 @@ def summary_text(report: Mapping) -> str:
                  f"{fmt(tests['overall_confidence'])} together")
     for entry in verdict["violations"]:
         lines.append(f"  VIOLATION           epsilon >= {fmt(entry['epsilon'])} > certified "
-                     f"{fmt(cert['epsilon'])} ({describe_bound(entry)})")
+                     f"{fmt(verdict['certified_epsilon'])} at delta {fmt(tested_delta)} "
+                     f"({describe_bound(entry)})")
     for entry in verdict["renyi_violations"]:
         lines.append(f"  VIOLATION           Rényi lower bound above the certified curve, attack "
                      f"{entry['attack']}, orders {', '.join(fmt(a, 3) for a in entry['orders'])}")
