@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from audits.allocation import pilot_allocation, profile_delta, trial_rows
 from audits.protocols import Certificate
 from audits.report.schema import validate_report
+from audits.report.text import summary_text
 from audits.results import AttackScores
 from audits.runner import audit_scores
 from bounds.conversions import gaussian_epsilon
@@ -155,3 +156,11 @@ def test_the_report_schema_recomputes_the_profile_epsilon_it_is_given():
     with pytest.raises(ValueError, match="no Rényi curve"):
         validate_report(curveless)
     assert math.isfinite(report["verdict"]["certified_epsilon"])
+
+
+def test_the_summary_names_the_tested_point_beside_the_stated_one():
+    report = _moved_report()
+    text = summary_text(report)
+    delta = report["verdict"]["certified_delta"]
+    assert "certified epsilon   2.524 at delta 1e-05" in text
+    assert f"tested at           epsilon 1.556 at delta {delta:g}" in text

@@ -512,9 +512,10 @@ def test_summary_violation_lists_the_numbers():
     assert text.splitlines()[0] == "Audit verdict: VIOLATION"
     violation_lines = [line for line in text.splitlines() if line.startswith("  VIOLATION")]
     assert len(violation_lines) == 2
-    assert "epsilon >= 0.61 > certified 0.4 (attack loss, statistic epsilon-delta" \
+    assert "epsilon >= 0.61 > certified 0.4 at delta 0.001 (attack loss, statistic epsilon-delta" \
         in violation_lines[0]
-    assert "epsilon >= 0.47 > certified 0.4 (attack loss, statistic gdp-mu" in violation_lines[1]
+    assert "epsilon >= 0.47 > certified 0.4 at delta 0.001 (attack loss, statistic gdp-mu" \
+        in violation_lines[1]
     assert "tightness           1.52" in text
 
 
