@@ -25,6 +25,7 @@ are grouped into calls; that is what makes resumed and distributed audits reprod
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -240,6 +241,27 @@ class TrialMechanism(Protocol):
         ``seed``."""
 
 
+@functools.lru_cache(maxsize=256)
+def _profile_epsilon(curve: tuple[tuple[float, float], ...], delta: float) -> float:
+    """:meth:`Certificate.profile_epsilon` of a (non-decreasing) curve: cached, since every
+    allocation pilot of an audit and of its simulated designs asks it of the same curve."""
+    import mpmath
+
+    from bounds.conversions import renyi_to_dp
+    from bounds.numerics import float_up, interval_endpoints, iv_precision
+
+    best = math.inf
+    with iv_precision(40):
+        for order, value in curve:
+            if not math.isfinite(value):
+                continue
+            converted = renyi_to_dp(renyi_epsilon=mpmath.iv.mpf(value),
+                                    alpha=mpmath.iv.mpf(order), delta=delta,
+                                    conversion="balle2020")
+            best = min(best, float_up(interval_endpoints(converted)[1]))
+    return best
+
+
 @dataclass(frozen=True)
 class Certificate:
     """The certified side of an audit: (epsilon, delta) and where it comes from.
@@ -353,21 +375,7 @@ class Certificate:
             return self.epsilon
         if not 0 < delta < 1:
             raise ValueError(f"a profile delta must lie in (0, 1), got {delta!r}")
-        import mpmath
-
-        from bounds.conversions import renyi_to_dp
-        from bounds.numerics import float_up, interval_endpoints, iv_precision
-
-        best = math.inf
-        with iv_precision(40):
-            for order, value in self.effective_curve():
-                if not math.isfinite(value):
-                    continue
-                converted = renyi_to_dp(renyi_epsilon=mpmath.iv.mpf(value),
-                                        alpha=mpmath.iv.mpf(order), delta=float(delta),
-                                        conversion="balle2020")
-                best = min(best, float_up(interval_endpoints(converted)[1]))
-        return best
+        return _profile_epsilon(tuple(self.effective_curve()), float(delta))
 
     @classmethod
     def from_bound(cls, bound_id: str, *, delta: float, conversion: str = "mironov",
