@@ -117,7 +117,7 @@ def test_the_pilot_moves_to_the_profile_point_only_where_it_forecasts_a_refutati
 
 def test_a_scale_leak_is_refuted_at_the_profile_point():
     # Scale 1.6 at N = 2000: the set chosen with the truth refutes the stated (2.52, 1e-5) in
-    # 0.25 of draws; at delta 1e-3, where the curve certifies 1.56, in 0.76.
+    # 0.25 of draws; at delta 1e-3, where the curve certifies 1.56, in 0.99.
     profile_refutations = 0
     for seed in range(40):
         u, r = SCALE_LEAK.draw(np.random.default_rng([406 if seed < 20 else 410, seed]), 2000)
