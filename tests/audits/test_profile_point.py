@@ -64,6 +64,29 @@ def test_a_gaussian_curves_profile_point_lies_above_the_exact_gaussian_profile(s
     assert exact <= certificate.profile_epsilon(delta) <= 1.5 * exact + 0.5
 
 
+def _rr_renyi(order: float, eps0: float) -> float:
+    """D_order of binary randomized response with parameter eps0, at 60 digits, rounded up."""
+    with mpmath.workdps(60):
+        p = mpmath.e ** eps0 / (1 + mpmath.e ** eps0)
+        a = mpmath.mpf(order)
+        value = mpmath.log(p**a * (1 - p) ** (1 - a) + (1 - p) ** a * p ** (1 - a)) / (a - 1)
+        return float(value) * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("eps0", [0.5, 1.0, 2.0])
+@pytest.mark.parametrize("delta", [1e-4, 1e-3, 1e-2])
+def test_randomized_responses_profile_point_is_valid_and_nearly_tight(eps0, delta):
+    # Binary randomized response: its exact profile is epsilon(delta) =
+    # log(e^eps0 - delta (1 + e^eps0)), and its Rényi curve at high orders nearly reaches eps0,
+    # so the converted point sits just above the truth: a conversion that came out too small
+    # would fall below it.
+    orders = (1.5, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0)
+    certificate = Certificate(epsilon=eps0, delta=1e-6,
+                              renyi_curve=tuple((a, _rr_renyi(a, eps0)) for a in orders))
+    exact = math.log(math.exp(eps0) - delta * (1 + math.exp(eps0)))
+    assert exact <= certificate.profile_epsilon(delta) <= exact + 0.011
+
+
 def test_a_certificate_without_a_curve_has_no_profile():
     plain = Certificate(epsilon=CURVE.epsilon, delta=CURVE.delta)
     with pytest.raises(ValueError, match="needs a Rényi curve"):
