@@ -7,10 +7,11 @@ the pilot statistics (:attr:`~audits.statistics.EpsilonStatistic.uses_allocation
 out its first k = :func:`~audits.statistics.allocation_pilot_size` rows (5%), P0, the
 *allocation pilot*, and the Rényi test its first 20%, a superset of P0; each test reads only
 its pilot and the rows after it. The weights (the level of each test) are a function of P0
-alone (:func:`pilot_allocation`): a kind of test that the forecasts from P0 predict cannot
-reject at the whole level -- the (epsilon, delta) tests when their predicted epsilon is at most
-the certified one, the Rényi tests when the fits' Rényi divergence stays at or below the
-certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
+alone (:func:`pilot_allocation`), and so is, for a Rényi curve, the point of its privacy
+profile the (epsilon, delta) tests are run against (:func:`profile_delta`): a kind of test
+that the forecasts from P0 predict cannot reject at the whole level -- the (epsilon, delta)
+tests when their predicted epsilon is at most the certified one, the Rényi tests when the fits'
+Rényi divergence stays at or below the certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
 :data:`FLOOR_RENYI`) and the other kind gets the rest; otherwise the split is
 :data:`RENYI_SHARE` to the Rényi tests (:func:`allocation`).
 
@@ -19,11 +20,12 @@ every value of P0 (:func:`allocation` checks this for each of its four cases). R
 and the permutation is independent of them, so given the permutation and the scores of P0, the
 other rows are still i.i.d. draws of the row law, independent of P0. Test i is a function of its
 pilot Pi (P0 itself, or the first 20%, which contains P0) and of rows outside Pi; it is valid at
-any level fixed before its tested rows are read, conditionally on Pi, and beta_i(P0) is such a
-level (P0 is part of Pi). Hence P(test i rejects a true certificate | P0) =
-E[P(test i rejects | Pi) | P0] <= beta_i(P0), and by the union bound
-P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every P0; averaging over P0
-gives the unconditional guarantee. Nothing else is needed: the choice may be as poor as the
+any level fixed before its tested rows are read, conditionally on Pi, against any (epsilon,
+delta) the certificate guarantees (every point of a Rényi curve's profile is one), and
+beta_i(P0) and the point chosen on P0 are so fixed (P0 is part of Pi). Hence
+P(test i rejects a true certificate | P0) = E[P(test i rejects | Pi) | P0] <= beta_i(P0), and
+by the union bound P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every
+P0; averaging over P0 gives the unconditional guarantee. Nothing else is needed: the choice may be as poor as the
 normal fits make it, it only moves power between tests. The argument needs every test to hold
 out P0; a statistic that reads every trial (bonferroni-pareto, sample-split, or pilot-window
 below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` trials, where it has no
