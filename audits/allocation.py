@@ -11,9 +11,9 @@ alone (:func:`pilot_allocation`), and so is, for a Rényi curve, the point of it
 profile the (epsilon, delta) tests are run against (:func:`profile_delta`): a kind of test
 that the forecasts from P0 predict cannot reject at the whole level -- the (epsilon, delta)
 tests when their predicted epsilon is at most the certified one, the Rényi tests when the fits'
-Rényi divergence stays at or below the certified curve at every order -- keeps a floor share (:data:`FLOOR_EPS`,
-:data:`FLOOR_RENYI`) and the other kind gets the rest; otherwise the split is
-:data:`RENYI_SHARE` to the Rényi tests (:func:`allocation`).
+Rényi divergence stays at or below the certified curve at every order -- keeps a floor share
+(:data:`FLOOR_EPS`, :data:`FLOOR_RENYI`) and the other kind gets the rest; otherwise the split
+is :data:`RENYI_SHARE` to the Rényi tests (:func:`allocation`).
 
 Validity. Let beta_i(P0) be the level of test i, with sum_i beta_i(P0) <= 1 - confidence for
 every value of P0 (:func:`allocation` checks this for each of its four cases). Rows are i.i.d.
@@ -25,8 +25,8 @@ delta) the certificate guarantees (every point of a Rényi curve's profile is on
 beta_i(P0) and the point chosen on P0 are so fixed (P0 is part of Pi). Hence
 P(test i rejects a true certificate | P0) = E[P(test i rejects | Pi) | P0] <= beta_i(P0), and
 by the union bound P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every
-P0; averaging over P0 gives the unconditional guarantee. Nothing else is needed: the choice may be as poor as the
-normal fits make it, it only moves power between tests. The argument needs every test to hold
+P0; averaging over P0 gives the unconditional guarantee. Nothing else is needed: the choice may
+be as poor as the normal fits make it, it only moves power between tests. The argument needs every test to hold
 out P0; a statistic that reads every trial (bonferroni-pareto, sample-split, or pilot-window
 below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` trials, where it has no
 pilot) would read P0 as tested data, so with one in the family the split stays fixed
