@@ -26,11 +26,12 @@ beta_i(P0) and the point chosen on P0 are so fixed (P0 is part of Pi). Hence
 P(test i rejects a true certificate | P0) = E[P(test i rejects | Pi) | P0] <= beta_i(P0), and
 by the union bound P(some test rejects | P0) <= sum_i beta_i(P0) <= 1 - confidence for every
 P0; averaging over P0 gives the unconditional guarantee. Nothing else is needed: the choice may
-be as poor as the normal fits make it, it only moves power between tests. The argument needs every test to hold
-out P0; a statistic that reads every trial (bonferroni-pareto, sample-split, or pilot-window
-below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS` trials, where it has no
-pilot) would read P0 as tested data, so with one in the family the split stays fixed
-(:func:`fixed_split_reason`), and the report says which rule ran (``verdict.tests.allocation``).
+be as poor as the normal fits make it, it only moves power between tests. The argument needs
+every test to hold out P0; a statistic that reads every trial (bonferroni-pareto,
+sample-split, or pilot-window below :data:`~empirical.statistics.pilot_window.MIN_PILOT_TRIALS`
+trials, where it has no pilot) would read P0 as tested data, so with one in the family the
+split stays fixed (:func:`fixed_split_reason`), and the report says which rule ran
+(``verdict.tests.allocation``).
 """
 
 from __future__ import annotations
