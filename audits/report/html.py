@@ -27,6 +27,7 @@ from audits.report.text import (
     number_value,
     percent_text,
     score_direction,
+    tested_point,
 )
 
 
@@ -131,10 +132,10 @@ def _plain_explanation(report: Mapping) -> list[str]:
     best_text = ("No attack produced a lower bound." if best is None else
                  f"The strongest attack shows ε ≥ {fmt(best['epsilon'])} "
                  f"(tightness {fmt(verdict['tightness'], 3)}: lower bound / certificate).")
-    tested_delta = verdict.get("certified_delta", cert["delta"])
+    tested_epsilon, tested_delta = tested_point(report)
     if tested_delta != cert["delta"]:
         best_text += (f" The (ε, δ) tests ran at another point of the privacy profile the "
-                      f"certificate's Rényi curve implies, ε = {fmt(verdict['certified_epsilon'])}"
+                      f"certificate's Rényi curve implies, ε = {fmt(tested_epsilon)}"
                       f" at δ = {fmt(tested_delta)}, where the allocation pilot forecast more.")
     if verdict["status"] == "CONSISTENT":
         outcome = ("No lower bound exceeds the certificate, so this experiment found no evidence "
@@ -161,8 +162,7 @@ def _plain_explanation(report: Mapping) -> list[str]:
 def _header(report: Mapping) -> str:
     verdict = report["verdict"]
     status = verdict["status"]
-    certified = fmt(verdict["certified_epsilon"])
-    at = fmt(verdict.get("certified_delta", report["certificate"]["delta"]))
+    certified, at = (fmt(x) for x in tested_point(report))
     violations = "".join(
         "<li>" + _e(f"ε ≥ {fmt(v['epsilon'])} > certified ε = {certified} at δ = {at}: ")
         + _e(describe_bound(v)) + "</li>" for v in verdict["violations"])

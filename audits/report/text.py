@@ -97,9 +97,19 @@ def lower_bound_entries(report: Mapping) -> list[Mapping]:
     return list(report["empirical"]["lower_bounds"])
 
 
+def tested_point(report: Mapping) -> tuple[Any, Any]:
+    """(certified epsilon, delta) the verdict's (epsilon, delta) tests ran against: the stated
+    pair, or the point of the Rényi curve's privacy profile the allocation pilot chose (reports
+    of older code carry the stated pair only)."""
+    cert, verdict = report["certificate"], report["verdict"]
+    if "certified_delta" not in verdict:
+        return cert["epsilon"], cert["delta"]
+    return verdict["certified_epsilon"], verdict["certified_delta"]
+
+
 def blind_spot(report: Mapping) -> bool:
     """True when N trials cannot show a lower bound above the certificate at all."""
-    cert = number_value(report["verdict"].get("certified_epsilon", report["certificate"]["epsilon"]))
+    cert = number_value(tested_point(report)[0])
     ceiling = number_value(report["empirical"]["max_certifiable_epsilon"])
     return ceiling <= cert
 
@@ -117,9 +127,9 @@ def summary_text(report: Mapping) -> str:
         f"  certified epsilon   {fmt(cert['epsilon'])} at delta {fmt(cert['delta'])} from "
         f"{cert['bound']}, conversion {conversion}{alpha}",
     ]
-    tested_delta = verdict.get("certified_delta", cert["delta"])
+    tested_epsilon, tested_delta = tested_point(report)
     if tested_delta != cert["delta"]:
-        lines.append(f"  tested at           epsilon {fmt(verdict['certified_epsilon'])} at delta "
+        lines.append(f"  tested at           epsilon {fmt(tested_epsilon)} at delta "
                      f"{fmt(tested_delta)}: the point of the privacy profile its Rényi curve "
                      "certifies that the allocation pilot chose")
     if emp.get("attacks") is not None:
@@ -174,7 +184,7 @@ def summary_text(report: Mapping) -> str:
                  f"{fmt(tests['overall_confidence'])} together")
     for entry in verdict["violations"]:
         lines.append(f"  VIOLATION           epsilon >= {fmt(entry['epsilon'])} > certified "
-                     f"{fmt(verdict['certified_epsilon'])} at delta {fmt(tested_delta)} "
+                     f"{fmt(tested_epsilon)} at delta {fmt(tested_delta)} "
                      f"({describe_bound(entry)})")
     for entry in verdict["renyi_violations"]:
         lines.append(f"  VIOLATION           Rényi lower bound above the certified curve, attack "
