@@ -10,33 +10,148 @@ reports the mean ratio.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from empirical.benchmarks.power import peer_epsilon
 from empirical.statistics.pilot_regions import pilot_regions_epsilon_lower_bound
+from empirical.statistics.thresholds import clopper_pearson_upper
 
-__all__ = ["SCORE_LAWS", "peer_suite"]
+__all__ = ["SCORE_LAWS", "ScoreLaw", "TruthChosenBound", "fixed_rule_mean_bound", "peer_suite",
+           "truth_chosen_bound"]
+
+
+_MIXTURE_MODES = (-2.0, 2.0)
 
 
 def _mixture(rng: np.random.Generator, n: int, shift: float) -> np.ndarray:
-    side = np.where(rng.random(n) < 0.5, -2.0, 2.0)
+    side = np.where(rng.random(n) < 0.5, *_MIXTURE_MODES)
     return shift + side + rng.normal(0.0, 1.0, n)
 
 
+def _mixture_survival(t: np.ndarray, shift: float) -> np.ndarray:
+    return sum(0.5 * stats.norm.sf(t - shift - mode) for mode in _MIXTURE_MODES)
+
+
 Draw = Callable[[np.random.Generator, int], tuple[np.ndarray, np.ndarray]]
-SCORE_LAWS: dict[str, Draw] = {
-    "gaussian": lambda rng, n: (rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)),
-    "laplace": lambda rng, n: (rng.laplace(1.0, 1.0, n), rng.laplace(0.0, 1.0, n)),
-    "logistic": lambda rng, n: (rng.logistic(1.0, 1.0, n), rng.logistic(0.0, 1.0, n)),
-    "exponential": lambda rng, n: (1.0 + rng.exponential(1.0, n), rng.exponential(1.0, n)),
-    "student-t3": lambda rng, n: (1.0 + rng.standard_t(3, n), rng.standard_t(3, n)),
-    "mixture": lambda rng, n: (_mixture(rng, n, 1.0), _mixture(rng, n, 0.0)),
-    "binomial": lambda rng, n: (rng.binomial(20, 0.6, n).astype(float),
-                                rng.binomial(20, 0.5, n).astype(float)),
+Survival = Callable[[np.ndarray], np.ndarray]
+
+
+@dataclass(frozen=True)
+class ScoreLaw:
+    """One location pair of the peer suite: ``draw(rng, n)`` gives ``n`` unlearned and ``n``
+    retrained scores; ``survival_positive(t)`` and ``survival_negative(t)`` are their exact
+    P(score >= t); ``thresholds`` the grid the truth-chosen threshold is sought on (every
+    support point of a discrete law)."""
+
+    draw: Draw
+    survival_positive: Survival
+    survival_negative: Survival
+    thresholds: np.ndarray = dataclasses.field(
+        default_factory=lambda: np.linspace(-8.0, 10.0, 361))
+
+
+SCORE_LAWS: dict[str, ScoreLaw] = {
+    "gaussian": ScoreLaw(
+        lambda rng, n: (rng.normal(1.0, 1.0, n), rng.normal(0.0, 1.0, n)),
+        lambda t: stats.norm.sf(t - 1.0), stats.norm.sf),
+    "laplace": ScoreLaw(
+        lambda rng, n: (rng.laplace(1.0, 1.0, n), rng.laplace(0.0, 1.0, n)),
+        lambda t: stats.laplace.sf(t - 1.0), stats.laplace.sf),
+    "logistic": ScoreLaw(
+        lambda rng, n: (rng.logistic(1.0, 1.0, n), rng.logistic(0.0, 1.0, n)),
+        lambda t: stats.logistic.sf(t - 1.0), stats.logistic.sf),
+    "exponential": ScoreLaw(
+        lambda rng, n: (1.0 + rng.exponential(1.0, n), rng.exponential(1.0, n)),
+        lambda t: stats.expon.sf(t - 1.0), stats.expon.sf,
+        # the support edges 0 and 1 are where the reverse inequality's optimum lies
+        np.union1d(np.linspace(-1.0, 12.0, 261), [1.0])),
+    "student-t3": ScoreLaw(
+        lambda rng, n: (1.0 + rng.standard_t(3, n), rng.standard_t(3, n)),
+        lambda t: stats.t.sf(t - 1.0, 3), lambda t: stats.t.sf(t, 3)),
+    "mixture": ScoreLaw(
+        lambda rng, n: (_mixture(rng, n, 1.0), _mixture(rng, n, 0.0)),
+        lambda t: _mixture_survival(t, 1.0), lambda t: _mixture_survival(t, 0.0)),
+    "binomial": ScoreLaw(
+        lambda rng, n: (rng.binomial(20, 0.6, n).astype(float),
+                        rng.binomial(20, 0.5, n).astype(float)),
+        lambda t: stats.binom.sf(np.ceil(t) - 1.0, 20, 0.6),
+        lambda t: stats.binom.sf(np.ceil(t) - 1.0, 20, 0.5),
+        np.arange(0.0, 22.0)),
 }
+
+
+@dataclass(frozen=True)
+class TruthChosenBound:
+    """The exact mean of one Clopper-Pearson (epsilon, delta) lower bound at a threshold fixed
+    with the truth, the whole level on it, every row tested (:func:`truth_chosen_bound`)."""
+
+    epsilon_mean: float
+    threshold: float
+    inequality: str  # "forward": {score >= t} bound by its FPR; "reverse": {score < t}, its FNR
+    binding_share: float  # the binding rate's part of the level
+
+
+# Binding-rate shares of the level the truth-chosen rule may take (the audits' own is 0.7).
+_BINDING_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
+# Binomial tails beyond this many standard deviations are left out of the exact mean: their
+# mass is below 1e-18, and a bound is at most log(1 / upper bound) < 50.
+_TAIL_SDS = 9.0
+
+
+def _counts(p: float, n: int) -> tuple[np.ndarray, np.ndarray]:
+    sd = math.sqrt(n * p * (1.0 - p)) + 1.0
+    k = np.arange(max(0, math.floor(n * p - _TAIL_SDS * sd)),
+                  min(n, math.ceil(n * p + _TAIL_SDS * sd)) + 1)
+    return k, stats.binom.pmf(k, n, p)
+
+
+def fixed_rule_mean_bound(*, detected: float, binding: float, n: int, delta: float,
+                          alpha: float, binding_share: float) -> float:
+    """Exact mean of max(0, log((1 - delta - FNR_hi) / FPR_hi)) for one set S fixed in
+    advance, tested on ``n`` rows a world: FPR_hi the Clopper-Pearson upper bound at
+    ``binding_share`` alpha on the binding count ~ Bin(n, ``binding``), FNR_hi at the rest on
+    the missed count ~ Bin(n, 1 - ``detected``), independent (Kairouz, Oh, Viswanath 2015,
+    Theorem 2.1; Clopper and Pearson 1934)."""
+    missed, missed_pmf = _counts(1.0 - detected, n)
+    bound, bound_pmf = _counts(binding, n)
+    lower = 1.0 - delta - clopper_pearson_upper(missed, n, (1.0 - binding_share) * alpha)
+    upper = clopper_pearson_upper(bound, n, binding_share * alpha)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = np.log(np.where(lower > 0.0, lower, np.nan))[:, None] - np.log(upper)[None, :]
+    value = np.where(np.isnan(value), 0.0, np.maximum(value, 0.0))
+    return float(missed_pmf @ value @ bound_pmf)
+
+
+def truth_chosen_bound(law: str, *, n: int, delta: float, alpha: float = 0.05
+                       ) -> TruthChosenBound:
+    """The best mean bound of a single threshold rule chosen knowing ``law``: over the law's
+    threshold grid, both inequalities and the binding shares, the rule whose exact mean
+    (:func:`fixed_rule_mean_bound`) is largest, with all ``n`` rows a world and all of
+    ``alpha``. No valid test that must find its rule in the data does better on average unless
+    it, like the peer, maximizes over many rules; it is the ceiling the peer suite's cells are
+    read against."""
+    score_law = SCORE_LAWS[law]
+    best = TruthChosenBound(0.0, math.nan, "none", math.nan)
+    for t in score_law.thresholds:
+        p_above = float(score_law.survival_positive(np.asarray(t)))
+        q_above = float(score_law.survival_negative(np.asarray(t)))
+        candidates = (("forward", p_above, q_above), ("reverse", 1.0 - q_above, 1.0 - p_above))
+        for inequality, detected, binding in candidates:
+            if not (binding < 1.0 and detected > delta):
+                continue
+            for share in _BINDING_SHARES:
+                mean = fixed_rule_mean_bound(detected=detected, binding=binding, n=n,
+                                             delta=delta, alpha=alpha, binding_share=share)
+                if mean > best.epsilon_mean:
+                    best = TruthChosenBound(mean, float(t), inequality, share)
+    return best
 
 
 def peer_suite(*, laws: Sequence[str] = tuple(SCORE_LAWS), sizes: Sequence[int] = (1_000, 10_000),
@@ -47,7 +162,7 @@ def peer_suite(*, laws: Sequence[str] = tuple(SCORE_LAWS), sizes: Sequence[int] 
     range. Rows without jax-privacy installed carry ``peer`` None."""
     rows = []
     for law in laws:
-        draw = SCORE_LAWS[law]
+        draw = SCORE_LAWS[law].draw
         for n in sizes:
             for delta in deltas:
                 ours, theirs = [], []

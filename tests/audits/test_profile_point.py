@@ -104,7 +104,7 @@ def test_the_profile_delta_is_two_over_the_trials_capped_and_above_the_stated_de
 def test_the_pilots_forecast_never_grows_with_delta(law):
     forecast = statistic("pilot-regions").forecast
     for seed in range(6):
-        u, r = SCORE_LAWS[law](np.random.default_rng([409, seed]), 100)
+        u, r = SCORE_LAWS[law].draw(np.random.default_rng([409, seed]), 100)
         values = [forecast(u, r, n_positive=1900, n_negative=1900, delta=delta, alpha=0.05,
                            both_orientations=True, direction="both")
                   for delta in (1e-5, 1e-4, 1e-3, 1e-2)]
