@@ -87,6 +87,13 @@ class AuditResult:
         return float(self.report["certificate"]["epsilon"])
 
     @property
+    def certified_delta(self) -> float:
+        """The delta of the point the (epsilon, delta) tests were compared at: the stated delta,
+        or the privacy-profile point the pilot chose for a certificate with a Rényi curve."""
+        verdict = self.report["verdict"]
+        return float(verdict.get("certified_delta", self.report["certificate"]["delta"]))
+
+    @property
     def max_lower_bound(self) -> float:
         """The largest empirical lower bound on epsilon."""
         return float(self.report["verdict"]["max_lower_bound"])

@@ -408,11 +408,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--path", help="the file or folder of --dataset mnist, cifar10 or npz")
     p.add_argument("--model", help="model, for algorithms with several (e.g. mlp, cnn)")
     p.set_defaults(func=cmd_bench_trials)
-    from audits.cli.bench import add_exact_command, add_power_command, add_tightness_command
+    from audits.cli.bench import (
+        add_exact_command,
+        add_laws_command,
+        add_leaks_command,
+        add_power_command,
+        add_tightness_command,
+    )
 
     add_power_command(bench)  # unlearn bench power
     add_tightness_command(bench)  # unlearn bench tightness
     add_exact_command(bench)  # unlearn bench exact
+    add_laws_command(bench)  # unlearn bench laws
+    add_leaks_command(bench)  # unlearn bench leaks
 
     try:
         from audits.cli.audit import add_audit_commands

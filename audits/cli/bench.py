@@ -19,8 +19,9 @@ from audits.adapters.mechanism import time_batched_and_loop
 from audits.registry import adapter_names, default_adapter, get_adapter
 from bounds.registry import get_reproduction
 
-__all__ = ["ALL_ALGORITHMS", "add_exact_command", "add_power_command", "add_tightness_command",
-           "bounds_benchmark", "power_summary", "trials_benchmark", "trials_table"]
+__all__ = ["ALL_ALGORITHMS", "add_exact_command", "add_laws_command", "add_leaks_command",
+           "add_power_command", "add_tightness_command", "bounds_benchmark", "power_summary",
+           "trials_benchmark", "trials_table"]
 
 
 def _rate(fn: Callable[[], Any], count: int, *, min_seconds: float = 0.3) -> tuple[float, float]:
@@ -500,3 +501,138 @@ def add_exact_command(bench_subparsers: Any) -> None:
                    help="also audit each certificate on N draws per side from the exact laws, "
                         "scored by their log-likelihood ratio (default 0: no audit)")
     p.set_defaults(func=_cmd_bench_exact, own_progress=True)
+
+
+# ----------------------------------------------------------------------------------------------
+# unlearn bench laws / leaks: the default statistic beside jax-privacy and a truth-chosen ceiling
+# on score laws beyond the Gaussian; the verdict on leaks a shift does not describe.
+
+
+def _list_option(text: str | None, kind: Callable[[str], Any], what: str,
+                 default: tuple[Any, ...]) -> tuple[Any, ...]:
+    from audits.cli.common import CommandError
+    from audits.tightness import parse_list
+
+    if text is None:
+        return default
+    try:
+        return parse_list(text, kind, what)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _trial_sizes(text: str | None, default: tuple[int, ...]) -> tuple[int, ...]:
+    from audits.cli.common import CommandError
+
+    sizes = _list_option(text, int, "--trials", default)
+    if any(not 2 <= n <= MAX_SUITE_TRIALS for n in sizes):
+        raise CommandError(f"--trials: every value must be between 2 and {MAX_SUITE_TRIALS}")
+    return sizes
+
+
+def _deltas(text: str | None, default: tuple[float, ...]) -> tuple[float, ...]:
+    from audits.cli.common import CommandError
+
+    deltas = _list_option(text, float, "--deltas", default)
+    if any(not 0.0 < d < 1.0 for d in deltas):
+        raise CommandError("--deltas: every value must lie strictly between 0 and 1")
+    return deltas
+
+
+# Trials per side of one cell: above it the score arrays alone take tens of MB per draw and the
+# runs take hours; refused before any array is drawn.
+MAX_SUITE_TRIALS = 1_000_000
+
+
+def _cmd_bench_laws(args: Any) -> None:
+    from audits.cli.common import CommandError, emit
+    from empirical.benchmarks.score_laws import SCORE_LAWS, law_table, peer_suite
+
+    laws = _list_option(args.laws, str, "--laws", tuple(sorted(SCORE_LAWS)))
+    unknown = [law for law in laws if law not in SCORE_LAWS]
+    if unknown:
+        raise CommandError(f"--laws: unknown {', '.join(unknown)}; choose from "
+                           f"{', '.join(sorted(SCORE_LAWS))}")
+    sizes = _trial_sizes(args.trials, (1_000, 10_000))
+    deltas = _deltas(args.deltas, (1e-5, 1e-3))
+    started = time.perf_counter()
+    with progress.reporting("bench laws", enabled=not args.quiet, as_json=args.json):
+        rows = peer_suite(laws=laws, sizes=sizes, deltas=deltas, runs=args.runs, seed=args.seed,
+                          progress=progress.line)
+    result = {"rows": [row.to_dict() for row in rows], "seed": args.seed,
+              "seconds": time.perf_counter() - started}
+    emit(result, args.json, law_table(rows))
+
+
+def add_laws_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench laws`` under the ``bench`` subcommands."""
+    from audits.cli.common import integer_in
+
+    p = bench_subparsers.add_parser(
+        "laws", help="the default (epsilon, delta) statistic beside jax-privacy and a "
+                     "truth-chosen ceiling, on seven score laws",
+        description="Unlearned scores shifted by one unit against retrained ones under seven "
+                    "laws (Gaussian, Laplace, logistic, exponential, Student-t 3, a two-mode "
+                    "mixture, binomial): per law, N and delta, the mean lower bound of the "
+                    "default statistic and of jax-privacy's two-sided Bonferroni auditor "
+                    "(when installed) over seeded draws, and the exact mean bound of the best "
+                    "threshold fixed knowing the law. Progress lines go to stderr.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--laws", default=None, metavar="LIST", help="comma-separated (default all)")
+    p.add_argument("--trials", default=None, metavar="LIST",
+                   help="trials per side, comma-separated (default 1000,10000)")
+    p.add_argument("--deltas", default=None, metavar="LIST",
+                   help="deltas, comma-separated (default 1e-5,1e-3)")
+    p.add_argument("--runs", type=integer_in(1, 10_000), default=20,
+                   help="seeded draws per cell (default 20)")
+    p.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=4242,
+                   help="master seed (default 4242, the draws of docs/audits.md)")
+    p.set_defaults(func=_cmd_bench_laws, own_progress=True)
+
+
+def _cmd_bench_leaks(args: Any) -> None:
+    from audits.cli.common import CommandError, emit
+    from audits.leak_suite import DEFAULT_SIZES, leak_suite, leak_table, select_leaks
+
+    sizes = _trial_sizes(args.trials, DEFAULT_SIZES)
+    names = None if args.leaks is None else _list_option(args.leaks, str, "--leaks", ())
+    try:
+        select_leaks(names)
+    except ValueError as exc:
+        raise CommandError(f"--leaks: {exc}") from None
+    started = time.perf_counter()
+    with progress.reporting("bench leaks", enabled=not args.quiet, as_json=args.json):
+        rows = leak_suite(sizes=sizes, runs=args.runs, seed=args.seed, leaks=names,
+                          progress=progress.line)
+    result = {"rows": [row.to_dict() for row in rows], "seed": args.seed,
+              "seconds": time.perf_counter() - started}
+    emit(result, args.json, leak_table(rows))
+
+
+def add_leaks_command(bench_subparsers: Any) -> None:
+    """Register ``unlearn bench leaks`` under the ``bench`` subcommands."""
+    from audits.cli.common import integer_in
+    from audits.leak_suite import DEFAULT_SEED
+
+    p = bench_subparsers.add_parser(
+        "leaks", help="the verdict on leaks a shift does not describe, beside a set chosen "
+                      "with the truth",
+        description="Rare outputs, an atom inside the bulk, a one-tail leak, a spread, two-mode "
+                    "bands and an interleaved mechanism with no privacy, around the Gaussian "
+                    "mechanism at sigma 2: per leak and N, the VIOLATIONs of seeded audits "
+                    "with the (epsilon, delta) pair alone and with its Rényi curve, and the "
+                    "exact refutation rate of the best set fixed knowing the laws. Set "
+                    "UNLEARN_DETECTABLE=0 to skip what each CONSISTENT audit could have seen "
+                    "(a few seconds per design). Progress lines go to stderr.")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--leaks", default=None, metavar="LIST",
+                   help="comma-separated starts of leak names, e.g. scale,rare (default all)")
+    p.add_argument("--trials", default=None, metavar="LIST",
+                   help="trials per side, comma-separated (default 2000,20000)")
+    p.add_argument("--runs", type=integer_in(1, 10_000), default=20,
+                   help="audits per cell and statement (default 20)")
+    p.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=DEFAULT_SEED,
+                   help=f"master seed (default {DEFAULT_SEED}, the draws of docs/audits.md)")
+    p.set_defaults(func=_cmd_bench_leaks, own_progress=True)

@@ -5,7 +5,9 @@ Each law here is a location pair, unlearned shifted by one unit against retraine
 Laplace, logistic, exponential (a support edge), Student-t with 3 degrees of freedom (heavy
 tails, a likelihood ratio that returns to 1 in both tails), a two-component Gaussian mixture
 and a binomial (tied scores). :func:`peer_suite` runs both bounds on the same seeded draws and
-reports the mean ratio.
+reports the mean ratio, beside the ceiling :func:`truth_chosen_bound` computes exactly from each
+law's declared survival functions: the mean bound of the one threshold a tester knowing the law
+would fix (``unlearn bench laws``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from empirical.benchmarks.power import peer_epsilon
 from empirical.statistics.pilot_regions import pilot_regions_epsilon_lower_bound
 from empirical.statistics.thresholds import clopper_pearson_upper
 
-__all__ = ["SCORE_LAWS", "ScoreLaw", "TruthChosenBound", "fixed_rule_mean_bound", "peer_suite",
-           "truth_chosen_bound"]
+__all__ = ["SCORE_LAWS", "LawRow", "ScoreLaw", "TruthChosenBound", "fixed_rule_mean_bound",
+           "law_table", "peer_suite", "truth_chosen_bound"]
 
 
 _MIXTURE_MODES = (-2.0, 2.0)
@@ -154,12 +156,46 @@ def truth_chosen_bound(law: str, *, n: int, delta: float, alpha: float = 0.05
     return best
 
 
+@dataclass(frozen=True)
+class LawRow:
+    """One cell of the peer suite: the default statistic's and jax-privacy's mean lower bound
+    over ``runs`` seeded draws, and the exact mean of the rule fixed with the truth
+    (:func:`truth_chosen_bound`). ``peer`` is None without jax-privacy installed."""
+
+    law: str
+    n_per_side: int
+    delta: float
+    runs: int
+    default: float
+    peer: float | None
+    truth_chosen: TruthChosenBound
+
+    @property
+    def ratio(self) -> float | None:
+        """Default over peer (None without a positive peer mean)."""
+        return self.default / self.peer if self.peer else None
+
+    def to_dict(self) -> dict[str, Any]:
+        ceiling = self.truth_chosen.epsilon_mean
+        return {"law": self.law, "n_per_side": self.n_per_side, "delta": self.delta,
+                "runs": self.runs, "default": self.default, "peer": self.peer,
+                "ratio": self.ratio, "truth_chosen": dataclasses.asdict(self.truth_chosen),
+                "default_over_truth_chosen": self.default / ceiling if ceiling > 0 else None,
+                "peer_over_truth_chosen": (self.peer / ceiling
+                                           if ceiling > 0 and self.peer is not None else None)}
+
+
 def peer_suite(*, laws: Sequence[str] = tuple(SCORE_LAWS), sizes: Sequence[int] = (1_000, 10_000),
                deltas: Sequence[float] = (1e-5, 1e-3), runs: int = 20, alpha: float = 0.05,
-               seed: int = 0) -> list[dict[str, Any]]:
+               seed: int = 0, progress: Callable[[str], None] | None = None
+               ) -> tuple[LawRow, ...]:
     """Per (law, n, delta): the default statistic's and jax-privacy's mean lower bound over
-    ``runs`` seeded draws of ``n`` scores per side, their ratio, and the single-draw ratios'
-    range. Rows without jax-privacy installed carry ``peer`` None."""
+    ``runs`` seeded draws of ``n`` scores per side (draw ``run`` from
+    ``default_rng([seed, run, n, law's index in sorted order])``, the default's pilot seeded by
+    ``run``) and the truth-chosen rule's exact mean."""
+    unknown = sorted(set(laws) - set(SCORE_LAWS))
+    if unknown:
+        raise ValueError(f"unknown score law(s) {unknown}; known: {sorted(SCORE_LAWS)}")
     rows = []
     for law in laws:
         draw = SCORE_LAWS[law].draw
@@ -174,10 +210,32 @@ def peer_suite(*, laws: Sequence[str] = tuple(SCORE_LAWS), sizes: Sequence[int] 
                     peer = peer_epsilon(positive, negative, delta=delta, alpha=alpha)
                     if peer is not None:
                         theirs.append(peer)
-                row: dict[str, Any] = {"law": law, "n_per_side": n, "delta": delta,
-                                       "runs": runs, "default": float(np.mean(ours)),
-                                       "peer": float(np.mean(theirs)) if theirs else None}
-                if theirs and row["peer"] > 0:
-                    row["ratio"] = row["default"] / row["peer"]
-                rows.append(row)
-    return rows
+                rows.append(LawRow(law=law, n_per_side=n, delta=delta, runs=runs,
+                                   default=float(np.mean(ours)),
+                                   peer=float(np.mean(theirs)) if theirs else None,
+                                   truth_chosen=truth_chosen_bound(law, n=n, delta=delta,
+                                                                   alpha=alpha)))
+                if progress is not None:
+                    progress(f"{law} N={n} delta={delta:g}: default {rows[-1].default:.4g}")
+    return tuple(rows)
+
+
+def law_table(rows: Sequence[LawRow]) -> str:
+    """The peer suite as a text table: means, default / peer, and both over the truth-chosen
+    rule's mean."""
+    lines = [f"{'law':12s} {'N':>6s} {'delta':>7s} {'default':>8s} {'peer':>8s} {'truth':>8s} "
+             f"{'def/peer':>8s} {'def/truth':>9s} {'peer/truth':>10s}"]
+    for row in rows:
+        ceiling = row.truth_chosen.epsilon_mean
+
+        def cell(value: float | None, width: int) -> str:
+            return f"{value:{width}.3f}" if value is not None else f"{'-':>{width}s}"
+
+        lines.append(
+            f"{row.law:12s} {row.n_per_side:6d} {row.delta:7.0e} {row.default:8.3f} "
+            f"{cell(row.peer, 8)} {ceiling:8.3f} {cell(row.ratio, 8)} "
+            f"{cell(row.default / ceiling if ceiling > 0 else None, 9)} "
+            f"{cell(row.peer / ceiling if ceiling > 0 and row.peer is not None else None, 10)}")
+    lines.append("truth: the exact mean bound of the best threshold fixed knowing the law, the "
+                 "whole level on it, every row tested (empirical.benchmarks.score_laws)")
+    return "\n".join(lines)

@@ -6,27 +6,20 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 
-from audits.protocols import Certificate
-from audits.runner import audit_scores
+from audits.leak_suite import leak_certificates, leak_suite
 from empirical.benchmarks.leaks import LEAKS, truth_chosen_power
 from empirical.statistics.pilot_window import LEAD_SHARE
 
-CURVE = Certificate.from_bound("gaussian:rdp", delta=1e-5, sensitivity=1, sigma=2)
-PLAIN = Certificate(epsilon=CURVE.epsilon, delta=CURVE.delta)
+PLAIN, CURVE = leak_certificates()
 RUNS = 10
+SEED = 31_337  # the test's draws, not the measurements' (audits.leak_suite.DEFAULT_SEED)
 
 
-def _rate(leak, n: int, certificate: Certificate, runs: int = RUNS) -> tuple[float, list[str]]:
-    statuses = []
-    for seed in range(runs):
-        unlearned, retrained = leak.draw(np.random.default_rng([31_337, n, seed]), n)
-        statuses.append(audit_scores(unlearned={"s": unlearned}, retrained={"s": retrained},
-                                     certificate=certificate, seed=seed,
-                                     estimators=[]).status)
-    return statuses.count("VIOLATION") / runs, statuses
+def _suite_row(leak, n: int, runs: int = RUNS):
+    (row,) = leak_suite(sizes=(n,), runs=runs, seed=SEED, leaks=[leak.name])
+    return row
 
 
 def _slack(rate: float, runs: int) -> float:
@@ -56,9 +49,10 @@ def _cases():
 @pytest.mark.slow  # 6 leaks x 2 sizes x 2 certificates x 10 audits, up to 20,000 per side
 @pytest.mark.parametrize(("leak", "n"), list(_cases()))
 def test_the_verdict_sees_what_a_set_chosen_with_the_truth_sees(leak, n):
-    truth, _ = truth_chosen_power(leak, n=n, epsilon=PLAIN.epsilon, delta=PLAIN.delta)
-    plain, _ = _rate(leak, n, PLAIN)
-    with_curve, _ = _rate(leak, n, CURVE)
+    row = _suite_row(leak, n)
+    truth = row.truth_chosen
+    plain = row.plain["VIOLATION"] / row.runs
+    with_curve = row.curve["VIOLATION"] / row.runs
     assert plain >= 0.8 * truth - _slack(truth, RUNS), (plain, truth)
     # stating more never sees less
     assert with_curve >= plain - _slack(plain, RUNS), (with_curve, plain)
@@ -67,9 +61,8 @@ def test_the_verdict_sees_what_a_set_chosen_with_the_truth_sees(leak, n):
 @pytest.mark.slow
 def test_a_mechanism_whose_scores_interleave_the_worlds_is_never_consistent():
     leak = next(leak for leak in LEAKS if leak.no_privacy)
-    for certificate in (PLAIN, CURVE):
-        _, statuses = _rate(leak, 20_000, certificate, runs=5)
-        assert "CONSISTENT" not in statuses, statuses
+    row = _suite_row(leak, 20_000, runs=5)
+    assert row.plain["CONSISTENT"] == row.curve["CONSISTENT"] == 0, row
 
 
 @pytest.mark.parametrize(("name", "whole", "at_the_lead"), [("multimodal", 0.83, 0.59),

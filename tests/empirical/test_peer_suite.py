@@ -32,4 +32,4 @@ def _cases():
 def test_default_statistic_reaches_the_peer(law, n):
     for row in peer_suite(laws=(law,), sizes=(n,), runs=20, seed=77):
         # 3%: about two standard errors of a mean ratio over 20 draws at N = 10^3
-        assert row["ratio"] >= 0.97, row
+        assert row.ratio >= 0.97, row
