@@ -395,6 +395,15 @@ def add_power_command(bench_subparsers: Any) -> None:
     p.set_defaults(func=_cmd_bench_power)
 
 
+def _study_parser(bench_subparsers: Any, name: str, *, help: str, description: str) -> Any:
+    """A ``bench`` study's parser with the options every study takes: ``--json`` (one JSON
+    object on stdout) and ``--quiet`` (no progress lines on stderr)."""
+    p = bench_subparsers.add_parser(name, help=help, description=description)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return p
+
+
 # ----------------------------------------------------------------------------------------------
 # unlearn bench tightness: how loose each certificate is in practice (audits.tightness).
 
@@ -417,16 +426,15 @@ def add_tightness_command(bench_subparsers: Any) -> None:
     from audits.cli.common import integer_in
     from audits.tightness import DEFAULT_FACTORS, DEFAULT_SEEDS, DEFAULT_SIZES
 
-    p = bench_subparsers.add_parser(
-        "tightness", help="how loose each certificate is: certified, exact and audited epsilon, "
-                          "and the smallest noise reduction the audit flags",
+    p = _study_parser(
+        bench_subparsers, "tightness",
+        help="how loose each certificate is: certified, exact and audited epsilon, "
+             "and the smallest noise reduction the audit flags",
         description="For each algorithm at its demo settings and each N: the certified epsilon, "
                     "the exact epsilon where the report computes one, the audit's largest lower "
                     "bound, and the smallest factor f on a grid such that the mechanism run with "
                     "its noise divided by f (certificate unchanged) is flagged VIOLATION in at "
                     "least REQUIRED of SEEDS audits. Progress lines go to stderr (--quiet: none).")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--algorithm", default="all", metavar="NAMES",
                    help="a registered algorithm, a comma-separated list, or 'all' (default)")
     p.add_argument("--trials", default=None, metavar="LIST",
@@ -486,15 +494,14 @@ def add_exact_command(bench_subparsers: Any) -> None:
     """Register ``unlearn bench exact`` under the ``bench`` subcommands."""
     from audits.cli.common import integer_in
 
-    p = bench_subparsers.add_parser(
-        "exact", help="certified against exact epsilon and Rényi divergence on small instances",
+    p = _study_parser(
+        bench_subparsers, "exact",
+        help="certified against exact epsilon and Rényi divergence on small instances",
         description="For each algorithm, one small one-dimensional instance inside its "
                     "theorem's assumptions: the exact laws of the mechanism as run (density "
                     "propagation on a grid, refined once for the error), the exact epsilon at "
                     "delta and Rényi divergence at the certificate's order, against the "
                     "certificate. Progress lines go to stderr (--quiet: none).")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--algorithm", default="all", metavar="NAMES",
                    help="an algorithm, a comma-separated list, or 'all' (default)")
     p.add_argument("--audit", type=integer_in(0, 1_000_000), default=0, metavar="N",
@@ -568,17 +575,16 @@ def add_laws_command(bench_subparsers: Any) -> None:
     """Register ``unlearn bench laws`` under the ``bench`` subcommands."""
     from audits.cli.common import integer_in
 
-    p = bench_subparsers.add_parser(
-        "laws", help="the default (epsilon, delta) statistic beside jax-privacy and a "
-                     "truth-chosen ceiling, on seven score laws",
+    p = _study_parser(
+        bench_subparsers, "laws",
+        help="the default (epsilon, delta) statistic beside jax-privacy and a "
+             "truth-chosen ceiling, on seven score laws",
         description="Unlearned scores shifted by one unit against retrained ones under seven "
                     "laws (Gaussian, Laplace, logistic, exponential, Student-t 3, a two-mode "
                     "mixture, binomial): per law, N and delta, the mean lower bound of the "
                     "default statistic and of jax-privacy's two-sided Bonferroni auditor "
                     "(when installed) over seeded draws, and the exact mean bound of the best "
                     "threshold fixed knowing the law. Progress lines go to stderr.")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--laws", default=None, metavar="LIST", help="comma-separated (default all)")
     p.add_argument("--trials", default=None, metavar="LIST",
                    help="trials per side, comma-separated (default 1000,10000)")
@@ -615,9 +621,10 @@ def add_leaks_command(bench_subparsers: Any) -> None:
     from audits.cli.common import integer_in
     from audits.leak_suite import DEFAULT_SEED
 
-    p = bench_subparsers.add_parser(
-        "leaks", help="the verdict on leaks a shift does not describe, beside a set chosen "
-                      "with the truth",
+    p = _study_parser(
+        bench_subparsers, "leaks",
+        help="the verdict on leaks a shift does not describe, beside a set chosen "
+             "with the truth",
         description="Rare outputs, an atom inside the bulk, a one-tail leak, a spread, two-mode "
                     "bands and an interleaved mechanism with no privacy, around the Gaussian "
                     "mechanism at sigma 2: per leak and N, the VIOLATIONs of seeded audits "
@@ -625,8 +632,6 @@ def add_leaks_command(bench_subparsers: Any) -> None:
                     "exact refutation rate of the best set fixed knowing the laws. Set "
                     "UNLEARN_DETECTABLE=0 to skip what each CONSISTENT audit could have seen "
                     "(a few seconds per design). Progress lines go to stderr.")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--leaks", default=None, metavar="LIST",
                    help="comma-separated starts of leak names, e.g. scale,rare (default all)")
     p.add_argument("--trials", default=None, metavar="LIST",
