@@ -62,6 +62,7 @@ class LeakRow:
     truth_chosen_set: str | None
 
     def to_dict(self) -> dict[str, Any]:
+        """The row at the JSON boundary."""
         return {"leak": self.leak, "n_per_side": self.n_per_side, "runs": self.runs,
                 "plain": dict(self.plain), "curve": dict(self.curve),
                 "curve_at_profile_point": self.curve_at_profile_point,

@@ -599,19 +599,20 @@ def add_laws_command(bench_subparsers: Any) -> None:
 
 def _cmd_bench_leaks(args: Any) -> None:
     from audits.cli.common import CommandError, emit
-    from audits.leak_suite import DEFAULT_SIZES, leak_suite, leak_table, select_leaks
+    from audits.leak_suite import DEFAULT_SEED, DEFAULT_SIZES, leak_suite, leak_table, select_leaks
 
     sizes = _trial_sizes(args.trials, DEFAULT_SIZES)
     names = None if args.leaks is None else _list_option(args.leaks, str, "--leaks", ())
+    seed = DEFAULT_SEED if args.seed is None else args.seed
     try:
         select_leaks(names)
     except ValueError as exc:
         raise CommandError(f"--leaks: {exc}") from None
     started = time.perf_counter()
     with progress.reporting("bench leaks", enabled=not args.quiet, as_json=args.json):
-        rows = leak_suite(sizes=sizes, runs=args.runs, seed=args.seed, leaks=names,
+        rows = leak_suite(sizes=sizes, runs=args.runs, seed=seed, leaks=names,
                           progress=progress.line)
-    result = {"rows": [row.to_dict() for row in rows], "seed": args.seed,
+    result = {"rows": [row.to_dict() for row in rows], "seed": seed,
               "seconds": time.perf_counter() - started}
     emit(result, args.json, leak_table(rows))
 
@@ -619,7 +620,6 @@ def _cmd_bench_leaks(args: Any) -> None:
 def add_leaks_command(bench_subparsers: Any) -> None:
     """Register ``unlearn bench leaks`` under the ``bench`` subcommands."""
     from audits.cli.common import integer_in
-    from audits.leak_suite import DEFAULT_SEED
 
     p = _study_parser(
         bench_subparsers, "leaks",
@@ -638,6 +638,8 @@ def add_leaks_command(bench_subparsers: Any) -> None:
                    help="trials per side, comma-separated (default 2000,20000)")
     p.add_argument("--runs", type=integer_in(1, 10_000), default=20,
                    help="audits per cell and statement (default 20)")
-    p.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=DEFAULT_SEED,
-                   help=f"master seed (default {DEFAULT_SEED}, the draws of docs/audits.md)")
+    # the default seed is read when the command runs: importing the suite here would load
+    # scipy into every command's process
+    p.add_argument("--seed", type=integer_in(0, 2**63 - 1), default=None,
+                   help="master seed (default: the draws of docs/audits.md)")
     p.set_defaults(func=_cmd_bench_leaks, own_progress=True)

@@ -176,6 +176,7 @@ class LawRow:
         return self.default / self.peer if self.peer else None
 
     def to_dict(self) -> dict[str, Any]:
+        """The row at the JSON boundary, with both means over the truth-chosen rule's."""
         ceiling = self.truth_chosen.epsilon_mean
         return {"law": self.law, "n_per_side": self.n_per_side, "delta": self.delta,
                 "runs": self.runs, "default": self.default, "peer": self.peer,
