@@ -102,8 +102,9 @@ class TruthChosenBound:
 
 # Binding-rate shares of the level the truth-chosen rule may take (the audits' own is 0.7).
 _BINDING_SHARES = (0.5, 0.6, 0.7, 0.8, 0.9)
-# Binomial tails beyond this many standard deviations are left out of the exact mean: their
-# mass is below 1e-18, and a bound is at most log(1 / upper bound) < 50.
+# Binomial tails beyond this many standard deviations (plus one count) are left out of the
+# exact mean: their mass is at most 2e-18 for p from 1e-7 to 1 - 1e-7 and n from 300 to 10^4,
+# and a bound is below 50, so the mean moves by less than 1e-16.
 _TAIL_SDS = 9.0
 
 
