@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from audits.protocols import Certificate
+from audits.report.schema import STATUSES
 from audits.runner import audit_scores
 from empirical.benchmarks.leaks import LEAKS, Leak, truth_chosen_power
 
@@ -37,7 +38,6 @@ __all__ = ["DEFAULT_SEED", "DEFAULT_SIZES", "LeakRow", "leak_certificates", "lea
 DEFAULT_SIZES = (2_000, 20_000)
 # The draws of the measurements in docs/audits.md; the slow test uses its own.
 DEFAULT_SEED = 9_000
-STATUSES = ("VIOLATION", "CONSISTENT", "INCONCLUSIVE")
 
 
 def leak_certificates() -> tuple[Certificate, Certificate]:

@@ -90,8 +90,9 @@ class AuditResult:
     def certified_delta(self) -> float:
         """The delta of the point the (epsilon, delta) tests were compared at: the stated delta,
         or the privacy-profile point the pilot chose for a certificate with a Rényi curve."""
-        verdict = self.report["verdict"]
-        return float(verdict.get("certified_delta", self.report["certificate"]["delta"]))
+        from audits.report.text import tested_point
+
+        return float(tested_point(self.report)[1])
 
     @property
     def max_lower_bound(self) -> float:

@@ -30,19 +30,18 @@ def test_bench_laws_json_gives_both_bounds_and_the_exact_ceiling(capsys):
 
 def test_leak_suite_counts_the_audits_it_runs():
     (row,) = leak_suite(sizes=(300,), runs=2, seed=11, leaks=["rare leak p=0.05"])
+    (leak,) = select_leaks(["rare leak p=0.05"])
     plain, curve = leak_certificates()
     for statement, certificate in ((row.plain, plain), (row.curve, curve)):
         statuses = []
         for run in range(2):
-            unlearned, retrained = select_leaks(["rare leak p=0.05"])[0].draw(
-                np.random.default_rng([11, 300, run]), 300)
+            unlearned, retrained = leak.draw(np.random.default_rng([11, 300, run]), 300)
             statuses.append(audit_scores(unlearned={"x": unlearned}, retrained={"x": retrained},
                                          certificate=certificate, seed=run,
                                          estimators=[]).status)
         assert statement == {status: statuses.count(status)
                              for status in ("VIOLATION", "CONSISTENT", "INCONCLUSIVE")}
-    truth, where = truth_chosen_power(select_leaks(["rare leak p=0.05"])[0], n=300,
-                                      epsilon=plain.epsilon, delta=plain.delta)
+    truth, where = truth_chosen_power(leak, n=300, epsilon=plain.epsilon, delta=plain.delta)
     assert (row.truth_chosen, row.truth_chosen_set) == (truth, where)
     assert 0 <= row.curve_at_profile_point <= row.runs
 
