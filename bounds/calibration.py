@@ -31,7 +31,7 @@ from bounds.conversions import (
     require_fixed_order,
 )
 from bounds.declarations import Bound, GuaranteeKind
-from bounds.errors import BoundError, SolverError
+from bounds.errors import BoundError, PreconditionError, SolverError
 from bounds.registry import get
 from bounds.scalar_search import brent_root
 
@@ -157,6 +157,20 @@ class _Objective:
         with np.errstate(all="ignore"):
             value = float(self.bound.float_function(*args))
         return value if math.isfinite(value) else math.inf
+
+    def admissible(self, x: Any) -> bool:
+        """Whether ``x`` meets the solved parameter's domain and the theorem's preconditions at
+        the given inputs (a free Rényi order stands at its placeholder 2 here; it is chosen
+        later, and the certified evaluation checks it)."""
+        placeholder = {}
+        if self.renyi and not self.fixed_order:
+            placeholder[self.bound.guarantee.renyi_order] = 2
+        try:
+            self.bound.check(self.bound.resolve({**self.params, **placeholder,
+                                                 self.parameter: x}))
+        except PreconditionError:
+            return False
+        return True
 
     def certified(self, x: Any) -> tuple[float, float | None]:
         params = {**self.params, self.parameter: x}
@@ -396,12 +410,34 @@ def _in_domain(param: Any, x: float) -> bool:
     return not param.violations(x)
 
 
+def _least_admissible(objective: _Objective, param: Any, lo: int) -> int:
+    """The least integer from ``lo`` the theorem's preconditions admit: a precondition may bound
+    an integer parameter from below beyond its domain (Theorem 3.2 of Chien et al. needs T >= 1).
+    Admissible values are taken to run upwards from there, as such lower limits make them."""
+    if objective.admissible(lo):
+        return lo
+    bad, good = lo, lo + 1
+    while not objective.admissible(good):
+        bad, good = good, 2 * good
+        if good > _INTEGER_LIMIT:
+            raise SolverError(f"{objective.bound.id}: no {param.name} up to 2^53 meets the "
+                              "theorem's preconditions at these inputs")
+    while good - bad > 1:
+        mid = (good + bad) // 2
+        if objective.admissible(mid):
+            good = mid
+        else:
+            bad = mid
+    return good
+
+
 def _solve_integer(
     objective: _Objective, param: Any, direction: str, target: float, notes: list[str]
 ) -> tuple[int | None, int | None]:
     lo = int(math.ceil(param.lower)) if param.lower is not None else 0
     if param.lower_open and lo == param.lower:
         lo += 1
+    lo = _least_admissible(objective, param, lo)
 
     def ok(k: int) -> bool:
         return objective.float_epsilon(k) <= target

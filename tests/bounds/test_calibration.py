@@ -126,6 +126,21 @@ def test_least_burn_in():
     check()
 
 
+def test_least_burn_in_starts_at_the_theorems_first_epoch():
+    # T = 0 lies in T's domain but not in Theorem 3.2's (it needs T >= 1); with a tiny diameter
+    # the capped bound already meets the target there, and the answer is the first epoch.
+    from fractions import Fraction
+
+    params = {"sigma": 1, "eta": 1, "m": Fraction(828390857088487, 2251799813685248), "L": 1,
+              "M": 1, "n": 1, "b": 1, "K": 1,
+              "R": Fraction(1218991862308979, 9007199254740992)}
+    result = calibrate("chien2024:thm3.2/capped", solve="T", epsilon=3.0, delta=1e-8, **params)
+    assert result.value == 1 and result.neighbour is None
+    assert any("smallest admissible value T=1" in note for note in result.notes)
+    assert result.certified_epsilon <= 3.0
+    assert _certified("chien2024:thm3.2/capped", 1e-8, "mironov", {**params, "T": 1}) <= 3.0
+
+
 @st.composite
 def _sequential_setting(draw) -> dict:
     """Short decimals only: calibrate(solve="requests") takes a symbolic limit of the exact
